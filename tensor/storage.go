@@ -1,0 +1,90 @@
+package tensor
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// Storage is one flat buffer of elements of a single dtype. Many tensors
+// (views) may share one Storage; a Tensor adds shape, strides and an offset.
+//
+// F32 elements live in a []float32; F16 and BF16 elements as their 16-bit
+// patterns in a []uint16. A meta storage has a length and no data.
+type Storage struct {
+	dtype    DType
+	n        int
+	f32      []float32
+	half     []uint16
+	meta     bool
+	ctx      *Context
+	counted  bool // allocation was recorded in ctx (false for wrapped buffers)
+	released atomic.Bool
+}
+
+// ErrMeta is returned by data access on a meta tensor.
+var ErrMeta = errors.New("tensor is a meta tensor: it has no data")
+
+func newStorage(ctx *Context, dt DType, n int, meta bool) *Storage {
+	s := &Storage{dtype: dt, n: n, meta: meta, ctx: ctx}
+	if meta {
+		return s
+	}
+	if dt == F32 {
+		s.f32 = make([]float32, n)
+	} else {
+		s.half = make([]uint16, n)
+	}
+	s.counted = true
+	ctx.RecordAlloc(int64(n) * int64(dt.Size()))
+	return s
+}
+
+// DType returns the element type.
+func (s *Storage) DType() DType { return s.dtype }
+
+// Len returns the number of elements.
+func (s *Storage) Len() int { return s.n }
+
+// Bytes returns the size of the buffer in bytes.
+func (s *Storage) Bytes() int { return s.n * s.dtype.Size() }
+
+// IsMeta reports whether the storage has no data.
+func (s *Storage) IsMeta() bool { return s.meta }
+
+// Float32s returns the raw buffer of an F32 storage (nil otherwise). Kernels
+// index it with a tensor's offset and strides.
+func (s *Storage) Float32s() []float32 { return s.f32 }
+
+// Uint16s returns the raw 16-bit patterns of an F16 or BF16 storage (nil
+// otherwise).
+func (s *Storage) Uint16s() []uint16 { return s.half }
+
+// Context returns the Context the storage was allocated in (may be nil).
+func (s *Storage) Context() *Context { return s.ctx }
+
+// Release tells the storage's Context that the buffer is no longer live, so
+// peak-memory figures reflect what a framework with eager frees would hold.
+// The Go garbage collector still owns the memory. Release is idempotent.
+func (s *Storage) Release() {
+	if s == nil || !s.counted || s.released.Swap(true) {
+		return
+	}
+	s.ctx.RecordFree(int64(s.Bytes()))
+}
+
+// load returns element i as float32 (no bounds checks beyond Go's).
+func (s *Storage) load(i int) float32 {
+	if s.dtype == F32 {
+		return s.f32[i]
+	}
+	return s.dtype.fromBits(s.half[i])
+}
+
+// store writes element i from a float32, rounding to the storage dtype.
+func (s *Storage) store(i int, v float32) {
+	if s.dtype == F32 {
+		s.f32[i] = v
+		return
+	}
+	s.half[i] = s.dtype.toBits(v)
+}
