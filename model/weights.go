@@ -1,0 +1,32 @@
+package model
+
+import "github.com/stride-lm/stride/tensor"
+
+// Layer holds one transformer block's weights. Matrices are row-major
+// (out, in): out[i] = Σ_j W[i, j]·x[j], as in llama2.c.
+type Layer struct {
+	AttnNorm *tensor.Tensor // (dim)
+	// WQKV is the fused QKV projection, ((n_heads + 2·n_kv_heads)·head_dim, dim):
+	// the rows of wq, then of wk, then of wv. One matmul yields a token's
+	// [q | k | v]; heads are then cut out of it by views.
+	WQKV    *tensor.Tensor
+	WO      *tensor.Tensor // (dim, n_heads·head_dim)
+	FFNNorm *tensor.Tensor // (dim)
+	W1      *tensor.Tensor // (hidden_dim, dim)  gate
+	W2      *tensor.Tensor // (dim, hidden_dim)  down
+	W3      *tensor.Tensor // (hidden_dim, dim)  up
+}
+
+// Weights holds every tensor of a model.
+type Weights struct {
+	TokenEmbedding *tensor.Tensor // (vocab_size, dim)
+	Layers         []Layer
+	FinalNorm      *tensor.Tensor // (dim)
+	Classifier     *tensor.Tensor // (vocab_size, dim); TokenEmbedding itself when shared
+}
+
+// Model is a configuration with its weights.
+type Model struct {
+	Config  Config
+	Weights Weights
+}
