@@ -72,7 +72,13 @@ func (s *Storage) Release() {
 	s.ctx.RecordFree(int64(s.Bytes()))
 }
 
-// load returns element i as float32 (no bounds checks beyond Go's).
+// Load returns element i as float32. It is the raw accessor kernels use
+// on F16/BF16 storages; it has Go's bounds checks and no others.
+func (s *Storage) Load(i int) float32 { return s.load(i) }
+
+// Store writes element i, rounding to the storage dtype (see Load).
+func (s *Storage) Store(i int, v float32) { s.store(i, v) }
+
 func (s *Storage) load(i int) float32 {
 	if s.dtype == F32 {
 		return s.f32[i]
@@ -80,7 +86,6 @@ func (s *Storage) load(i int) float32 {
 	return s.dtype.fromBits(s.half[i])
 }
 
-// store writes element i from a float32, rounding to the storage dtype.
 func (s *Storage) store(i int, v float32) {
 	if s.dtype == F32 {
 		s.f32[i] = v
