@@ -1,0 +1,380 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/tensor"
+)
+
+// This file is the forward pass, read top to bottom like llama2.c's
+// forward(): embedding → per layer (RMSNorm, QKV projection, RoPE,
+// attention, output projection, residual, RMSNorm, SwiGLU MLP, residual) →
+// final RMSNorm → classifier. The difference from run.c is that it runs on
+// T packed tokens of many sequences at once (a [T, dim] activation), and
+// that attention is an interchangeable attention.Path reading a paged KV
+// cache.
+
+// Projection selects how Q, K and V are computed.
+type Projection int
+
+const (
+	// FusedQKV runs one matmul against WQKV and cuts Q, K and V out of its
+	// [T, (H+2·KVH)·D] output by views (Narrow + View): zero bytes copied.
+	FusedQKV Projection = iota
+	// SeparateQKV runs three matmuls against the wq, wk and wv row blocks
+	// of WQKV, each producing a contiguous tensor, as textbook code does.
+	SeparateQKV
+)
+
+// LayerCache is the paged K and V cache of one layer,
+// [num_blocks, block_size, n_kv_heads, head_dim] each.
+type LayerCache struct{ K, V *tensor.Tensor }
+
+// Forward holds the reusable buffers of a forward pass over up to
+// MaxTokens packed tokens. Buffers are allocated once and grown on demand,
+// so a steady decode loop allocates nothing per token.
+type Forward struct {
+	m     *Model
+	proj  Projection
+	path  attention.Path
+	ctx   *tensor.Context
+	mats  *matrices
+	trace *tensor.Trace
+
+	// RoPE tables: cos/sin of pos·freq_j for every position and pair j,
+	// [seq_len, head_dim/2], computed as run.c does (float32 powf, cosf).
+	ropeCos, ropeSin []float32
+
+	cap int // tokens the buffers below can hold
+	x   []float32 // [T, dim]      residual stream
+	xb  []float32 // [T, dim]      normed input of a sub-block
+	xb2 []float32 // [T, dim]      output of a projection back to dim
+	qkv []float32 // [T, qkvRows]  fused QKV output (or Q|K|V for separate)
+	q   []float32 // [T, H·D]      separate Q (SeparateQKV only)
+	k   []float32 // [T, KVH·D]    separate K
+	v   []float32 // [T, KVH·D]    separate V
+	hb  []float32 // [T, hidden]   w1·x, then silu(w1·x)⊙(w3·x)
+	hb2 []float32 // [T, hidden]   w3·x
+	lg  []float32 // [rows, vocab] logits of the rows asked for
+	xl  []float32 // [rows, dim]   final-normed rows for the classifier
+}
+
+// ForwardOptions configures a Forward.
+type ForwardOptions struct {
+	Projection Projection
+	Path       attention.Path
+	Ctx        *tensor.Context // accounting for activations (may be nil)
+	Threads    int             // worker threads for matmuls (0 = all cores)
+}
+
+// NewForward prepares a forward pass of m through path.
+func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
+	if opts.Path == nil {
+		return nil, fmt.Errorf("forward: no attention path")
+	}
+	c := m.Config
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	mats, err := newMatrices(m, opts.Threads)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, ctx: opts.Ctx, mats: mats}
+	f.ropeCos, f.ropeSin = ropeTables(c)
+	return f, nil
+}
+
+// Close releases the worker threads.
+func (f *Forward) Close() { f.mats.close() }
+
+// SetTrace makes the next Run record every stage of layer 0's attention
+// into tr (nil turns tracing off).
+func (f *Forward) SetTrace(tr *tensor.Trace) { f.trace = tr }
+
+// ropeTables precomputes run.c's rotation: for pair j of a head (dims 2j,
+// 2j+1), freq = 1/θ^(2j/head_dim) and the angle at pos is pos·freq, all in
+// float32 as run.c computes it (powf, then pos*freq, then cosf/sinf).
+func ropeTables(c Config) (cos, sin []float32) {
+	hs := c.HeadDim()
+	half := hs / 2
+	cos = make([]float32, c.SeqLen*half)
+	sin = make([]float32, c.SeqLen*half)
+	for j := 0; j < half; j++ {
+		freq := float32(1.0 / float32(math.Pow(c.RopeTheta, float64(float32(2*j)/float32(hs)))))
+		for pos := 0; pos < c.SeqLen; pos++ {
+			val := float32(pos) * freq
+			cos[pos*half+j] = float32(math.Cos(float64(val)))
+			sin[pos*half+j] = float32(math.Sin(float64(val)))
+		}
+	}
+	return cos, sin
+}
+
+func (f *Forward) grow(T, rows int) {
+	c := f.m.Config
+	if T > f.cap {
+		f.cap = T
+		f.x = make([]float32, T*c.Dim)
+		f.xb = make([]float32, T*c.Dim)
+		f.xb2 = make([]float32, T*c.Dim)
+		f.qkv = make([]float32, T*c.QKVRows())
+		if f.proj == SeparateQKV {
+			f.q = make([]float32, T*c.NHeads*c.HeadDim())
+			f.k = make([]float32, T*c.KVDim())
+			f.v = make([]float32, T*c.KVDim())
+		}
+		f.hb = make([]float32, T*c.HiddenDim)
+		f.hb2 = make([]float32, T*c.HiddenDim)
+	}
+	if rows*c.VocabSize > len(f.lg) {
+		f.lg = make([]float32, rows*c.VocabSize)
+		f.xl = make([]float32, rows*c.Dim)
+	}
+}
+
+// Run computes the logits for the packed tokens of one step.
+//
+// tokens[t] sits at position positions[t] of its sequence; b describes the
+// sequences (see attention.Batch) and caches holds each layer's paged KV.
+// Logits are returned for the token rows listed in logitRows (typically
+// the last new token of each sequence), as a [len(logitRows), vocab] slice
+// that stays valid until the next Run.
+func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []LayerCache, logitRows []int) ([]float32, error) {
+	c := f.m.Config
+	T := len(tokens)
+	if T == 0 || len(positions) != T {
+		return nil, fmt.Errorf("forward: %d tokens with %d positions", T, len(positions))
+	}
+	if len(caches) != c.NLayers {
+		return nil, fmt.Errorf("forward: %d layer caches for %d layers", len(caches), c.NLayers)
+	}
+	for t, tok := range tokens {
+		if tok < 0 || tok >= c.VocabSize {
+			return nil, fmt.Errorf("forward: token %d at row %d is outside the vocabulary (size %d)", tok, t, c.VocabSize)
+		}
+		if p := positions[t]; p < 0 || p >= c.SeqLen {
+			return nil, fmt.Errorf("forward: position %d at row %d is outside [0, seq_len=%d)", p, t, c.SeqLen)
+		}
+	}
+	for _, r := range logitRows {
+		if r < 0 || r >= T {
+			return nil, fmt.Errorf("forward: logit row %d outside [0, %d)", r, T)
+		}
+	}
+	f.grow(T, len(logitRows))
+	dim, hs := c.Dim, c.HeadDim()
+	qDim, kvDim := c.NHeads*hs, c.KVDim()
+	x := f.x[:T*dim]
+
+	// x = token_embedding[token]  (vocab, dim) row per token
+	for t, tok := range tokens {
+		if err := f.mats.embedding(x[t*dim:(t+1)*dim], tok); err != nil {
+			return nil, err
+		}
+	}
+
+	for l := 0; l < c.NLayers; l++ {
+		lm := &f.mats.layers[l]
+
+		// xb = rmsnorm(x, attn_norm)   attn_norm: (dim)
+		rmsnormRows(f.xb[:T*dim], x, f.mats.attnNorm[l], T, dim, float32(c.NormEps))
+
+		// Q, K, V as [T, H, D] and [T, KVH, D] tensors.
+		var q, k, v *tensor.Tensor
+		var err error
+		switch f.proj {
+		case FusedQKV:
+			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
+			qkvRows := c.QKVRows()
+			if err := f.mats.matmul(f.qkv[:T*qkvRows], f.xb[:T*dim], lm.wqkv, T); err != nil {
+				return nil, err
+			}
+			q, k, v, err = splitQKV(f.ctx, f.qkv[:T*qkvRows], T, c)
+		case SeparateQKV:
+			// q = xb @ wqᵀ, k = xb @ wkᵀ, v = xb @ wvᵀ: three contiguous outputs.
+			if err := f.mats.matmul(f.q[:T*qDim], f.xb[:T*dim], lm.wq, T); err != nil {
+				return nil, err
+			}
+			if err := f.mats.matmul(f.k[:T*kvDim], f.xb[:T*dim], lm.wk, T); err != nil {
+				return nil, err
+			}
+			if err := f.mats.matmul(f.v[:T*kvDim], f.xb[:T*dim], lm.wv, T); err != nil {
+				return nil, err
+			}
+			q, k, v, err = wrapQKV(f.ctx, f.q[:T*qDim], f.k[:T*kvDim], f.v[:T*kvDim], T, c)
+		}
+		if err != nil {
+			return nil, err
+		}
+
+		// RoPE: rotate each (even, odd) pair of every q and k head by
+		// pos·freq_j, in place through the views' strides.
+		f.rope(q, positions)
+		f.rope(k, positions)
+
+		// out = attention(q, k, v) over the paged cache → [T, H·D]
+		var tr *tensor.Trace
+		if l == 0 {
+			tr = f.trace
+		}
+		out, err := f.path.Attend(q, k, v, caches[l].K, caches[l].V, b, tr)
+		if err != nil {
+			return nil, fmt.Errorf("layer %d attention: %w", l, err)
+		}
+		att, err := contiguousF32(out, T*qDim)
+		if err != nil {
+			return nil, err
+		}
+
+		// x += att @ WOᵀ   WO: (dim, H·D)
+		if err := f.mats.matmul(f.xb2[:T*dim], att, lm.wo, T); err != nil {
+			return nil, err
+		}
+		addInPlace(x, f.xb2[:T*dim])
+
+		// xb = rmsnorm(x, ffn_norm)   ffn_norm: (dim)
+		rmsnormRows(f.xb[:T*dim], x, f.mats.ffnNorm[l], T, dim, float32(c.NormEps))
+
+		// hb = silu(xb @ W1ᵀ) ⊙ (xb @ W3ᵀ)   W1, W3: (hidden, dim)
+		hid := c.HiddenDim
+		if err := f.mats.matmul(f.hb[:T*hid], f.xb[:T*dim], lm.w1, T); err != nil {
+			return nil, err
+		}
+		if err := f.mats.matmul(f.hb2[:T*hid], f.xb[:T*dim], lm.w3, T); err != nil {
+			return nil, err
+		}
+		swiglu(f.hb[:T*hid], f.hb2[:T*hid])
+
+		// x += hb @ W2ᵀ   W2: (dim, hidden)
+		if err := f.mats.matmul(f.xb2[:T*dim], f.hb[:T*hid], lm.w2, T); err != nil {
+			return nil, err
+		}
+		addInPlace(x, f.xb2[:T*dim])
+	}
+
+	// logits = rmsnorm(x[rows], final_norm) @ classifierᵀ   classifier: (vocab, dim)
+	R := len(logitRows)
+	for i, r := range logitRows {
+		rmsnormRows(f.xl[i*dim:(i+1)*dim], x[r*dim:(r+1)*dim], f.mats.finalNorm, 1, dim, float32(c.NormEps))
+	}
+	lg := f.lg[:R*c.VocabSize]
+	if err := f.mats.matmul(lg, f.xl[:R*dim], f.mats.classifier, R); err != nil {
+		return nil, err
+	}
+	return lg, nil
+}
+
+// splitQKV cuts the heads out of the fused projection's output by views:
+//
+//	qkv: [T, (H+2·KVH)·D]            strides ((H+2·KVH)·D, 1)
+//	q = qkv.narrow(1, 0, H·D).view(T, H, D)          strides ((H+2·KVH)·D, D, 1)
+//	k = qkv.narrow(1, H·D, KVH·D).view(T, KVH, D)    offset H·D
+//	v = qkv.narrow(1, (H+KVH)·D, KVH·D).view(T, KVH, D)
+//
+// None of these copies a byte: the token stride stays (H+2·KVH)·D, and
+// the kernels read through it.
+func splitQKV(ctx *tensor.Context, buf []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
+	hs := c.HeadDim()
+	qkv, err := tensor.WrapFloat32(ctx, buf, T, c.QKVRows())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cut := func(start, heads int) (*tensor.Tensor, error) {
+		n, err := qkv.Narrow(1, start*hs, heads*hs)
+		if err != nil {
+			return nil, err
+		}
+		return n.View(T, heads, hs)
+	}
+	if q, err = cut(0, c.NHeads); err != nil {
+		return nil, nil, nil, err
+	}
+	if k, err = cut(c.NHeads, c.NKVHeads); err != nil {
+		return nil, nil, nil, err
+	}
+	if v, err = cut(c.NHeads+c.NKVHeads, c.NKVHeads); err != nil {
+		return nil, nil, nil, err
+	}
+	return q, k, v, nil
+}
+
+// wrapQKV views three separate contiguous projections as [T, heads, D].
+func wrapQKV(ctx *tensor.Context, qb, kb, vb []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
+	hs := c.HeadDim()
+	if q, err = tensor.WrapFloat32(ctx, qb, T, c.NHeads, hs); err != nil {
+		return
+	}
+	if k, err = tensor.WrapFloat32(ctx, kb, T, c.NKVHeads, hs); err != nil {
+		return
+	}
+	v, err = tensor.WrapFloat32(ctx, vb, T, c.NKVHeads, hs)
+	return
+}
+
+// contiguousF32 returns the [T, H·D] attention output as a flat slice. Both
+// paths return a contiguous F32 tensor, so this is a re-slice, not a copy.
+func contiguousF32(t *tensor.Tensor, n int) ([]float32, error) {
+	if t.DType() != tensor.F32 || !t.IsContiguous() || t.Numel() != n || t.IsMeta() {
+		return nil, fmt.Errorf("forward: attention returned %v, want a contiguous F32 tensor of %d elements", t, n)
+	}
+	return t.Storage().Float32s()[t.Offset() : t.Offset()+n], nil
+}
+
+// rope rotates, for every token row t and head h of x ([T, heads, D], any
+// strides, F32), the pairs (x[t,h,2j], x[t,h,2j+1]) by the angle
+// positions[t]·freq_j — run.c's rotation of adjacent pairs.
+func (f *Forward) rope(x *tensor.Tensor, positions []int) {
+	shape, st := x.Shape(), x.Strides()
+	heads, hs := shape[1], shape[2]
+	half := hs / 2
+	data := x.Storage().Float32s()
+	for t, pos := range positions {
+		cs := f.ropeCos[pos*half : (pos+1)*half]
+		sn := f.ropeSin[pos*half : (pos+1)*half]
+		for h := 0; h < heads; h++ {
+			base := x.Offset() + t*st[0] + h*st[1]
+			for j := 0; j < half; j++ {
+				i0, i1 := base+2*j*st[2], base+(2*j+1)*st[2]
+				v0, v1 := data[i0], data[i1]
+				data[i0] = v0*cs[j] - v1*sn[j]
+				data[i1] = v0*sn[j] + v1*cs[j]
+			}
+		}
+	}
+}
+
+// rmsnormRows is run.c's rmsnorm on each of T rows:
+// o = w ⊙ x / sqrt(mean(x²) + eps), accumulated in float32 in order.
+func rmsnormRows(o, x, w []float32, T, dim int, eps float32) {
+	for t := 0; t < T; t++ {
+		xr, or := x[t*dim:(t+1)*dim], o[t*dim:(t+1)*dim]
+		var ss float32
+		for _, v := range xr {
+			ss += v * v
+		}
+		ss /= float32(dim)
+		ss += eps
+		ss = 1 / float32(math.Sqrt(float64(ss)))
+		for j, v := range xr {
+			or[j] = w[j] * (ss * v)
+		}
+	}
+}
+
+// swiglu computes hb = silu(hb) ⊙ hb2, silu(z) = z·σ(z), as run.c does.
+func swiglu(hb, hb2 []float32) {
+	for i, z := range hb {
+		s := z * (1 / (1 + float32(math.Exp(float64(-z)))))
+		hb[i] = s * hb2[i]
+	}
+}
+
+func addInPlace(x, y []float32) {
+	y = y[:len(x)]
+	for i := range x {
+		x[i] += y[i]
+	}
+}
