@@ -29,3 +29,14 @@ func wrapDim(op string, d, ndim int) (int, error) {
 	}
 	return d, nil
 }
+
+// wrapDimOf is wrapDim for a tensor of the given shape: the error also
+// names the shape, so a message read far from the call still says which
+// tensor was meant.
+func wrapDimOf(op string, d int, shape []int) (int, error) {
+	w, err := wrapDim(op, d, len(shape))
+	if err != nil {
+		return 0, errorf(op, "%s for a tensor of shape %s", err.(*ShapeError).Msg, FormatInts(shape))
+	}
+	return w, nil
+}

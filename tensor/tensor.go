@@ -202,7 +202,7 @@ func (t *Tensor) Dim() int { return len(t.shape) }
 
 // Size returns the size of dim d (negative d counts from the end).
 func (t *Tensor) Size(d int) (int, error) {
-	d, err := wrapDim("size", d, len(t.shape))
+	d, err := wrapDimOf("size", d, t.shape)
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +211,7 @@ func (t *Tensor) Size(d int) (int, error) {
 
 // Stride returns the stride of dim d (negative d counts from the end).
 func (t *Tensor) Stride(d int) (int, error) {
-	d, err := wrapDim("stride", d, len(t.shape))
+	d, err := wrapDimOf("stride", d, t.shape)
 	if err != nil {
 		return 0, err
 	}
@@ -252,11 +252,16 @@ func SharesStorage(a, b *Tensor) bool { return a != nil && b != nil && a.st == b
 func (t *Tensor) IsContiguous() bool { return isContiguous(t.shape, t.strides) }
 
 func isContiguous(shape, strides []int) bool {
-	expected := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] == 0 {
+	// An empty tensor is contiguous whatever its strides (PyTorch checks
+	// numel == 0 before the walk, so a size-0 dim left of a mismatched
+	// stride still counts).
+	for _, s := range shape {
+		if s == 0 {
 			return true
 		}
+	}
+	expected := 1
+	for i := len(shape) - 1; i >= 0; i-- {
 		if shape[i] == 1 {
 			continue
 		}

@@ -17,11 +17,11 @@ func inferSize(op string, shape []int, numel int) ([]int, error) {
 		switch {
 		case s == -1:
 			if infer >= 0 {
-				return nil, errorf(op, "only one dimension can be inferred")
+				return nil, errorf(op, "only one dimension can be inferred (shape %s)", FormatInts(shape))
 			}
 			infer = i
 		case s < 0:
-			return nil, errorf(op, "invalid shape dimension %d", s)
+			return nil, errorf(op, "invalid shape dimension %d in shape %s", s, FormatInts(shape))
 		default:
 			if s != 0 && prod > maxNumel/s {
 				return nil, errorf(op, "shape '%s' is invalid for input of size %d", FormatInts(shape), numel)
@@ -148,11 +148,11 @@ func (t *Tensor) Flatten() (*Tensor, error) { return t.Reshape(-1) }
 
 // Transpose swaps dims d0 and d1 by swapping their sizes and strides.
 func (t *Tensor) Transpose(d0, d1 int) (*Tensor, error) {
-	a, err := wrapDim("transpose", d0, len(t.shape))
+	a, err := wrapDimOf("transpose", d0, t.shape)
 	if err != nil {
 		return nil, err
 	}
-	b, err := wrapDim("transpose", d1, len(t.shape))
+	b, err := wrapDimOf("transpose", d1, t.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (t *Tensor) Transpose(d0, d1 int) (*Tensor, error) {
 // T is PyTorch's t(): the transpose of a tensor of at most 2 dims.
 func (t *Tensor) T() (*Tensor, error) {
 	if len(t.shape) > 2 {
-		return nil, errorf("t", "t() expects a tensor with <= 2 dimensions, but self is %dD", len(t.shape))
+		return nil, errorf("t", "t() expects a tensor with <= 2 dimensions, but self is %dD (shape %s)", len(t.shape), FormatInts(t.shape))
 	}
 	if len(t.shape) < 2 {
 		return t.with(t.Shape(), t.Strides(), t.offset), nil
@@ -179,18 +179,18 @@ func (t *Tensor) T() (*Tensor, error) {
 // Permute reorders the dims: result dim i is t's dim dims[i].
 func (t *Tensor) Permute(dims ...int) (*Tensor, error) {
 	if len(dims) != len(t.shape) {
-		return nil, errorf("permute", "number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d", len(t.shape), len(dims))
+		return nil, errorf("permute", "number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d (shape %s, dims %s)", len(t.shape), len(dims), FormatInts(t.shape), FormatInts(dims))
 	}
 	seen := make([]bool, len(dims))
 	shape := make([]int, len(dims))
 	strides := make([]int, len(dims))
 	for i, d := range dims {
-		w, err := wrapDim("permute", d, len(t.shape))
+		w, err := wrapDimOf("permute", d, t.shape)
 		if err != nil {
 			return nil, err
 		}
 		if seen[w] {
-			return nil, errorf("permute", "duplicate dims are not allowed (dims %s)", FormatInts(dims))
+			return nil, errorf("permute", "duplicate dims are not allowed (dims %s, shape %s)", FormatInts(dims), FormatInts(t.shape))
 		}
 		seen[w] = true
 		shape[i], strides[i] = t.shape[w], t.strides[w]
@@ -203,7 +203,7 @@ func (t *Tensor) Permute(dims ...int) (*Tensor, error) {
 // and step must be positive. The view starts start·stride further into the
 // storage and steps by stride·step.
 func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
-	d, err := wrapDim("slice", dim, len(t.shape))
+	d, err := wrapDimOf("slice", dim, t.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 		return nil, errorf("slice", "slice() cannot be applied to a 0-dim tensor.")
 	}
 	if step <= 0 {
-		return nil, errorf("slice", "slice step must be positive (got %d)", step)
+		return nil, errorf("slice", "slice step must be positive (got %d) for a tensor of shape %s", step, FormatInts(t.shape))
 	}
 	size := t.shape[d]
 	clamp := func(i int) int {
@@ -238,7 +238,7 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 // Narrow returns length elements of dim starting at start (negative start
 // counts from the end). Unlike Slice, a range past the end is an error.
 func (t *Tensor) Narrow(dim, start, length int) (*Tensor, error) {
-	d, err := wrapDim("narrow", dim, len(t.shape))
+	d, err := wrapDimOf("narrow", dim, t.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -247,16 +247,16 @@ func (t *Tensor) Narrow(dim, start, length int) (*Tensor, error) {
 	}
 	size := t.shape[d]
 	if start < -size || start > size {
-		return nil, errorf("narrow", "start out of range (expected to be in range of [%d, %d], but got %d)", -size, size, start)
+		return nil, errorf("narrow", "start out of range (expected to be in range of [%d, %d], but got %d) at dimension %d of shape %s", -size, size, start, d, FormatInts(t.shape))
 	}
 	if start < 0 {
 		start += size
 	}
 	if length < 0 {
-		return nil, errorf("narrow", "narrow(): length must be non-negative (got %d)", length)
+		return nil, errorf("narrow", "narrow(): length must be non-negative (got %d) for a tensor of shape %s", length, FormatInts(t.shape))
 	}
 	if start+length > size {
-		return nil, errorf("narrow", "start (%d) + length (%d) exceeds dimension size (%d).", start, length, size)
+		return nil, errorf("narrow", "start (%d) + length (%d) exceeds dimension size (%d). (dimension %d of shape %s)", start, length, size, d, FormatInts(t.shape))
 	}
 	shape, strides := t.Shape(), t.Strides()
 	shape[d] = length
@@ -269,7 +269,7 @@ func (t *Tensor) Select(dim, i int) (*Tensor, error) {
 	if len(t.shape) == 0 {
 		return nil, errorf("select", "select() cannot be applied to a 0-dim tensor.")
 	}
-	d, err := wrapDim("select", dim, len(t.shape))
+	d, err := wrapDimOf("select", dim, t.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (t *Tensor) Select(dim, i int) (*Tensor, error) {
 func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 	nd, nt := len(sizes), len(t.shape)
 	if nd < nt {
-		return nil, errorf("expand", "the number of sizes provided (%d) must be greater or equal to the number of dimensions in the tensor (%d)", nd, nt)
+		return nil, errorf("expand", "the number of sizes provided (%d) must be greater or equal to the number of dimensions in the tensor (%d).  Target sizes: %s.  Tensor sizes: %s", nd, nt, FormatInts(sizes), FormatInts(t.shape))
 	}
 	shape := make([]int, nd)
 	strides := make([]int, nd)
@@ -300,7 +300,7 @@ func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 		want := sizes[i]
 		if off < 0 {
 			if want < 0 {
-				return nil, errorf("expand", "The expanded size of the tensor (%d) isn't allowed in a leading, non-existing dimension %d", want, i)
+				return nil, errorf("expand", "The expanded size of the tensor (%d) isn't allowed in a leading, non-existing dimension %d.  Target sizes: %s.  Tensor sizes: %s", want, i, FormatInts(sizes), FormatInts(t.shape))
 			}
 			shape[i], strides[i] = want, 0
 			continue
@@ -310,7 +310,7 @@ func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 			want = have
 		}
 		if want < 0 {
-			return nil, errorf("expand", "The expanded size of the tensor (%d) is negative at dimension %d", want, i)
+			return nil, errorf("expand", "The expanded size of the tensor (%d) is negative at dimension %d.  Target sizes: %s.  Tensor sizes: %s", want, i, FormatInts(sizes), FormatInts(t.shape))
 		}
 		switch {
 		case have == want:
@@ -342,7 +342,7 @@ func (t *Tensor) Squeeze(dims ...int) (*Tensor, error) {
 		}
 	}
 	for _, d := range dims {
-		w, err := wrapDim("squeeze", d, len(t.shape))
+		w, err := wrapDimOf("squeeze", d, t.shape)
 		if err != nil {
 			return nil, err
 		}
@@ -369,7 +369,7 @@ func (t *Tensor) Squeeze(dims ...int) (*Tensor, error) {
 func (t *Tensor) Unsqueeze(dim int) (*Tensor, error) {
 	nd := len(t.shape)
 	if dim < -nd-1 || dim > nd {
-		return nil, errorf("unsqueeze", "Dimension out of range (expected to be in range of [%d, %d], but got %d)", -nd-1, nd, dim)
+		return nil, errorf("unsqueeze", "Dimension out of range (expected to be in range of [%d, %d], but got %d) for a tensor of shape %s", -nd-1, nd, dim, FormatInts(t.shape))
 	}
 	if dim < 0 {
 		dim += nd + 1
@@ -388,7 +388,7 @@ func (t *Tensor) Unsqueeze(dim int) (*Tensor, error) {
 // last dim of length size reads with the old stride. Windows overlap in
 // memory when step < size; nothing is copied.
 func (t *Tensor) Unfold(dim, size, step int) (*Tensor, error) {
-	d, err := wrapDim("unfold", dim, len(t.shape))
+	d, err := wrapDimOf("unfold", dim, t.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -397,13 +397,13 @@ func (t *Tensor) Unfold(dim, size, step int) (*Tensor, error) {
 		dimSize, dimStride = t.shape[d], t.strides[d]
 	}
 	if size < 0 {
-		return nil, errorf("unfold", "size is %d but must be >= 0", size)
+		return nil, errorf("unfold", "size is %d but must be >= 0 (shape %s)", size, FormatInts(t.shape))
 	}
 	if size > dimSize {
-		return nil, errorf("unfold", "maximum size for tensor at dimension %d is %d but size is %d", d, dimSize, size)
+		return nil, errorf("unfold", "maximum size for tensor at dimension %d is %d but size is %d (shape %s)", d, dimSize, size, FormatInts(t.shape))
 	}
 	if step <= 0 {
-		return nil, errorf("unfold", "step is %d but must be > 0", step)
+		return nil, errorf("unfold", "step is %d but must be > 0 (shape %s)", step, FormatInts(t.shape))
 	}
 	shape := append(t.Shape(), size)
 	strides := append(t.Strides(), dimStride)
@@ -444,10 +444,10 @@ func MetaStrided(dt DType, shape, strides []int, offset int) (*Tensor, error) {
 // index 0: offset + Σ (size_k − 1)·stride_k + 1, or 0 for an empty tensor.
 func storageSpan(op string, shape, strides []int, offset int) (int, error) {
 	if len(shape) != len(strides) {
-		return 0, errorf(op, "mismatch in length of strides and shape (%d vs %d)", len(strides), len(shape))
+		return 0, errorf(op, "mismatch in length of strides and shape (%d vs %d): sizes %s, strides %s", len(strides), len(shape), FormatInts(shape), FormatInts(strides))
 	}
 	if offset < 0 {
-		return 0, errorf(op, "Tensor: invalid storage offset %d", offset)
+		return 0, errorf(op, "Tensor: invalid storage offset %d (sizes %s, strides %s)", offset, FormatInts(shape), FormatInts(strides))
 	}
 	n, err := numelOf(op, shape)
 	if err != nil {
@@ -455,7 +455,7 @@ func storageSpan(op string, shape, strides []int, offset int) (int, error) {
 	}
 	for _, s := range strides {
 		if s < 0 {
-			return 0, errorf(op, "Negative strides are not supported at the moment, got strides: %s", FormatInts(strides))
+			return 0, errorf(op, "Negative strides are not supported at the moment, got strides: %s (sizes %s)", FormatInts(strides), FormatInts(shape))
 		}
 	}
 	if n == 0 {
