@@ -1,5 +1,7 @@
 package tensor
 
+import "slices"
+
 // This file holds the view ops: each one rewrites (shape, strides, offset)
 // and shares the storage, so it costs O(ndim) whatever the numel, and
 // copies 0 bytes.
@@ -483,18 +485,31 @@ func checkStrided(op string, shape, strides []int, offset, storageLen int, dt DT
 	return nil
 }
 
-// Overlaps reports whether two distinct indices of t can address the same
-// storage element (a stride-0 or overlapping unfold layout). It sorts the
-// dims by stride and checks that each stride clears the extent of the
-// dims below it, which is exact for the layouts view ops produce.
+// overlapEnumLimit bounds the element count Overlaps enumerates when the
+// quick stride test cannot decide.
+const overlapEnumLimit = 1 << 20
+
+// Overlaps reports whether two distinct indices of t address the same
+// storage element (a stride-0 or overlapping unfold layout).
+//
+// The quick test sorts the dims by stride and checks that each stride
+// clears the extent of the dims below it; passing it proves there is no
+// overlap. Failing it does not prove overlap: sizes [n,3] with strides
+// [3,2] (unfold(0,5,3) then [:, ::2]) reach distinct offsets 3i+2j though
+// 3 < 2·2+1. So unless a size>1 dim has stride 0, a failed quick test is
+// settled by enumerating the offsets; beyond overlapEnumLimit elements
+// Overlaps answers true, the safe answer for an in-place writer.
 func (t *Tensor) Overlaps() bool {
+	if t.Numel() == 0 {
+		return false
+	}
 	type ds struct{ size, stride int }
 	var dims []ds
 	for i, s := range t.shape {
-		if s == 0 {
-			return false
-		}
 		if s > 1 {
+			if t.strides[i] == 0 {
+				return true
+			}
 			dims = append(dims, ds{s, t.strides[i]})
 		}
 	}
@@ -505,11 +520,27 @@ func (t *Tensor) Overlaps() bool {
 		}
 	}
 	extent := 1 // elements spanned by the dims so far, plus one
+	quick := true
 	for _, d := range dims {
 		if d.stride < extent {
-			return true
+			quick = false
+			break
 		}
 		extent = d.stride*(d.size-1) + extent
+	}
+	if quick {
+		return false
+	}
+	if t.Numel() > overlapEnumLimit {
+		return true
+	}
+	offs := make([]int, 0, t.Numel())
+	forEachOffset(t.shape, t.strides, 0, func(o int) { offs = append(offs, o) })
+	slices.Sort(offs)
+	for i := 1; i < len(offs); i++ {
+		if offs[i] == offs[i-1] {
+			return true
+		}
 	}
 	return false
 }
