@@ -1,0 +1,237 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+// Fused is the fused attention path: the way vLLM's PagedAttention and
+// FlashAttention compute a layer, on the CPU.
+//
+// Attend writes the new K and V into the paged cache, then runs one kernel
+// over (sequence, KV head, query tile) work items (see kernel.go) that
+//
+//   - reads Q in place through q_stride and q_head_stride, so Q can stay a
+//     Narrow+View of the fused QKV output [T, (H+2·KVH)·D] (q_stride =
+//     (H+2·KVH)·D, q_head_stride = D): no transpose, no contiguous();
+//   - walks each sequence's block table over the paged cache
+//     [num_blocks, block_size, KVH, D] (kv_block_stride, kv_token_stride,
+//     kv_head_stride): no gather, and prefill reads its own new tokens
+//     back from the cache just like decode reads old ones;
+//   - serves the g = H/KVH query heads of a KV head from the same K and V
+//     rows: no repeat_interleave;
+//   - keeps only one tile of scores at a time and folds it into an online
+//     softmax: no [S, S] score matrix;
+//   - writes each head's output straight into out[t, h·D : (h+1)·D] of a
+//     contiguous [T, H·D] buffer: no transpose(1, 2).contiguous().
+//
+// The same kernel serves prefill (QueryLen > 1, with or without earlier
+// context), decode (QueryLen = 1) and mixed varlen batches.
+//
+// The only bytes Attend copies are the cache writes. The [T, H·D] output
+// buffer is allocated once and reused: the returned tensor is valid until
+// the next Attend call on the same Fused, which therefore is not safe for
+// concurrent use (give each goroutine its own Fused).
+type Fused struct {
+	opts   Options
+	kernel flashKernel
+	out    []float32
+	outCtx *tensor.Context // Context the output buffer's bytes were recorded in
+}
+
+// NewFused returns a fused path.
+func NewFused(opts Options) *Fused {
+	return &Fused{opts: opts, kernel: flashKernel{opts: opts}}
+}
+
+// Name implements Path.
+func (f *Fused) Name() string { return "fused" }
+
+// Attend implements Path. See Fused for what it does and does not copy.
+func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
+	d, err := checkInputs(q, k, v, kCache, vCache)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Validate(d.T, d.numBlocks, d.blockSize); err != nil {
+		return nil, err
+	}
+	if _, err := writeCache(k, v, kCache, vCache, b, d, tr); err != nil {
+		return nil, err
+	}
+
+	n := d.T * d.H * d.D
+	var out *tensor.Tensor
+	var allocated int64
+	if d.meta {
+		// Layout only: the output a fresh Fused would allocate.
+		out, err = tensor.Meta(tensor.F32, d.T, d.H*d.D)
+		if err != nil {
+			return nil, err
+		}
+		allocated = int64(n) * 4
+	} else {
+		if cap(f.out) < n {
+			if f.out != nil {
+				f.outCtx.RecordFree(int64(cap(f.out)) * 4)
+			}
+			f.out = make([]float32, n)
+			f.outCtx = q.Context()
+			allocated = int64(n) * 4
+			f.outCtx.RecordAlloc(allocated)
+		}
+		buf := f.out[:n]
+		zeroPadding(buf, b, d.T, d.H*d.D)
+		a := newFlashArgs(q, kCache, vCache, d, 1/float32(math.Sqrt(float64(d.D))), buf)
+		a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
+		f.kernel.run(a)
+		if out, err = tensor.WrapFloat32(q.Context(), buf, d.T, d.H*d.D); err != nil {
+			return nil, err
+		}
+	}
+	if tr != nil {
+		shown := out
+		if B, S, ok := uniform(b, d.T); ok {
+			shown, _ = out.View(B, S, d.H*d.D)
+		}
+		tr.Record("out = fused_attention(q, kv_cache, block_tables)", shown, allocated, 0)
+	}
+	return out, nil
+}
+
+// newFlashArgs fills the kernel arguments from the tensors' layouts: the
+// strides of q as given, and the cache strides of a contiguous
+// [num_blocks, block_size, KVH, D] cache.
+func newFlashArgs(q, kCache, vCache *tensor.Tensor, d dims, scale float32, out []float32) *flashArgs {
+	qs := q.Strides()
+	return &flashArgs{
+		q: q.Storage(), qF32: q.Storage().Float32s(), qOffset: q.Offset(),
+		q_stride: qs[0], q_head_stride: qs[1], qElemStride: qs[2],
+		kCache: kCache.Storage(), vCache: vCache.Storage(),
+		kF32: kCache.Storage().Float32s(), vF32: vCache.Storage().Float32s(),
+		kOffset: kCache.Offset(), vOffset: vCache.Offset(),
+		kv_block_stride: d.blockSize * d.KVH * d.D,
+		kv_token_stride: d.KVH * d.D,
+		kv_head_stride:  d.D,
+		blockSize:       d.blockSize,
+		numHeads:        d.H, numKVHeads: d.KVH, headDim: d.D,
+		scale: scale, out: out, outStride: d.H * d.D,
+	}
+}
+
+// zeroPadding clears the output rows no sequence owns (padding tokens),
+// since the reused buffer still holds the previous call's values there.
+func zeroPadding(buf []float32, b *Batch, T, width int) {
+	covered := 0
+	for _, ql := range b.QueryLen {
+		covered += ql
+	}
+	if covered == T {
+		return
+	}
+	own := make([]bool, T)
+	for i, qs := range b.QueryStart {
+		for t := qs; t < qs+b.QueryLen[i]; t++ {
+			own[t] = true
+		}
+	}
+	for t, o := range own {
+		if !o {
+			clear(buf[t*width : (t+1)*width])
+		}
+	}
+}
+
+// PagedDecode is the decode kernel with explicit arguments, in the manner
+// of vLLM's paged_attention_v1: for each sequence i, the single query
+// query[i] ([N, H, D], any strides) attends to positions 0 …
+// contextLens[i]−1 of the paged caches kCache and vCache
+// ([num_blocks, block_size, KVH, D], contiguous), which it reaches through
+// blockTables[i], and the result times scale-weighted softmax is written to
+// out[i, h·D : (h+1)·D]. out must be a contiguous F32 tensor of N·H·D
+// elements whose first dim is N ([N, H·D] or [N, H, D]).
+//
+// It does not write the cache (the new token's K and V must already be
+// there) and allocates only the kernel's per-worker scratch. Attend on a
+// Fused path runs this same kernel with QueryLen = 1 for decode steps.
+func PagedDecode(out, query, kCache, vCache *tensor.Tensor, blockTables [][]int32, contextLens []int, scale float32, opts Options) error {
+	if out == nil || query == nil || kCache == nil || vCache == nil {
+		return fmt.Errorf("paged_decode: nil tensor argument")
+	}
+	d, err := checkDecode(query, kCache, vCache)
+	if err != nil {
+		return err
+	}
+	N := d.T
+	if len(blockTables) != N || len(contextLens) != N {
+		return fmt.Errorf("paged_decode: %d queries with %d block tables and %d context lengths", N, len(blockTables), len(contextLens))
+	}
+	if out.IsMeta() || out.DType() != tensor.F32 || !out.IsContiguous() || out.Numel() != N*d.H*d.D || (out.Dim() > 0 && out.Shape()[0] != N) {
+		return fmt.Errorf("paged_decode: out must be a contiguous float32 [N=%d, H·D=%d] tensor, got %v", N, d.H*d.D, out)
+	}
+	b := &Batch{QueryStart: make([]int, N), QueryLen: make([]int, N), ContextLen: contextLens, BlockTables: blockTables}
+	for i := range N {
+		b.QueryStart[i], b.QueryLen[i] = i, 1
+		cl := contextLens[i]
+		if cl < 1 {
+			return fmt.Errorf("paged_decode: sequence %d has context length %d; want ≥ 1", i, cl)
+		}
+		need := (cl + d.blockSize - 1) / d.blockSize
+		if len(blockTables[i]) < need {
+			return fmt.Errorf("paged_decode: sequence %d has %d blocks in its table; %d positions need %d", i, len(blockTables[i]), cl, need)
+		}
+		for j, blk := range blockTables[i][:need] {
+			if blk < 0 || int(blk) >= d.numBlocks {
+				return fmt.Errorf("paged_decode: sequence %d block table entry %d is block %d; the cache has blocks [0, %d)", i, j, blk, d.numBlocks)
+			}
+		}
+	}
+	buf := out.Storage().Float32s()[out.Offset() : out.Offset()+out.Numel()]
+	a := newFlashArgs(query, kCache, vCache, d, scale, buf)
+	a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
+	kernel := flashKernel{opts: opts}
+	kernel.run(a)
+	return nil
+}
+
+// checkDecode validates PagedDecode's tensors: query [N, H, D] and
+// contiguous caches [num_blocks, block_size, KVH, D] with H a multiple of
+// KVH, all holding data.
+func checkDecode(query, kCache, vCache *tensor.Tensor) (dims, error) {
+	var d dims
+	if query.Dim() != 3 || kCache.Dim() != 4 {
+		return d, fmt.Errorf("paged_decode: query must be [N, H, D] and caches [num_blocks, block_size, KVH, D]; got %v and %v",
+			query.Shape(), kCache.Shape())
+	}
+	if query.IsMeta() || kCache.IsMeta() || vCache.IsMeta() {
+		return d, fmt.Errorf("paged_decode: %w", tensor.ErrMeta)
+	}
+	cs := kCache.Shape()
+	kv, err := tensor.Meta(tensor.F32, query.Shape()[0], cs[2], cs[3])
+	if err != nil {
+		return d, fmt.Errorf("paged_decode: %w", err)
+	}
+	qm, err := tensor.Meta(tensor.F32, query.Shape()...)
+	if err != nil {
+		return d, fmt.Errorf("paged_decode: %w", err)
+	}
+	mk, err := tensor.Meta(tensor.F32, cs...)
+	if err != nil {
+		return d, fmt.Errorf("paged_decode: %w", err)
+	}
+	mv, err := tensor.Meta(tensor.F32, vCache.Shape()...)
+	if err != nil {
+		return d, fmt.Errorf("paged_decode: %w", err)
+	}
+	// Same shape rules as Attend, checked on layout-only stand-ins.
+	if d, err = checkInputs(qm, kv, kv, mk, mv); err != nil {
+		return d, fmt.Errorf("paged_decode: %w", err)
+	}
+	if !kCache.IsContiguous() || !vCache.IsContiguous() {
+		return d, fmt.Errorf("paged_decode: caches must be contiguous; got strides %v and %v", kCache.Strides(), vCache.Strides())
+	}
+	d.meta = false
+	return d, nil
+}

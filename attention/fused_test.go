@@ -1,0 +1,215 @@
+package attention
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+func TestFusedMatchesReference(t *testing.T) {
+	for _, s := range equivalenceCases() {
+		t.Run(s.name, func(t *testing.T) {
+			tc := buildCase(t, s)
+			f := NewFused(Options{})
+			out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOutput(t, tc, out, 1e-5)
+			checkCacheWrite(t, tc)
+		})
+	}
+}
+
+// Small tiles force every edge of the tiling: partial query tiles,
+// partial key tiles, masks that start inside a tile, odd row counts.
+func TestFusedTileEdges(t *testing.T) {
+	s := caseSpec{H: 6, KVH: 2, D: 9, bs: 5, seqs: []seqSpec{{17, 17}, {1, 23}, {6, 31}}, padding: true, fusedQKV: true, seed: 11}
+	for _, tiles := range [][2]int{{1, 1}, {2, 3}, {3, 4}, {5, 7}, {7, 64}, {64, 5}} {
+		tc := buildCase(t, s)
+		f := NewFused(Options{QueryTile: tiles[0], KeyTile: tiles[1]})
+		out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutput(t, tc, out, 1e-5)
+	}
+}
+
+// The accounting of a fused step: the cache writes are the only bytes
+// copied (two copy ops: K and V), and once the output buffer exists a
+// step allocates nothing.
+func TestFusedCopiesOnlyTheCacheWrite(t *testing.T) {
+	s := caseSpec{H: 12, KVH: 4, D: 16, bs: 16, seqs: []seqSpec{{20, 20}, {1, 50}, {7, 40}}, padding: true, fusedQKV: true, seed: 3}
+	tc := buildCase(t, s)
+	f := NewFused(Options{})
+	cacheBytes := int64(2 * tc.written * s.KVH * s.D * 4)
+
+	before := tc.ctx.Stats()
+	if _, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := tc.ctx.Stats().Sub(before)
+	if d.BytesCopied != cacheBytes || d.CopyOps != 2 {
+		t.Fatalf("first step copied %d bytes in %d ops; want only the cache write, %d bytes in 2 ops", d.BytesCopied, d.CopyOps, cacheBytes)
+	}
+	outBytes := int64(tc.T * s.H * s.D * 4)
+	if d.Allocations != 1 || d.BytesAllocated != outBytes {
+		t.Fatalf("first step allocated %d bytes in %d allocations; want the [T, H·D] output once, %d bytes", d.BytesAllocated, d.Allocations, outBytes)
+	}
+
+	before = tc.ctx.Stats()
+	out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = tc.ctx.Stats().Sub(before)
+	if d.BytesCopied != cacheBytes || d.Allocations != 0 || d.BytesAllocated != 0 {
+		t.Fatalf("second step: %v; want %d bytes copied and no allocation", d, cacheBytes)
+	}
+	checkOutput(t, tc, out, 1e-5)
+}
+
+// inOrderRunner runs chunks one after another in reverse order: a Runner
+// unlike the default one, to show the result does not depend on it.
+type inOrderRunner struct{ calls int }
+
+func (r *inOrderRunner) ParallelFor(n, minChunk int, body func(start, end int)) {
+	r.calls++
+	for i := n - 1; i >= 0; i-- {
+		body(i, i+1)
+	}
+}
+
+// chunkRunner splits [0, n) in two halves run concurrently.
+type chunkRunner struct{}
+
+func (chunkRunner) ParallelFor(n, minChunk int, body func(start, end int)) {
+	var wg sync.WaitGroup
+	h := n / 2
+	wg.Add(1)
+	go func() { defer wg.Done(); body(h, n) }()
+	body(0, h)
+	wg.Wait()
+}
+
+func TestFusedDeterministicAcrossWorkers(t *testing.T) {
+	s := caseSpec{H: 12, KVH: 4, D: 16, bs: 16, seqs: []seqSpec{{45, 45}, {1, 60}, {9, 70}, {1, 3}}, padding: true, fusedQKV: true, seed: 21}
+	var ref []float32
+	custom := &inOrderRunner{}
+	opts := []Options{{Threads: 1}, {Threads: 2}, {Threads: 3}, {Threads: 8}, {Threads: 4, Runner: custom}, {Threads: 5, Runner: chunkRunner{}}}
+	for round := 0; round < 3; round++ {
+		for _, o := range opts {
+			tc := buildCase(t, s)
+			out, err := NewFused(o).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := out.Float32s()
+			if ref == nil {
+				ref = got
+				checkOutput(t, tc, out, 1e-5)
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+					t.Fatalf("threads=%d round %d: element %d is %v, single-threaded run gave %v", o.Threads, round, i, got[i], ref[i])
+				}
+			}
+		}
+	}
+	if custom.calls == 0 {
+		t.Fatal("the Runner option was never used")
+	}
+}
+
+// A step with several sequences run in one call equals running each
+// sequence alone: the batch rows do not interact.
+func TestFusedBatchEqualsSequencesAlone(t *testing.T) {
+	s := caseSpec{H: 4, KVH: 2, D: 8, bs: 5, seqs: []seqSpec{{8, 8}, {1, 17}, {3, 9}}, seed: 31}
+	tc := buildCase(t, s)
+	all, err := NewFused(Options{}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allData, _ := all.Float32s()
+	allData = append([]float32(nil), allData...)
+	for i := range s.seqs {
+		tc2 := buildCase(t, s) // same seed: same cache and inputs
+		b := tc2.batch
+		qs, ql := b.QueryStart[i], b.QueryLen[i]
+		one := &Batch{QueryStart: []int{0}, QueryLen: []int{ql}, ContextLen: []int{b.ContextLen[i]},
+			BlockTables: [][]int32{b.BlockTables[i]}, SlotMapping: b.SlotMapping[qs : qs+ql]}
+		narrow := func(x *tensor.Tensor) *tensor.Tensor { return tensor.Must(x.Narrow(0, qs, ql)) }
+		out, err := NewFused(Options{}).Attend(narrow(tc2.q), narrow(tc2.k), narrow(tc2.v), tc2.kCache, tc2.vCache, one, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := out.Float32s()
+		w := s.H * s.D
+		for j, x := range got {
+			if x != allData[qs*w+j] {
+				t.Fatalf("sequence %d alone differs from the batched run at %d: %v vs %v", i, j, x, allData[qs*w+j])
+			}
+		}
+	}
+}
+
+// PagedDecode with explicit arguments equals Attend's decode step.
+func TestPagedDecode(t *testing.T) {
+	s := caseSpec{H: 12, KVH: 4, D: 16, bs: 5, seqs: []seqSpec{{1, 23}, {1, 1}, {1, 40}}, fusedQKV: true, seed: 41}
+	tc := buildCase(t, s)
+	// The new tokens' K and V must be in the cache before PagedDecode.
+	if _, err := NewFused(Options{}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := tensor.Must(tensor.Zeros(nil, tensor.F32, 3, s.H*s.D))
+	ctxLens := tc.batch.ContextLen
+	if err := PagedDecode(out, tc.q, tc.kCache, tc.vCache, tc.batch.BlockTables, ctxLens, 1/float32(math.Sqrt(float64(s.D))), Options{Threads: 2}); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, tc, out, 1e-5)
+
+	// Explicit errors for bad arguments.
+	bad := []struct {
+		name string
+		err  error
+	}{
+		{"short table", PagedDecode(out, tc.q, tc.kCache, tc.vCache, [][]int32{{}, {0}, {0}}, ctxLens, 1, Options{})},
+		{"zero context", PagedDecode(out, tc.q, tc.kCache, tc.vCache, tc.batch.BlockTables, []int{0, 1, 1}, 1, Options{})},
+		{"bad block", PagedDecode(out, tc.q, tc.kCache, tc.vCache, [][]int32{{99, 0, 0, 0, 0}, {0}, {0, 0, 0, 0, 0, 0, 0, 0}}, ctxLens, 1, Options{})},
+		{"count", PagedDecode(out, tc.q, tc.kCache, tc.vCache, tc.batch.BlockTables[:2], ctxLens, 1, Options{})},
+		{"out shape", PagedDecode(tensor.Must(tensor.Zeros(nil, tensor.F32, 2, s.H*s.D)), tc.q, tc.kCache, tc.vCache, tc.batch.BlockTables, ctxLens, 1, Options{})},
+		{"nil", PagedDecode(nil, tc.q, tc.kCache, tc.vCache, tc.batch.BlockTables, ctxLens, 1, Options{})},
+	}
+	for _, c := range bad {
+		if c.err == nil || !strings.Contains(c.err.Error(), "paged_decode") {
+			t.Errorf("%s: got %v, want a paged_decode error", c.name, c.err)
+		}
+	}
+}
+
+// The exponential the kernel uses is within a few ulp of math.Exp.
+func TestExpf(t *testing.T) {
+	worst := 0.0
+	for i := 0; i <= 200000; i++ {
+		x := -87.0 + float64(i)*(87.0+88.0)/200000
+		got := float64(expf(float32(x)))
+		want := math.Exp(float64(float32(x)))
+		if e := math.Abs(got-want) / want; e > worst {
+			worst = e
+		}
+	}
+	if worst > 3e-7 {
+		t.Fatalf("expf max relative error %.3g, want ≤ 3e-7", worst)
+	}
+	if expf(-100) != 0 || !math.IsInf(float64(expf(100)), 1) || !math.IsNaN(float64(expf(float32(math.NaN())))) || expf(0) != 1 {
+		t.Fatalf("expf edge cases: %v %v %v %v", expf(-100), expf(100), expf(float32(math.NaN())), expf(0))
+	}
+	if got := expf(float32(math.Inf(-1))); got != 0 {
+		t.Fatalf("expf(-inf) = %v", got)
+	}
+}

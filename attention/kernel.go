@@ -1,0 +1,437 @@
+package attention
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+// This file is the fused attention kernel: FlashAttention's online softmax
+// over vLLM's paged KV cache, on the CPU.
+//
+// One work item is (sequence, KV head, query tile). Its query rows are the
+// tile's tokens × the g = H/KVH query heads that share that KV head
+// (GQA-native: kv_head = q_head / g, so every K and V row loaded serves g
+// heads at once and nothing is repeated). The item walks the sequence's
+// block table KeyTile keys at a time; for each key tile it computes the
+// scores of its rows against those keys (the only scores that ever
+// exist), folds them into a running max m, running sum l and output
+// accumulator acc with the FlashAttention recurrence
+//
+//	m' = max(m, max_j s_j)
+//	l' = l·exp(m − m') + Σ_j exp(s_j − m')
+//	acc' = acc·exp(m − m') + Σ_j exp(s_j − m')·v_j
+//
+// and finally writes acc/l of each row straight into its slice
+// out[t, h·D : (h+1)·D] of the contiguous [T, H·D] output. Causality: a
+// row at position p sees keys 0 … p; keys past the tile's last position
+// are never visited.
+//
+// Each work item is computed start to finish by one worker, in a fixed
+// order, so the output does not depend on the number of workers or on
+// which worker ran which item.
+
+// flashArgs are the kernel's arguments, with vLLM's names for the strides.
+type flashArgs struct {
+	// Query [T, H, D]: element (t, h, d) is at
+	// qOffset + t·q_stride + h·q_head_stride + d·qElemStride.
+	q             *tensor.Storage
+	qF32          []float32 // q's buffer when it is F32
+	qOffset       int
+	q_stride      int
+	q_head_stride int
+	qElemStride   int
+
+	// Paged caches [num_blocks, block_size, KVH, D]: element (b, s, h, d)
+	// is at off + b·kv_block_stride + s·kv_token_stride + h·kv_head_stride + d.
+	kCache, vCache   *tensor.Storage
+	kF32, vF32       []float32
+	kOffset, vOffset int
+	kv_block_stride  int
+	kv_token_stride  int
+	kv_head_stride   int
+	blockSize        int
+
+	numHeads, numKVHeads, headDim int
+	scale                         float32
+
+	// Sequences: rows [qStart, qStart+qLen) at positions ctxLen−qLen …
+	qStart, qLen, ctxLen []int
+	blockTables          [][]int32
+
+	out       []float32 // [T, H·D] row-major
+	outStride int       // H·D
+}
+
+// workItem is one (sequence, KV head, token range) of the kernel.
+type workItem struct {
+	seq, kvHead, t0, t1 int32
+}
+
+// scratch is one worker's tile memory: the CPU analogue of the SRAM a GPU
+// kernel holds its Q tile, score tile and accumulators in. It is sized
+// once and reused for every item the worker runs.
+type scratch struct {
+	q    []float32 // [R, D] query rows, pre-scaled by 1/√D
+	s    []float32 // [R, KeyTile] scores, then probabilities
+	acc  []float32 // [R, D] output accumulators
+	m, l []float32 // [R] running max and running sum
+	pos  []int     // [R] position of each row
+	krow []int     // [KeyTile] offset of each key row in kBuf
+	vrow []int     // [KeyTile] offset of each value row in vBuf
+	kt   []float32 // [KeyTile, D] converted K rows (16-bit caches only)
+	vt   []float32 // [KeyTile, D] converted V rows (16-bit caches only)
+}
+
+// flashKernel holds the reusable state of the kernel: work list and
+// per-worker scratch.
+type flashKernel struct {
+	opts    Options
+	items   []workItem
+	scratch []*scratch
+	rows    int // query rows per tile the scratch was sized for
+	dim     int
+}
+
+// plan lists the work items of a, heaviest first: with causal attention a
+// tile late in a long prompt sees more keys than an early one, and handing
+// out long items first keeps workers finishing together.
+func (k *flashKernel) plan(a *flashArgs) (tokensPerTile int) {
+	g := a.numHeads / a.numKVHeads
+	tokensPerTile = max(1, k.opts.queryTile()/g)
+	k.items = k.items[:0]
+	for s := range a.qLen {
+		ql := a.qLen[s]
+		nt := (ql + tokensPerTile - 1) / tokensPerTile
+		for tile := nt - 1; tile >= 0; tile-- {
+			t0 := tile * tokensPerTile
+			t1 := min(t0+tokensPerTile, ql)
+			for h := 0; h < a.numKVHeads; h++ {
+				k.items = append(k.items, workItem{int32(s), int32(h), int32(t0), int32(t1)})
+			}
+		}
+	}
+	return tokensPerTile
+}
+
+// run computes attention for every sequence of a into a.out.
+func (k *flashKernel) run(a *flashArgs) {
+	tpt := k.plan(a)
+	g := a.numHeads / a.numKVHeads
+	rows, kt, D := tpt*g, k.opts.keyTile(), a.headDim
+	n := len(k.items)
+	if n == 0 {
+		return
+	}
+	workers := min(k.opts.threads(), n)
+	if rows != k.rows || D != k.dim || len(k.scratch) < workers || len(k.scratch[0].krow) != kt {
+		k.scratch = k.scratch[:0]
+		k.rows, k.dim = rows, D
+	}
+	for len(k.scratch) < workers {
+		k.scratch = append(k.scratch, &scratch{
+			q: make([]float32, rows*D), s: make([]float32, rows*kt), acc: make([]float32, rows*D),
+			m: make([]float32, rows), l: make([]float32, rows), pos: make([]int, rows),
+			krow: make([]int, kt), vrow: make([]int, kt),
+		})
+	}
+	var next atomic.Int64
+	work := func(w int) {
+		sc := k.scratch[w]
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return
+			}
+			runItem(a, k.items[i], sc, kt)
+		}
+	}
+	if workers == 1 {
+		work(0)
+		return
+	}
+	k.opts.runner().ParallelFor(workers, 1, func(start, end int) {
+		for w := start; w < end; w++ {
+			work(w)
+		}
+	})
+}
+
+// runItem computes one work item: the rows of tokens [t0, t1) of sequence
+// it.seq for the g query heads of KV head it.kvHead.
+func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
+	D := a.headDim
+	g := a.numHeads / a.numKVHeads
+	seq, kvh := int(it.seq), int(it.kvHead)
+	t0, t1 := int(it.t0), int(it.t1)
+	ql, cl := a.qLen[seq], a.ctxLen[seq]
+	first := cl - ql // position of the sequence's first new token
+	rows := (t1 - t0) * g
+
+	// Load the query tile, pre-scaled by 1/√D so each score is one dot.
+	for r := 0; r < rows; r++ {
+		tok, h := t0+r/g, kvh*g+r%g
+		src := a.qOffset + (a.qStart[seq]+tok)*a.q_stride + h*a.q_head_stride
+		dst := sc.q[r*D : r*D+D]
+		if a.qF32 != nil && a.qElemStride == 1 {
+			row := a.qF32[src : src+D]
+			for d := range dst {
+				dst[d] = row[d] * a.scale
+			}
+		} else {
+			for d := range dst {
+				dst[d] = a.q.Load(src+d*a.qElemStride) * a.scale
+			}
+		}
+		sc.pos[r] = first + tok
+		sc.m[r] = float32(math.Inf(-1))
+		sc.l[r] = 0
+		clear(sc.acc[r*D : r*D+D])
+	}
+	minPos, maxPos := first+t0, first+t1-1
+
+	table := a.blockTables[seq]
+	bs := a.blockSize
+	kBuf, vBuf := a.kF32, a.vF32
+	half := kBuf == nil
+	if half && sc.kt == nil {
+		sc.kt = make([]float32, kt*D)
+		sc.vt = make([]float32, kt*D)
+	}
+	for k0 := 0; k0 <= maxPos; k0 += kt {
+		nk := min(kt, maxPos+1-k0)
+		// Walk the block table: key position p lives in block
+		// table[p/block_size] at slot p%block_size.
+		for j := 0; j < nk; j++ {
+			p := k0 + j
+			o := int(table[p/bs])*a.kv_block_stride + (p%bs)*a.kv_token_stride + kvh*a.kv_head_stride
+			sc.krow[j] = a.kOffset + o
+			sc.vrow[j] = a.vOffset + o
+		}
+		krow, vrow := sc.krow[:nk], sc.vrow[:nk]
+		if half {
+			// 16-bit cache: widen the tile's rows to float32 once, then
+			// run the same F32 inner loops on them.
+			for j := 0; j < nk; j++ {
+				kd, vd := sc.kt[j*D:j*D+D], sc.vt[j*D:j*D+D]
+				for d := range kd {
+					kd[d] = a.kCache.Load(krow[j] + d)
+					vd[d] = a.vCache.Load(vrow[j] + d)
+				}
+				krow[j], vrow[j] = j*D, j*D
+			}
+			kBuf, vBuf = sc.kt, sc.vt
+		}
+
+		scoreTile(sc.s, kt, sc.q, rows, D, kBuf, krow)
+
+		// Online softmax over this key tile, row by row. Only tiles that
+		// reach past the tile's first position need a causal mask.
+		masked := k0+nk-1 > minPos
+		for r := 0; r < rows; r++ {
+			srow := sc.s[r*kt : r*kt+nk]
+			lim := nk
+			if masked {
+				lim = min(max(sc.pos[r]-k0+1, 0), nk)
+			}
+			if lim == 0 {
+				clear(srow)
+				continue
+			}
+			mOld := sc.m[r]
+			mx := mOld
+			for _, x := range srow[:lim] {
+				if x > mx {
+					mx = x
+				}
+			}
+			if mx > mOld {
+				// Rescale what was accumulated under the old max.
+				if sc.l[r] != 0 {
+					c := expf(mOld - mx)
+					sc.l[r] *= c
+					acc := sc.acc[r*D : r*D+D]
+					for d := range acc {
+						acc[d] *= c
+					}
+				}
+				sc.m[r] = mx
+			}
+			var sum float32
+			for j, x := range srow[:lim] {
+				p := expf(x - mx)
+				srow[j] = p
+				sum += p
+			}
+			clear(srow[lim:])
+			sc.l[r] += sum
+		}
+
+		pvTile(sc.acc, rows, D, sc.s, kt, vBuf, vrow)
+	}
+
+	// out[t, h·D : (h+1)·D] = acc / l, straight into the [T, H·D] buffer.
+	for r := 0; r < rows; r++ {
+		tok, h := t0+r/g, kvh*g+r%g
+		dst := a.out[(a.qStart[seq]+tok)*a.outStride+h*D:]
+		dst = dst[:D]
+		acc := sc.acc[r*D : r*D+D]
+		inv := 1 / sc.l[r]
+		for d := range dst {
+			dst[d] = acc[d] * inv
+		}
+	}
+}
+
+// scoreTile computes s[r, j] = q[r] · kb[krow[j] : krow[j]+D] for rows
+// r < rows and keys j < len(krow); s has row stride sStride. Two query rows
+// × four keys at a time share every load (eight accumulators, six loads per
+// eight multiply-adds); leftovers fall back to 2×1, 1×4 and 1×1.
+func scoreTile(s []float32, sStride int, q []float32, rows, D int, kb []float32, krow []int) {
+	nk := len(krow)
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		q0 := q[r*D : r*D+D]
+		q1 := q[(r+1)*D : (r+1)*D+D]
+		s0 := s[r*sStride : r*sStride+nk]
+		s1 := s[(r+1)*sStride : (r+1)*sStride+nk]
+		j := 0
+		for ; j+4 <= nk; j += 4 {
+			k0 := kb[krow[j] : krow[j]+D]
+			k1 := kb[krow[j+1] : krow[j+1]+D]
+			k2 := kb[krow[j+2] : krow[j+2]+D]
+			k3 := kb[krow[j+3] : krow[j+3]+D]
+			var a00, a01, a02, a03, a10, a11, a12, a13 float32
+			for d, x := range q0 {
+				y := q1[d]
+				c0, c1, c2, c3 := k0[d], k1[d], k2[d], k3[d]
+				a00 += x * c0
+				a01 += x * c1
+				a02 += x * c2
+				a03 += x * c3
+				a10 += y * c0
+				a11 += y * c1
+				a12 += y * c2
+				a13 += y * c3
+			}
+			s0[j], s0[j+1], s0[j+2], s0[j+3] = a00, a01, a02, a03
+			s1[j], s1[j+1], s1[j+2], s1[j+3] = a10, a11, a12, a13
+		}
+		for ; j < nk; j++ {
+			k0 := kb[krow[j] : krow[j]+D]
+			s0[j] = dot(q0, k0)
+			s1[j] = dot(q1, k0)
+		}
+	}
+	if r < rows {
+		q0 := q[r*D : r*D+D]
+		s0 := s[r*sStride : r*sStride+nk]
+		j := 0
+		for ; j+4 <= nk; j += 4 {
+			k0 := kb[krow[j] : krow[j]+D]
+			k1 := kb[krow[j+1] : krow[j+1]+D]
+			k2 := kb[krow[j+2] : krow[j+2]+D]
+			k3 := kb[krow[j+3] : krow[j+3]+D]
+			var a0, a1, a2, a3 float32
+			for d, x := range q0 {
+				a0 += x * k0[d]
+				a1 += x * k1[d]
+				a2 += x * k2[d]
+				a3 += x * k3[d]
+			}
+			s0[j], s0[j+1], s0[j+2], s0[j+3] = a0, a1, a2, a3
+		}
+		for ; j < nk; j++ {
+			s0[j] = dot(q0, kb[krow[j]:krow[j]+D])
+		}
+	}
+}
+
+// dot is x·y with four independent accumulators, so consecutive
+// multiply-adds do not wait on each other.
+func dot(x, y []float32) float32 {
+	y = y[:len(x)]
+	var a0, a1, a2, a3 float32
+	d := 0
+	for ; d+4 <= len(x); d += 4 {
+		a0 += x[d] * y[d]
+		a1 += x[d+1] * y[d+1]
+		a2 += x[d+2] * y[d+2]
+		a3 += x[d+3] * y[d+3]
+	}
+	for ; d < len(x); d++ {
+		a0 += x[d] * y[d]
+	}
+	return (a0 + a1) + (a2 + a3)
+}
+
+// pvTile adds Σ_j p[r, j]·vb[vrow[j] : vrow[j]+D] to acc[r] for every row:
+// two rows × four value rows at a time, skipping groups whose weights are
+// all zero (masked keys).
+func pvTile(acc []float32, rows, D int, p []float32, pStride int, vb []float32, vrow []int) {
+	nk := len(vrow)
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		a0 := acc[r*D : r*D+D]
+		a1 := acc[(r+1)*D : (r+1)*D+D]
+		p0 := p[r*pStride : r*pStride+nk]
+		p1 := p[(r+1)*pStride : (r+1)*pStride+nk]
+		j := 0
+		for ; j+4 <= nk; j += 4 {
+			w00, w01, w02, w03 := p0[j], p0[j+1], p0[j+2], p0[j+3]
+			w10, w11, w12, w13 := p1[j], p1[j+1], p1[j+2], p1[j+3]
+			if w00 == 0 && w01 == 0 && w02 == 0 && w03 == 0 && w10 == 0 && w11 == 0 && w12 == 0 && w13 == 0 {
+				continue
+			}
+			v0 := vb[vrow[j] : vrow[j]+D]
+			v1 := vb[vrow[j+1] : vrow[j+1]+D]
+			v2 := vb[vrow[j+2] : vrow[j+2]+D]
+			v3 := vb[vrow[j+3] : vrow[j+3]+D]
+			a1 := a1[:len(a0)]
+			for d := range a0 {
+				x0, x1, x2, x3 := v0[d], v1[d], v2[d], v3[d]
+				a0[d] += w00*x0 + w01*x1 + w02*x2 + w03*x3
+				a1[d] += w10*x0 + w11*x1 + w12*x2 + w13*x3
+			}
+		}
+		for ; j < nk; j++ {
+			w0, w1 := p0[j], p1[j]
+			if w0 == 0 && w1 == 0 {
+				continue
+			}
+			v0 := vb[vrow[j] : vrow[j]+D]
+			a1 := a1[:len(a0)]
+			for d := range a0 {
+				a0[d] += w0 * v0[d]
+				a1[d] += w1 * v0[d]
+			}
+		}
+	}
+	if r < rows {
+		a0 := acc[r*D : r*D+D]
+		p0 := p[r*pStride : r*pStride+nk]
+		j := 0
+		for ; j+4 <= nk; j += 4 {
+			w0, w1, w2, w3 := p0[j], p0[j+1], p0[j+2], p0[j+3]
+			if w0 == 0 && w1 == 0 && w2 == 0 && w3 == 0 {
+				continue
+			}
+			v0 := vb[vrow[j] : vrow[j]+D]
+			v1 := vb[vrow[j+1] : vrow[j+1]+D]
+			v2 := vb[vrow[j+2] : vrow[j+2]+D]
+			v3 := vb[vrow[j+3] : vrow[j+3]+D]
+			for d := range a0 {
+				a0[d] += w0*v0[d] + w1*v1[d] + w2*v2[d] + w3*v3[d]
+			}
+		}
+		for ; j < nk; j++ {
+			if w := p0[j]; w != 0 {
+				v0 := vb[vrow[j] : vrow[j]+D]
+				for d := range a0 {
+					a0[d] += w * v0[d]
+				}
+			}
+		}
+	}
+}
