@@ -47,7 +47,7 @@ type Forward struct {
 	// [seq_len, head_dim/2], computed as run.c does (float32 powf, cosf).
 	ropeCos, ropeSin []float32
 
-	cap int // tokens the buffers below can hold
+	cap int       // tokens the buffers below can hold
 	x   []float32 // [T, dim]      residual stream
 	xb  []float32 // [T, dim]      normed input of a sub-block
 	xb2 []float32 // [T, dim]      output of a projection back to dim
