@@ -1,0 +1,520 @@
+//go:build ignore
+
+// asmgen writes kernels_amd64.s and kernels_amd64_gen.go.
+//
+// Run it with `go generate ./tensor/kernels` (or `go run asmgen.go` inside
+// this directory). The kernels are regular enough (ISA × weight format ×
+// register-block shape) that generating them is safer than writing 28
+// near-identical assembly functions by hand: every kernel shares one
+// accumulation order and one horizontal reduction, which is what makes the
+// 1×1, 8×1 and MR×NT kernels of one ISA bit-identical per output.
+//
+// Register-block kernel contract (all formats):
+//
+//	func k(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr,
+//	       x *float32, xs uintptr, n int, cpg int, out *float32)
+//
+//	w, ws   first element of weight row 0, and the row stride in bytes
+//	s, ss   Q8_0 only: first scale of row 0, and the per-row scale stride in bytes
+//	x, xs   first element of token 0, and the token stride in bytes
+//	n       F32/BF16/F16: columns to process, a multiple of the vector width W
+//	        Q8_0: number of groups to process
+//	cpg     Q8_0 only: vector chunks per group (GroupSize / W)
+//	out     out[t*MR + r] = Σ_j w[r, j] · x[t, j] for r < MR, t < NT
+//
+// Each (r, t) pair owns one vector accumulator. Chunk k (W columns) is added
+// as acc = w_chunk·x_chunk + acc with one FMA; after the last chunk the W
+// lanes are folded by halves (W→8→4→2→1). The order therefore depends only on
+// the ISA, never on MR, NT or which rows/tokens share the block.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"log"
+	"os"
+	"strings"
+)
+
+type isa struct {
+	name  string // suffix of the function names
+	W     int    // float32 lanes per vector
+	log2W int
+	reg   string // "Y" or "Z"
+	nregs int
+	mvR   int // rows of the matvec (NT=1) kernel
+	mmR   int // rows of the batched kernel
+	mmT   int // tokens of the batched kernel
+}
+
+type wfmt struct {
+	name  string // Go-side Format constant
+	short string // function name stem
+	esize int    // bytes per weight element
+	q8    bool
+}
+
+var isas = []isa{
+	{name: "AVX2", W: 8, log2W: 3, reg: "Y", nregs: 16, mvR: 8, mmR: 3, mmT: 4},
+	{name: "AVX512", W: 16, log2W: 4, reg: "Z", nregs: 32, mvR: 8, mmR: 4, mmT: 4},
+}
+
+var fmts = []wfmt{
+	{name: "F32", short: "f32", esize: 4},
+	{name: "BF16", short: "bf16", esize: 2},
+	{name: "F16", short: "f16", esize: 2},
+	{name: "Q8_0", short: "q8", esize: 1, q8: true},
+}
+
+// General-purpose registers. R14 (g) and BP (frame pointer) are left alone.
+const (
+	rWP  = "SI"  // weight row 0 pointer, advanced by W elements per chunk
+	rWS  = "BX"  // weight row stride (bytes)
+	rWS3 = "DX"  // 3 × weight row stride
+	rWP4 = "R8"  // weight row 4 pointer
+	rXP  = "DI"  // token 0 pointer
+	rXS  = "R9"  // token stride (bytes)
+	rXS3 = "R10" // 3 × token stride
+	rSP  = "R11" // scale pointer of row 0 (Q8_0), advanced by 4 per group
+	rSS  = "R12" // scale row stride
+	rSS3 = "R13" // 3 × scale row stride
+	rSP4 = "R15" // scale pointer of row 4
+	rN   = "CX"  // remaining chunks (or groups)
+	rGC  = "AX"  // remaining chunks in the current group
+)
+
+// addr returns the address of element block i (row or token) for a
+// base/stride/3×stride/base4 register family at byte displacement disp.
+func addr(i int, base, stride, stride3, base4 string, disp int) string {
+	d := ""
+	if disp != 0 {
+		d = fmt.Sprint(disp)
+	}
+	b := base
+	if i >= 4 {
+		b = base4
+		i -= 4
+	}
+	switch i {
+	case 0:
+		return fmt.Sprintf("%s(%s)", d, b)
+	case 1:
+		return fmt.Sprintf("%s(%s)(%s*1)", d, b, stride)
+	case 2:
+		return fmt.Sprintf("%s(%s)(%s*2)", d, b, stride)
+	case 3:
+		return fmt.Sprintf("%s(%s)(%s*1)", d, b, stride3)
+	}
+	panic("addr")
+}
+
+type gen struct {
+	s   bytes.Buffer // assembly
+	g   bytes.Buffer // Go declarations
+	isa isa
+}
+
+func (g *gen) p(format string, args ...any) {
+	fmt.Fprintf(&g.s, "\t"+format+"\n", args...)
+}
+
+func (g *gen) label(l string) { fmt.Fprintf(&g.s, "%s:\n", l) }
+
+func (g *gen) v(i int) string { return fmt.Sprintf("%s%d", g.isa.reg, i) }
+
+// loadW converts W weights of row r at the current chunk into vector dst
+// (float32 lanes). tmp is a scratch vector used only by AVX2 Q8_0.
+func (g *gen) loadW(f wfmt, r int, dst, tmp string) {
+	a := addr(r, rWP, rWS, rWS3, rWP4, 0)
+	switch f.short {
+	case "f32":
+		g.p("VMOVUPS %s, %s", a, dst)
+	case "bf16":
+		// bf16 is the top half of an fp32: zero-extend and shift left 16.
+		g.p("VPMOVZXWD %s, %s", a, dst)
+		g.p("VPSLLD $16, %s, %s", dst, dst)
+	case "f16":
+		g.p("VCVTPH2PS %s, %s", a, dst)
+	case "q8":
+		// int8 → int32 → float32, times the group's scale.
+		g.p("VPMOVSXBD %s, %s", a, dst)
+		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		sa := addr(r, rSP, rSS, rSS3, rSP4, 0)
+		if g.isa.name == "AVX512" {
+			g.p("VMULPS.BCST %s, %s, %s", sa, dst, dst)
+		} else {
+			g.p("VBROADCASTSS %s, %s", sa, tmp)
+			g.p("VMULPS %s, %s, %s", tmp, dst, dst)
+		}
+	}
+}
+
+// reduce folds vector acc to a scalar and stores it at off(SI).
+func (g *gen) reduce(acc int, tmp int, off int) {
+	x := func(i int) string { return fmt.Sprintf("X%d", i) }
+	y := func(i int) string { return fmt.Sprintf("Y%d", i) }
+	if g.isa.name == "AVX512" {
+		g.p("VEXTRACTF64X4 $1, Z%d, %s", acc, y(tmp))
+		g.p("VADDPS %s, %s, %s", y(tmp), y(acc), y(acc))
+		g.p("VEXTRACTF32X4 $1, %s, %s", y(acc), x(tmp))
+	} else {
+		g.p("VEXTRACTF128 $1, %s, %s", y(acc), x(tmp))
+	}
+	g.p("VADDPS %s, %s, %s", x(tmp), x(acc), x(acc))
+	g.p("VPERMILPS $0x4e, %s, %s", x(acc), x(tmp))
+	g.p("VADDPS %s, %s, %s", x(tmp), x(acc), x(acc))
+	g.p("VPERMILPS $0xb1, %s, %s", x(acc), x(tmp))
+	g.p("VADDSS %s, %s, %s", x(tmp), x(acc), x(acc))
+	g.p("VMOVSS %s, %d(SI)", x(acc), off)
+}
+
+func (g *gen) zero(r string) {
+	if g.isa.name == "AVX512" {
+		g.p("VPXORD %s, %s, %s", r, r, r)
+	} else {
+		g.p("VXORPS %s, %s, %s", r, r, r)
+	}
+}
+
+// block emits one register-block kernel of MR rows × NT tokens.
+func (g *gen) block(f wfmt, MR, NT int) string {
+	is := g.isa
+	name := fmt.Sprintf("%sBlock%dx%d%s", f.short, MR, NT, is.name)
+	nacc := MR * NT
+	// Vector registers: accumulators first, then MR weight vectors (NT>1) or
+	// one weight temp (NT==1), then the token vector, then a Q8 temp.
+	acc := func(r, t int) int { return t*MR + r }
+	next := nacc
+	var wv []int
+	if NT == 1 {
+		wv = []int{next}
+		next++
+	} else {
+		for r := 0; r < MR; r++ {
+			wv = append(wv, next)
+			next++
+		}
+	}
+	xv := next
+	next++
+	tmp := xv // AVX2 Q8 scale broadcast reuses the token vector before it is loaded
+	if NT == 1 && f.q8 && is.name == "AVX2" {
+		tmp = next
+		next++
+	}
+	if next > is.nregs {
+		log.Fatalf("%s needs %d vector registers", name, next)
+	}
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)\n\n", name)
+
+	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)\n", name)
+	fmt.Fprintf(&g.s, "// %d rows × %d tokens of %s weights, %d-lane vectors.\n", MR, NT, f.name, is.W)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	g.p("MOVQ w+0(FP), %s", rWP)
+	g.p("MOVQ ws+8(FP), %s", rWS)
+	g.p("LEAQ (%s)(%s*2), %s", rWS, rWS, rWS3)
+	if MR > 4 {
+		g.p("LEAQ (%s)(%s*4), %s", rWP, rWS, rWP4)
+	}
+	g.p("MOVQ x+32(FP), %s", rXP)
+	if NT > 1 {
+		g.p("MOVQ xs+40(FP), %s", rXS)
+		g.p("LEAQ (%s)(%s*2), %s", rXS, rXS, rXS3)
+	}
+	if f.q8 {
+		g.p("MOVQ s+16(FP), %s", rSP)
+		g.p("MOVQ ss+24(FP), %s", rSS)
+		g.p("LEAQ (%s)(%s*2), %s", rSS, rSS, rSS3)
+		if MR > 4 {
+			g.p("LEAQ (%s)(%s*4), %s", rSP, rSS, rSP4)
+		}
+	}
+	g.p("MOVQ n+48(FP), %s", rN)
+	for i := 0; i < nacc; i++ {
+		g.zero(g.v(i))
+	}
+	if !f.q8 {
+		g.p("SHRQ $%d, %s", is.log2W, rN)
+	}
+	g.p("TESTQ %s, %s", rN, rN)
+	g.p("JZ %s_reduce", name)
+
+	body := func() {
+		if NT == 1 {
+			g.p("VMOVUPS (%s), %s", rXP, g.v(xv))
+			for r := 0; r < MR; r++ {
+				if f.short == "f32" {
+					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(acc(r, 0)))
+					continue
+				}
+				g.loadW(f, r, g.v(wv[0]), g.v(tmp))
+				g.p("VFMADD231PS %s, %s, %s", g.v(wv[0]), g.v(xv), g.v(acc(r, 0)))
+			}
+		} else {
+			for r := 0; r < MR; r++ {
+				g.loadW(f, r, g.v(wv[r]), g.v(tmp))
+			}
+			for t := 0; t < NT; t++ {
+				g.p("VMOVUPS %s, %s", addr(t, rXP, rXS, rXS3, "", 0), g.v(xv))
+				for r := 0; r < MR; r++ {
+					g.p("VFMADD231PS %s, %s, %s", g.v(wv[r]), g.v(xv), g.v(acc(r, t)))
+				}
+			}
+		}
+		g.p("ADDQ $%d, %s", is.W*f.esize, rWP)
+		if MR > 4 {
+			g.p("ADDQ $%d, %s", is.W*f.esize, rWP4)
+		}
+		g.p("ADDQ $%d, %s", is.W*4, rXP)
+	}
+
+	if f.q8 {
+		g.label(name + "_group")
+		g.p("MOVQ cpg+56(FP), %s", rGC)
+		g.label(name + "_chunk")
+		body()
+		g.p("DECQ %s", rGC)
+		g.p("JNZ %s_chunk", name)
+		g.p("ADDQ $4, %s", rSP)
+		if MR > 4 {
+			g.p("ADDQ $4, %s", rSP4)
+		}
+		g.p("DECQ %s", rN)
+		g.p("JNZ %s_group", name)
+	} else {
+		g.label(name + "_loop")
+		body()
+		g.p("DECQ %s", rN)
+		g.p("JNZ %s_loop", name)
+	}
+	g.label(name + "_reduce")
+	g.p("MOVQ out+64(FP), SI")
+	for t := 0; t < NT; t++ {
+		for r := 0; r < MR; r++ {
+			g.reduce(acc(r, t), nacc, 4*(t*MR+r))
+		}
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+	return name
+}
+
+// vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
+// vectors only; Go handles the tail.
+func (g *gen) vecOps() {
+	is := g.isa
+	W := is.W
+	v := g.v
+	reduce4 := func() {
+		g.p("VADDPS %s, %s, %s", v(1), v(0), v(0))
+		g.p("VADDPS %s, %s, %s", v(3), v(2), v(2))
+		g.p("VADDPS %s, %s, %s", v(2), v(0), v(0))
+	}
+	hsum := func(dst string) {
+		x := func(i int) string { return fmt.Sprintf("X%d", i) }
+		if is.name == "AVX512" {
+			g.p("VEXTRACTF64X4 $1, Z0, Y4")
+			g.p("VADDPS Y4, Y0, Y0")
+			g.p("VEXTRACTF32X4 $1, Y0, X4")
+		} else {
+			g.p("VEXTRACTF128 $1, Y0, X4")
+		}
+		g.p("VADDPS %s, %s, %s", x(4), x(0), x(0))
+		g.p("VPERMILPS $0x4e, X0, X4")
+		g.p("VADDPS X4, X0, X0")
+		g.p("VPERMILPS $0xb1, X0, X4")
+		g.p("VADDSS X4, X0, X0")
+		g.p("VMOVSS X0, %s", dst)
+	}
+
+	// dot: 4 accumulators over 4W-column blocks, then W-column blocks.
+	name := "dot" + is.name
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a, b *float32, n int) float32\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(a, b *float32, n int) float32; n is a multiple of %d.\n", name, W)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-28\n", name)
+	g.p("MOVQ a+0(FP), SI")
+	g.p("MOVQ b+8(FP), DI")
+	g.p("MOVQ n+16(FP), CX")
+	for i := 0; i < 4; i++ {
+		g.zero(v(i))
+	}
+	g.p("MOVQ CX, DX")
+	g.p("SHRQ $%d, DX", is.log2W+2)
+	g.p("JZ %s_one", name)
+	g.label(name + "_four")
+	for i := 0; i < 4; i++ {
+		g.p("VMOVUPS %d(SI), %s", i*W*4, v(4+i))
+	}
+	for i := 0; i < 4; i++ {
+		g.p("VFMADD231PS %d(DI), %s, %s", i*W*4, v(4+i), v(i))
+	}
+	g.p("ADDQ $%d, SI", 4*W*4)
+	g.p("ADDQ $%d, DI", 4*W*4)
+	g.p("DECQ DX")
+	g.p("JNZ %s_four", name)
+	g.label(name + "_one")
+	g.p("ANDQ $%d, CX", 3*W)
+	g.p("SHRQ $%d, CX", is.log2W)
+	g.p("JZ %s_done", name)
+	g.label(name + "_oneloop")
+	g.p("VMOVUPS (SI), %s", v(4))
+	g.p("VFMADD231PS (DI), %s, %s", v(4), v(0))
+	g.p("ADDQ $%d, SI", W*4)
+	g.p("ADDQ $%d, DI", W*4)
+	g.p("DECQ CX")
+	g.p("JNZ %s_oneloop", name)
+	g.label(name + "_done")
+	reduce4()
+	hsum("ret+24(FP)")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+
+	// sum: streaming read, 4 accumulators over 4W blocks (n multiple of 4W).
+	name = "sum" + is.name
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a *float32, n int) float32\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(a *float32, n int) float32; n is a multiple of %d.\n", name, 4*W)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-20\n", name)
+	g.p("MOVQ a+0(FP), SI")
+	g.p("MOVQ n+8(FP), CX")
+	for i := 0; i < 4; i++ {
+		g.zero(v(i))
+	}
+	g.p("SHRQ $%d, CX", is.log2W+2)
+	g.p("JZ %s_done", name)
+	g.label(name + "_loop")
+	for i := 0; i < 4; i++ {
+		g.p("VADDPS %d(SI), %s, %s", i*W*4, v(i), v(i))
+	}
+	g.p("ADDQ $%d, SI", 4*W*4)
+	g.p("DECQ CX")
+	g.p("JNZ %s_loop", name)
+	g.label(name + "_done")
+	reduce4()
+	hsum("ret+16(FP)")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+
+	// axpy: y += a·x, W columns per iteration.
+	name = "axpy" + is.name
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x, y *float32, n int)\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(a float32, x, y *float32, n int); n is a multiple of %d.\n", name, W)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
+	g.p("VBROADCASTSS a+0(FP), %s", v(0))
+	g.p("MOVQ x+8(FP), SI")
+	g.p("MOVQ y+16(FP), DI")
+	g.p("MOVQ n+24(FP), CX")
+	g.p("SHRQ $%d, CX", is.log2W)
+	g.p("JZ %s_done", name)
+	g.label(name + "_loop")
+	g.p("VMOVUPS (DI), %s", v(1))
+	g.p("VFMADD231PS (SI), %s, %s", v(0), v(1))
+	g.p("VMOVUPS %s, (DI)", v(1))
+	g.p("ADDQ $%d, SI", W*4)
+	g.p("ADDQ $%d, DI", W*4)
+	g.p("DECQ CX")
+	g.p("JNZ %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+
+	// scale: x *= a.
+	name = "scale" + is.name
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x *float32, n int)\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(a float32, x *float32, n int); n is a multiple of %d.\n", name, W)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-24\n", name)
+	g.p("VBROADCASTSS a+0(FP), %s", v(0))
+	g.p("MOVQ x+8(FP), DI")
+	g.p("MOVQ n+16(FP), CX")
+	g.p("SHRQ $%d, CX", is.log2W)
+	g.p("JZ %s_done", name)
+	g.label(name + "_loop")
+	g.p("VMULPS (DI), %s, %s", v(0), v(1))
+	g.p("VMOVUPS %s, (DI)", v(1))
+	g.p("ADDQ $%d, DI", W*4)
+	g.p("DECQ CX")
+	g.p("JNZ %s_loop", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+}
+
+func main() {
+	var s, d bytes.Buffer
+	s.WriteString("// Code generated by asmgen.go; DO NOT EDIT.\n\n//go:build amd64\n\n#include \"textflag.h\"\n\n")
+	s.WriteString(`// func cpuidECX1() uint32: CPUID leaf 1, ECX (bit 29 = F16C).
+TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET
+
+`)
+	d.WriteString("// Code generated by asmgen.go; DO NOT EDIT.\n\n//go:build amd64\n\npackage kernels\n\nimport \"unsafe\"\n\n")
+	d.WriteString("//go:noescape\nfunc cpuidECX1() uint32\n\n")
+
+	type entry struct{ isa, f, shape, name string }
+	var table []entry
+	for _, is := range isas {
+		g := &gen{isa: is}
+		for _, f := range fmts {
+			table = append(table, entry{is.name, f.name, "shape1x1", g.block(f, 1, 1)})
+			table = append(table, entry{is.name, f.name, "shapeMV", g.block(f, is.mvR, 1)})
+			table = append(table, entry{is.name, f.name, "shapeMM", g.block(f, is.mmR, is.mmT)})
+		}
+		g.vecOps()
+		s.Write(g.s.Bytes())
+		d.Write(g.g.Bytes())
+	}
+
+	// Geometry table and the direct-call dispatcher. Calls go through a
+	// switch, not a func value, so the compiler sees //go:noescape and the
+	// caller's out buffer stays on the stack.
+	d.WriteString("// simdGeometry is the register-block geometry per ISA.\nvar simdGeometry = [...]geometry{\n")
+	for _, is := range isas {
+		fmt.Fprintf(&d, "\t%s: {W: %d, mvRows: %d, mmRows: %d, mmTok: %d},\n", "Impl"+is.name, is.W, is.mvR, is.mmR, is.mmT)
+	}
+	d.WriteString("}\n\n")
+	d.WriteString("// callBlock runs the generated kernel for (impl, format, shape).\n")
+	d.WriteString("func callBlock(impl Impl, f Format, shape int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {\n")
+	d.WriteString("\tswitch {\n")
+	for _, e := range table {
+		fmt.Fprintf(&d, "\tcase impl == Impl%s && f == %s && shape == %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out)\n", e.isa, e.f, e.shape, e.name)
+	}
+	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
+	for _, op := range []string{"dot", "sum", "axpy", "scale"} {
+		var sig, call string
+		switch op {
+		case "dot":
+			sig, call = "(impl Impl, a, b *float32, n int) float32", "return %s(a, b, n)"
+		case "sum":
+			sig, call = "(impl Impl, a *float32, n int) float32", "return %s(a, n)"
+		case "axpy":
+			sig, call = "(impl Impl, a float32, x, y *float32, n int)", "%s(a, x, y, n)"
+		case "scale":
+			sig, call = "(impl Impl, a float32, x *float32, n int)", "%s(a, x, n)"
+		}
+		fmt.Fprintf(&d, "func %sSIMD%s {\n\tif impl == ImplAVX512 {\n\t\t"+call+"\n\t} else {\n\t\t"+call+"\n\t}\n", op, sig, op+"AVX512", op+"AVX2")
+		if op == "dot" || op == "sum" {
+			d.WriteString("}\n\n")
+		} else {
+			d.WriteString("}\n\n")
+		}
+	}
+	src, err := format.Source(d.Bytes())
+	if err != nil {
+		log.Fatalf("gofmt generated Go: %v\n%s", err, d.String())
+	}
+	if err := os.WriteFile("kernels_amd64.s", []byte(strings.TrimRight(s.String(), "\n")+"\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("kernels_amd64_gen.go", src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

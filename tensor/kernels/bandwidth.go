@@ -1,0 +1,48 @@
+package kernels
+
+import (
+	"sync"
+	"time"
+)
+
+// bwSink keeps the streaming sums observable so the reads cannot be elided.
+var bwSink struct {
+	sync.Mutex
+	v float32
+}
+
+// MeasureReadBandwidth returns the sustained read bandwidth in GB/s (1e9
+// bytes per second) of a streaming sum over a buffer of the given size,
+// split across p's threads (p may be nil for one thread). This is the
+// roofline's memory ceiling for decode: a matvec cannot run faster than
+// Matrix.Bytes() / bandwidth. Use a buffer several times the last-level
+// cache (the default for bytes <= 0 is 1 GiB) to measure DRAM; a smaller
+// one measures the cache that holds it. The buffer is allocated and touched
+// first, then summed once to warm up and five more times; the fastest pass
+// counts. It uses the current Impl (the generic kernel is compute-bound
+// well below DRAM speed, so it reports a lower figure).
+func MeasureReadBandwidth(bytes int, p *Pool) float64 {
+	if bytes <= 0 {
+		bytes = 1 << 30
+	}
+	n := max(bytes/4, 64)
+	buf := make([]float32, n)
+	for i := range buf {
+		buf[i] = 1
+	}
+	impl := CurrentImpl()
+	best := time.Duration(1<<63 - 1)
+	for pass := 0; pass < 6; pass++ {
+		start := time.Now()
+		p.ParallelFor(n, 1<<16, func(s, e int) {
+			v := sum(impl, buf[s:e])
+			bwSink.Lock()
+			bwSink.v += v
+			bwSink.Unlock()
+		})
+		if d := time.Since(start); pass > 0 && d < best {
+			best = d
+		}
+	}
+	return float64(n*4) / best.Seconds() / 1e9
+}

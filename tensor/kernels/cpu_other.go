@@ -1,0 +1,26 @@
+//go:build !amd64
+
+package kernels
+
+import "unsafe"
+
+// detect: only the portable kernels exist off amd64.
+func detect() [3]bool { return [3]bool{ImplGeneric: true} }
+
+// simdGeometry is empty off amd64; implFor never selects a SIMD Impl here.
+var simdGeometry [3]geometry
+
+// The SIMD entry points below are unreachable off amd64 (available[] is
+// false for every SIMD Impl); they exist so the dispatch code compiles.
+
+func callBlock(impl Impl, f Format, shape int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {
+	panic("kernels: SIMD kernel called without SIMD support")
+}
+
+func dotSIMD(impl Impl, a, b *float32, n int) float32 { panic("kernels: no SIMD") }
+
+func sumSIMD(impl Impl, a *float32, n int) float32 { panic("kernels: no SIMD") }
+
+func axpySIMD(impl Impl, a float32, x, y *float32, n int) { panic("kernels: no SIMD") }
+
+func scaleSIMD(impl Impl, a float32, x *float32, n int) { panic("kernels: no SIMD") }

@@ -1,0 +1,257 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// Register-block shapes of the generated kernels (see asmgen.go).
+const (
+	shape1x1 = iota // one row, one token: the fallback for ranges < mvRows rows
+	shapeMV         // geometry.mvRows rows × 1 token: decode
+	shapeMM         // geometry.mmRows rows × geometry.mmTok tokens: prefill
+)
+
+// minWorkPerPart is the smallest number of multiply-adds worth handing to
+// another thread: below it the hand-off (an atomic store, a cache-line
+// transfer, and for a parked worker a wake-up) costs more than it saves.
+const minWorkPerPart = 1 << 14
+
+// MatMul computes out = x · wᵀ for a batch of T tokens:
+//
+//	out[t·Rows + i] = Σ_j w[i, j] · x[t·Cols + j]   for t < T, i < Rows
+//
+// x is T row-major token vectors of Cols values (x_stride = Cols) and out is
+// T vectors of Rows values (out_stride = Rows), llama2.c's matmul(xout, x, w,
+// n=Cols, d=Rows) repeated over tokens. T == 1 is the decode matvec; T > 1
+// is prefill, where each block of weight rows is loaded once and used for
+// a block of tokens (4 on AVX-512, 4 on AVX2) straight from registers, so
+// the weights stream from memory once per call instead of once per token.
+//
+// All arithmetic is float32: F16/BF16 weights are widened exactly and Q8_0
+// weights are dequantized on the fly (int8 → float32 × group scale), while x
+// stays float32; see the package documentation for why x is not quantized.
+//
+// Rows are split across p's threads in contiguous ranges (p may be nil).
+// Each output is computed by one thread with a summation order fixed by
+// the implementation alone, so out is bit-identical for any thread count
+// and any T. MatMul does not allocate. It returns an error, without
+// touching out, if w is malformed, T < 0, a slice is too short, or out
+// overlaps x or the weights.
+func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if T < 0 {
+		return fmt.Errorf("kernels: MatMul token count T = %d is negative", T)
+	}
+	if T == 0 {
+		return nil
+	}
+	if T > math.MaxInt32 || T > math.MaxInt/max(w.Rows, w.Cols) {
+		return fmt.Errorf("kernels: MatMul token count T = %d is too large", T)
+	}
+	if len(x) < T*w.Cols {
+		return fmt.Errorf("kernels: MatMul x has %d values, T=%d × Cols=%d needs %d", len(x), T, w.Cols, T*w.Cols)
+	}
+	if len(out) < T*w.Rows {
+		return fmt.Errorf("kernels: MatMul out has %d values, T=%d × Rows=%d needs %d", len(out), T, w.Rows, T*w.Rows)
+	}
+	out, x = out[:T*w.Rows], x[:T*w.Cols]
+	if overlaps(out, x) {
+		return fmt.Errorf("kernels: MatMul out overlaps x")
+	}
+	if w.Format == F32 && overlaps(out, w.F32[:w.Rows*w.Cols]) {
+		return fmt.Errorf("kernels: MatMul out overlaps the weights")
+	}
+
+	job := matmulJob{out: out, x: x, w: w, T: T, impl: implFor(CurrentImpl(), w)}
+	align := 8
+	minRows := (minWorkPerPart + w.Cols*T - 1) / (w.Cols * T)
+	if p == nil {
+		job.run(0, w.Rows)
+		return nil
+	}
+	s := p.s
+	k := parts(s.threads, w.Rows, minRows, align)
+	if k == 1 {
+		job.run(0, w.Rows)
+		return nil
+	}
+	if !s.mu.TryLock() {
+		job.serial(k, align) // pool busy: same ranges, on the caller
+		return nil
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		job.serial(k, align)
+		return nil
+	}
+	s.mm = job
+	s.dispatch(w.Rows, k, align, &s.mm)
+	s.mm = matmulJob{}
+	return nil
+}
+
+// overlaps reports whether two float32 slices share memory.
+func overlaps(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0 := uintptr(unsafe.Pointer(&a[0]))
+	b0 := uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b))*4 && b0 < a0+uintptr(len(a))*4
+}
+
+// matmulJob is one MatMul call, split over rows.
+type matmulJob struct {
+	out, x []float32
+	w      *Matrix
+	T      int
+	impl   Impl
+}
+
+func (j *matmulJob) serial(k, align int) {
+	for i := 0; i < k; i++ {
+		if start, end := bounds(j.w.Rows, k, align, i); start < end {
+			j.run(start, end)
+		}
+	}
+}
+
+// run computes out for rows [r0, r1) and every token.
+func (j *matmulJob) run(r0, r1 int) {
+	if j.impl == ImplGeneric {
+		genericRows(j.out, j.x, j.w, j.T, r0, r1)
+		return
+	}
+	simdRows(j.impl, j.out, j.x, j.w, j.T, r0, r1)
+}
+
+// blockArgs are the byte-level kernel arguments for one matrix, derived once
+// per range. The kernels see row i at w + i·ws and token t at x + t·xs.
+type blockArgs struct {
+	m          *Matrix
+	x          []float32
+	impl       Impl
+	esize      uintptr // weight bytes per element
+	ws, ss, xs uintptr // row, scale-row and token strides in bytes
+	nArg, gArg int     // the kernel's n and g (asmgen.go contract)
+	nAsm       int     // columns the kernel covers; [nAsm, Cols) is the Go tail
+}
+
+func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
+	W := simdGeometry[impl].W
+	a := blockArgs{m: m, x: x, impl: impl, esize: uintptr(m.Format.elemBytes())}
+	a.ws = uintptr(m.Cols) * a.esize
+	a.xs = uintptr(m.Cols) * 4
+	if m.Format == Q8_0 {
+		// implFor guarantees GroupSize % W == 0 and Validate Cols % GroupSize == 0.
+		a.ss = uintptr(m.Cols/m.GroupSize) * 4
+		a.nArg, a.gArg, a.nAsm = m.Cols/m.GroupSize, m.GroupSize/W, m.Cols
+	} else {
+		a.nAsm = m.Cols &^ (W - 1)
+		a.nArg = a.nAsm
+	}
+	return a
+}
+
+// call runs kernel shape at weight row r and token t into buf.
+func (a *blockArgs) call(shape, r, t int, buf *float32) {
+	m := a.m
+	off := r * m.Cols
+	var wp unsafe.Pointer
+	var sp *float32
+	switch m.Format {
+	case F32:
+		wp = unsafe.Pointer(&m.F32[off])
+	case F16, BF16:
+		wp = unsafe.Pointer(&m.U16[off])
+	case Q8_0:
+		wp = unsafe.Pointer(&m.Q[off])
+		sp = &m.Scales[off/m.GroupSize]
+	}
+	callBlock(a.impl, m.Format, shape, wp, a.ws, sp, a.ss, &a.x[t*m.Cols], a.xs, a.nArg, a.gArg, buf)
+}
+
+// tail is Σ_{j ≥ nAsm} w[r, j]·x[t, j], the columns past the last whole
+// vector, added in column order after the kernel's vector sum.
+func (a *blockArgs) tail(r, t int) float32 {
+	m := a.m
+	if a.nAsm == m.Cols {
+		return 0
+	}
+	off := r * m.Cols
+	x := a.x[t*m.Cols+a.nAsm : (t+1)*m.Cols]
+	var s float32
+	switch m.Format {
+	case F32:
+		for j, v := range m.F32[off+a.nAsm : off+m.Cols] {
+			s += v * x[j]
+		}
+	case BF16:
+		for j, v := range m.U16[off+a.nAsm : off+m.Cols] {
+			s += BF16ToFloat32(v) * x[j]
+		}
+	case F16:
+		t16 := f16Table()
+		for j, v := range m.U16[off+a.nAsm : off+m.Cols] {
+			s += t16[v] * x[j]
+		}
+	}
+	return s
+}
+
+// simdRows computes rows [r0, r1) for all T tokens with the assembly
+// kernels. A range that does not divide into whole blocks ends with a block
+// shifted back to end at r1 (it recomputes a few rows with bit-identical
+// results), so no kernel ever reads past the range or the matrix; ranges
+// shorter than one block use the 1×1 kernel. Every kernel of an Impl sums
+// each (row, token) in the same order, so the mix of shapes is invisible
+// in the output.
+func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
+	geo := simdGeometry[impl]
+	a := newBlockArgs(impl, m, x)
+	rows := m.Rows
+	var buf [64]float32
+
+	if T >= geo.mmTok && r1-r0 >= geo.mmRows {
+		MR, NT := geo.mmRows, geo.mmTok
+		for r := r0; r < r1; r += MR {
+			rs := min(r, r1-MR)
+			for t := 0; t < T; t += NT {
+				ts := min(t, T-NT)
+				a.call(shapeMM, rs, ts, &buf[0])
+				for tt := 0; tt < NT; tt++ {
+					o := out[(ts+tt)*rows+rs : (ts+tt)*rows+rs+MR]
+					for rr := range o {
+						o[rr] = buf[tt*MR+rr] + a.tail(rs+rr, ts+tt)
+					}
+				}
+			}
+		}
+		return
+	}
+
+	MR := geo.mvRows
+	if r1-r0 < MR {
+		for r := r0; r < r1; r++ {
+			for t := 0; t < T; t++ {
+				a.call(shape1x1, r, t, &buf[0])
+				out[t*rows+r] = buf[0] + a.tail(r, t)
+			}
+		}
+		return
+	}
+	for r := r0; r < r1; r += MR {
+		rs := min(r, r1-MR)
+		for t := 0; t < T; t++ {
+			a.call(shapeMV, rs, t, &buf[0])
+			o := out[t*rows+rs : t*rows+rs+MR]
+			for rr := range o {
+				o[rr] = buf[rr] + a.tail(rs+rr, t)
+			}
+		}
+	}
+}
