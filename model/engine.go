@@ -1,0 +1,409 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/kvcache"
+	"github.com/stride-lm/stride/tensor"
+)
+
+// EngineOptions configure an Engine.
+type EngineOptions struct {
+	// Path is the attention path: "fused" (the default: one fused QKV
+	// projection, zero-copy head views, the online-softmax paged kernel)
+	// or "naive" (three projections, gather, repeat_interleave,
+	// materialized scores, transpose().contiguous()).
+	Path string
+	// BlockSize is the number of token slots per KV block (default 16).
+	BlockSize int
+	// NumBlocks is the size of the block pool. 0 derives it from KVMemory,
+	// or when that is 0 too, from DefaultKVSequences full-length sequences.
+	NumBlocks int
+	// KVMemory is the byte budget of the KV cache when NumBlocks is 0.
+	KVMemory int64
+	// KVDType is the cache's storage dtype (F32 default, or F16/BF16).
+	KVDType tensor.DType
+	// Threads is the number of worker threads of the kernels (0 = cores).
+	Threads int
+	// MaxBatch caps the number of running sequences (0 = no cap beyond
+	// the KV pool).
+	MaxBatch int
+	// DisablePrefixSharing turns prefix caching off.
+	DisablePrefixSharing bool
+	// Ctx receives the accounting of activations and the cache.
+	Ctx *tensor.Context
+}
+
+// DefaultKVSequences is how many full-length (seq_len) sequences the
+// default KV pool holds when neither NumBlocks nor KVMemory is set.
+const DefaultKVSequences = 8
+
+// Engine runs generation requests over a model: a paged KV cache, an
+// attention path and a forward pass, driven by a continuous-batching
+// scheduler.
+type Engine struct {
+	m      *Model
+	opts   EngineOptions
+	cache  *kvcache.Cache
+	caches []LayerCache
+	fwd    *Forward
+	nextID int
+}
+
+// NewEngine builds an engine for m.
+func NewEngine(m *Model, opts EngineOptions) (*Engine, error) {
+	c := m.Config
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.BlockSize == 0 {
+		opts.BlockSize = 16
+	}
+	if opts.BlockSize < 0 {
+		return nil, fmt.Errorf("engine: block_size must be > 0 (got %d)", opts.BlockSize)
+	}
+	if opts.Path == "" {
+		opts.Path = "fused"
+	}
+	var (
+		path attention.Path
+		proj Projection
+	)
+	aopts := attention.Options{Threads: opts.Threads}
+	switch opts.Path {
+	case "fused":
+		path, proj = attention.NewFused(aopts), FusedQKV
+	case "naive":
+		path, proj = attention.NewNaive(aopts), SeparateQKV
+	default:
+		return nil, fmt.Errorf("engine: unknown attention path %q (want fused or naive)", opts.Path)
+	}
+	kcfg := kvcache.Config{
+		NumLayers: c.NLayers, NumKVHeads: c.NKVHeads, HeadDim: c.HeadDim(),
+		BlockSize: opts.BlockSize, NumBlocks: opts.NumBlocks, MemoryBudget: opts.KVMemory,
+		DType: opts.KVDType, DisablePrefixSharing: opts.DisablePrefixSharing,
+	}
+	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
+		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
+	}
+	cache, err := kvcache.New(opts.Ctx, kcfg)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := NewForward(m, ForwardOptions{Projection: proj, Path: path, Ctx: opts.Ctx, Threads: opts.Threads})
+	if err != nil {
+		cache.Release()
+		return nil, err
+	}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd}
+	for l := 0; l < c.NLayers; l++ {
+		k, v := cache.Layer(l)
+		e.caches = append(e.caches, LayerCache{K: k, V: v})
+	}
+	return e, nil
+}
+
+// Close releases the engine's threads and cache.
+func (e *Engine) Close() {
+	e.fwd.Close()
+	e.cache.Release()
+}
+
+// Model returns the engine's model.
+func (e *Engine) Model() *Model { return e.m }
+
+// Cache returns the engine's paged KV cache.
+func (e *Engine) Cache() *kvcache.Cache { return e.cache }
+
+// Forward returns the engine's forward pass (for tracing).
+func (e *Engine) Forward() *Forward { return e.fwd }
+
+// PathName returns "fused" or "naive".
+func (e *Engine) PathName() string { return e.opts.Path }
+
+// Request is one sequence to generate, with run.c's semantics.
+type Request struct {
+	// Prompt holds the token ids fed first, starting with BOS (what
+	// Tokenizer.Encode(text, true, false) returns; just [BOS] for no
+	// prompt).
+	Prompt []int
+	// Steps is run.c's -n: the number of positions run, prompt included.
+	// The result holds at most Steps ids.
+	Steps int
+	// Sampler picks each generated token; it is used by this request only.
+	Sampler *Sampler
+}
+
+// Event is one token of one sequence, streamed while generating.
+type Event struct {
+	Seq   int // index of the request
+	Pos   int // position of Prev; Token is fed at Pos+1
+	Prev  int // the token before (for Tokenizer.Decode)
+	Token int // the token
+}
+
+// Result is the outcome of one request.
+type Result struct {
+	// Tokens are the `next` ids of every step, as run.c would feed them:
+	// the prompt's tokens after BOS, then the generated ones. Generation
+	// stops at BOS (not included) or after Steps ids.
+	Tokens []int
+	// Err is set when the request was rejected (a prompt longer than
+	// seq_len, or larger than the whole KV pool); other requests go on.
+	Err error
+	// CachedTokens counts prompt positions whose K/V came from a shared
+	// prefix instead of being computed.
+	CachedTokens int
+	// Preemptions counts how often the sequence was evicted to free
+	// blocks and later recomputed.
+	Preemptions int
+}
+
+// GenStats summarizes a Generate call.
+type GenStats struct {
+	Steps         int           // forward passes (scheduler steps)
+	PrefillTokens int           // tokens processed in prefill rows
+	DecodeTokens  int           // tokens processed in decode rows
+	PrefillTime   time.Duration // time of steps that held prefill rows
+	DecodeTime    time.Duration // time of pure decode steps
+	MaxBatch      int           // most sequences in one step
+	Preemptions   int
+}
+
+// seqState is the scheduler's view of one request.
+type seqState struct {
+	idx      int
+	id       int // kvcache sequence id
+	req      Request
+	tokens   []int // BOS, prompt, generated: tokens[p] is fed at position p
+	computed int   // positions whose K/V are in the cache
+	res      *Result
+	admitted bool
+}
+
+// Generate runs the requests together with continuous batching and
+// returns one Result per request, in order. emit, if non-nil, receives
+// every token as soon as it is known (prompt tokens when the sequence is
+// admitted, generated ones step by step).
+//
+// Each step admits waiting sequences while the pool has blocks for their
+// prompt, then runs one forward pass over the prefill rows of the newly
+// admitted sequences and one decode row for every running one. Finished
+// sequences free their blocks at once. When the pool runs dry mid-decode,
+// the most recently admitted sequence is preempted (its blocks freed, its
+// tokens recomputed later, its sampler state kept), so each sequence's
+// output equals what it would be alone.
+func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats, error) {
+	c := e.m.Config
+	results := make([]Result, len(reqs))
+	var st GenStats
+	var waiting, running []*seqState
+	for i, r := range reqs {
+		s := &seqState{idx: i, req: r, res: &results[i]}
+		switch {
+		case len(r.Prompt) == 0 || r.Prompt[0] != BOSID:
+			s.res.Err = fmt.Errorf("request %d: prompt must start with BOS (%d)", i, BOSID)
+		case r.Sampler == nil:
+			s.res.Err = fmt.Errorf("request %d: no sampler", i)
+		case r.Steps < 1:
+			s.res.Err = fmt.Errorf("request %d: steps must be >= 1 (got %d)", i, r.Steps)
+		case len(r.Prompt) > c.SeqLen:
+			s.res.Err = fmt.Errorf("request %d: prompt of %d tokens is longer than seq_len %d", i, len(r.Prompt), c.SeqLen)
+		case r.Steps > c.SeqLen:
+			s.res.Err = fmt.Errorf("request %d: steps %d exceed seq_len %d", i, r.Steps, c.SeqLen)
+		default:
+			if err := e.cache.CanEverFit(min(r.Steps, c.SeqLen)); err != nil {
+				s.res.Err = fmt.Errorf("request %d: %w", i, err)
+				break
+			}
+			for _, tok := range r.Prompt {
+				if tok < 0 || tok >= c.VocabSize {
+					s.res.Err = fmt.Errorf("request %d: token %d is outside the vocabulary (size %d)", i, tok, c.VocabSize)
+					break
+				}
+			}
+		}
+		if s.res.Err != nil {
+			continue
+		}
+		if len(r.Prompt)-1 >= r.Steps {
+			// The whole run is forced prompt tokens: nothing to compute.
+			s.res.Tokens = append([]int(nil), r.Prompt[1:r.Steps+1]...)
+			e.emitForced(s, emit, r.Steps+1)
+			continue
+		}
+		s.tokens = append([]int(nil), r.Prompt...)
+		waiting = append(waiting, s)
+	}
+
+	for len(waiting) > 0 || len(running) > 0 {
+		// 1. Admit waiting sequences while blocks (and the batch cap) allow.
+		for len(waiting) > 0 && (e.opts.MaxBatch == 0 || len(running) < e.opts.MaxBatch) {
+			s := waiting[0]
+			s.id = e.nextID
+			cached, err := e.cache.AddSequence(s.id, s.tokens)
+			if errors.Is(err, kvcache.ErrOutOfBlocks) {
+				if len(running) == 0 {
+					return results, st, fmt.Errorf("scheduler: sequence %d cannot be admitted into an idle cache: %w", s.idx, err)
+				}
+				break
+			}
+			if err != nil {
+				return results, st, fmt.Errorf("scheduler: %w", err)
+			}
+			e.nextID++
+			waiting = waiting[1:]
+			s.computed = cached
+			if !s.admitted {
+				s.admitted = true
+				s.res.CachedTokens = cached
+				e.emitForced(s, emit, len(s.req.Prompt))
+			}
+			running = append(running, s)
+		}
+
+		// 2. Hand out slots; preempt the newest sequence when blocks run out.
+		batch, tokens, positions, rows, err := e.buildStep(&running, &waiting, &st)
+		if err != nil {
+			return results, st, err
+		}
+		if len(running) == 0 {
+			continue
+		}
+
+		// 3. One forward pass over every row of the step.
+		prefill := false
+		for _, s := range running {
+			if len(s.tokens)-s.computed > 1 {
+				prefill = true
+			}
+		}
+		t0 := time.Now()
+		logits, err := e.fwd.Run(tokens, positions, batch, e.caches, rows)
+		if err != nil {
+			return results, st, err
+		}
+		dt := time.Since(t0)
+		st.Steps++
+		st.MaxBatch = max(st.MaxBatch, len(running))
+		if prefill {
+			st.PrefillTime += dt
+		} else {
+			st.DecodeTime += dt
+		}
+
+		// 4. Sample, stream, retire.
+		kept := running[:0]
+		for i, s := range running {
+			n := len(s.tokens) - s.computed
+			if n > 1 {
+				st.PrefillTokens += n
+			} else {
+				st.DecodeTokens += n
+			}
+			s.computed = len(s.tokens)
+			if err := e.cache.Commit(s.id, s.tokens); err != nil {
+				return results, st, err
+			}
+			row := logits[i*c.VocabSize : (i+1)*c.VocabSize]
+			next := s.req.Sampler.Sample(row)
+			done := next == BOSID
+			if !done {
+				prev := s.tokens[len(s.tokens)-1]
+				s.tokens = append(s.tokens, next)
+				s.res.Tokens = append(s.res.Tokens, next)
+				if emit != nil {
+					emit(Event{Seq: s.idx, Pos: len(s.tokens) - 2, Prev: prev, Token: next})
+				}
+				done = len(s.tokens)-1 >= s.req.Steps
+			}
+			if done {
+				if err := e.cache.Free(s.id); err != nil {
+					return results, st, err
+				}
+				continue
+			}
+			kept = append(kept, s)
+		}
+		running = kept
+	}
+	return results, st, nil
+}
+
+// emitForced records and streams the prompt tokens after BOS (up to n
+// tokens of the prompt), which run.c prints as it feeds them.
+func (e *Engine) emitForced(s *seqState, emit func(Event), n int) {
+	p := s.req.Prompt[:min(n, len(s.req.Prompt))]
+	if len(s.res.Tokens) == 0 {
+		s.res.Tokens = append(s.res.Tokens, p[1:]...)
+	}
+	if emit == nil {
+		return
+	}
+	for i := 1; i < len(p); i++ {
+		emit(Event{Seq: s.idx, Pos: i - 1, Prev: p[i-1], Token: p[i]})
+	}
+}
+
+// buildStep asks the cache for the slots of every running sequence's new
+// tokens and packs them into one batch. When the pool is out of blocks it
+// undoes the slots handed out in this step, preempts the most recently
+// admitted sequence (back to the front of the waiting queue, to be
+// recomputed), and tries again.
+func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attention.Batch, []int, []int, []int, error) {
+	for {
+		b := &attention.Batch{}
+		var tokens, positions, rows []int
+		failed := -1
+		for i, s := range *running {
+			n := len(s.tokens) - s.computed
+			slots, err := e.cache.Slots(s.id, s.computed, n)
+			if errors.Is(err, kvcache.ErrOutOfBlocks) {
+				failed = i
+				break
+			}
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			table, err := e.cache.BlockTable(s.id)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			b.QueryStart = append(b.QueryStart, len(tokens))
+			b.QueryLen = append(b.QueryLen, n)
+			b.ContextLen = append(b.ContextLen, len(s.tokens))
+			b.BlockTables = append(b.BlockTables, table)
+			b.SlotMapping = append(b.SlotMapping, slots...)
+			for p := s.computed; p < len(s.tokens); p++ {
+				tokens = append(tokens, s.tokens[p])
+				positions = append(positions, p)
+			}
+			rows = append(rows, len(tokens)-1)
+		}
+		if failed < 0 {
+			return b, tokens, positions, rows, nil
+		}
+		// Roll back this step's slots, then evict the newest sequence.
+		for _, s := range (*running)[:failed] {
+			if err := e.cache.Truncate(s.id, s.computed); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		}
+		r := *running
+		victim := r[len(r)-1]
+		if len(r) == 1 {
+			return nil, nil, nil, nil, fmt.Errorf("scheduler: sequence %d alone does not fit the KV pool", victim.idx)
+		}
+		if err := e.cache.Free(victim.id); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		victim.computed = 0
+		victim.res.Preemptions++
+		st.Preemptions++
+		*running = r[:len(r)-1]
+		*waiting = append([]*seqState{victim}, *waiting...)
+	}
+}
