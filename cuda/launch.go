@@ -1,0 +1,79 @@
+package cuda
+
+import "fmt"
+
+// Mode chooses how the traffic model counts a launch.
+type Mode int
+
+const (
+	// Aggregate counts exactly, but groups warp instructions whose
+	// addresses agree modulo 128 bytes (see aggregate.go) and computes the
+	// distinct sectors from byte ranges: fast at any size, the default.
+	Aggregate Mode = iota
+	// Replay executes the kernel's thread mapping literally, block by
+	// block, warp by warp, and records every sector touched. It is the
+	// reference the aggregate counting is tested against, and is only
+	// practical for small launches.
+	Replay
+)
+
+// String returns "aggregate" or "replay".
+func (m Mode) String() string {
+	if m == Replay {
+		return "replay"
+	}
+	return "aggregate"
+}
+
+// maxReplayWarps bounds the warp instructions a Replay may execute.
+const maxReplayWarps = 1 << 24
+
+// Launch is the modelled global-memory traffic of one kernel launch.
+type Launch struct {
+	// Kernel is the __global__ function's name in cuda/kernels.
+	Kernel string `json:"kernel"`
+	// Note says what the launch works on ("k and v", "seq 1", …).
+	Note string `json:"note,omitempty"`
+	// Grid and Block are the launch geometry.
+	Grid  [3]int64 `json:"grid"`
+	Block [3]int   `json:"block"`
+	// Vectorized reports whether the 16-byte path was taken.
+	Vectorized bool `json:"vectorized"`
+	// Loads and Stores are the traffic of the load and store instructions.
+	Loads  Traffic `json:"loads"`
+	Stores Traffic `json:"stores"`
+}
+
+// Total returns loads + stores.
+func (l Launch) Total() Traffic { return l.Loads.Add(l.Stores) }
+
+// HBMBytes is the compulsory HBM traffic: distinct sectors read plus
+// distinct sectors written, × 32.
+func (l Launch) HBMBytes() int64 { return l.Loads.HBMBytes() + l.Stores.HBMBytes() }
+
+// String formats the launch on one line.
+func (l Launch) String() string {
+	return fmt.Sprintf("%s grid=%v block=%v vec=%v\n  ld: %v\n  st: %v", l.Kernel, l.Grid, l.Block, l.Vectorized, l.Loads, l.Stores)
+}
+
+// finishReplay copies the counter into l after a literal replay.
+func (l *Launch) finishReplay(c *Counter) {
+	c.finish()
+	l.Loads, l.Stores = c.Loads, c.Stores
+}
+
+// finishAggregate copies the counter into l and sets the distinct sectors
+// computed from the footprints of what the kernel reads and writes.
+func (l *Launch) finishAggregate(c *Counter, ld, st *footprint) error {
+	l.Loads, l.Stores = c.Loads, c.Stores
+	var err error
+	if l.Loads.UniqueSectors, err = ld.sectors(); err != nil {
+		return err
+	}
+	if l.Stores.UniqueSectors, err = st.sectors(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
