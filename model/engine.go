@@ -35,6 +35,10 @@ type EngineOptions struct {
 	DisablePrefixSharing bool
 	// Ctx receives the accounting of activations and the cache.
 	Ctx *tensor.Context
+	// OnLogits, if set, sees the logits every sequence is sampled from:
+	// seq is the request index and pos the position of the token whose
+	// logits they are. The slice is only valid during the call.
+	OnLogits func(seq, pos int, logits []float32)
 }
 
 // DefaultKVSequences is how many full-length (seq_len) sequences the
@@ -309,6 +313,9 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 				return results, st, err
 			}
 			row := logits[i*c.VocabSize : (i+1)*c.VocabSize]
+			if e.opts.OnLogits != nil {
+				e.opts.OnLogits(s.idx, len(s.tokens)-1, row)
+			}
 			next := s.req.Sampler.Sample(row)
 			done := next == BOSID
 			if !done {
