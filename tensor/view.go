@@ -451,6 +451,10 @@ func storageSpan(op string, shape, strides []int, offset int) (int, error) {
 	if offset < 0 {
 		return 0, errorf(op, "Tensor: invalid storage offset %d (sizes %s, strides %s)", offset, FormatInts(shape), FormatInts(strides))
 	}
+	if offset >= maxNumel {
+		// offset+1 below must not overflow, and no storage is this large.
+		return 0, errorf(op, "storage offset %d is beyond 2^53 elements (sizes %s, strides %s)", offset, FormatInts(shape), FormatInts(strides))
+	}
 	n, err := numelOf(op, shape)
 	if err != nil {
 		return 0, err
