@@ -8,6 +8,7 @@ import (
 	"github.com/stride-lm/stride/attention"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // EngineOptions configure an Engine.
@@ -54,6 +55,7 @@ type Engine struct {
 	cache  *kvcache.Cache
 	caches []LayerCache
 	fwd    *Forward
+	pool   *kernels.Pool
 	nextID int
 }
 
@@ -76,7 +78,11 @@ func NewEngine(m *Model, opts EngineOptions) (*Engine, error) {
 		path attention.Path
 		proj Projection
 	)
-	aopts := attention.Options{Threads: opts.Threads}
+	// One persistent worker pool serves the matmuls and the attention
+	// kernel: workers live for the engine's lifetime, so no call pays for
+	// starting goroutines.
+	pool := kernels.NewPool(opts.Threads)
+	aopts := attention.Options{Threads: pool.Threads(), Runner: pool}
 	switch opts.Path {
 	case "fused":
 		path, proj = attention.NewFused(aopts), FusedQKV
@@ -95,14 +101,16 @@ func NewEngine(m *Model, opts EngineOptions) (*Engine, error) {
 	}
 	cache, err := kvcache.New(opts.Ctx, kcfg)
 	if err != nil {
+		pool.Close()
 		return nil, err
 	}
-	fwd, err := NewForward(m, ForwardOptions{Projection: proj, Path: path, Ctx: opts.Ctx, Threads: opts.Threads})
+	fwd, err := NewForward(m, ForwardOptions{Projection: proj, Path: path, Ctx: opts.Ctx, Pool: pool})
 	if err != nil {
 		cache.Release()
+		pool.Close()
 		return nil, err
 	}
-	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool}
 	for l := 0; l < c.NLayers; l++ {
 		k, v := cache.Layer(l)
 		e.caches = append(e.caches, LayerCache{K: k, V: v})
@@ -114,6 +122,7 @@ func NewEngine(m *Model, opts EngineOptions) (*Engine, error) {
 func (e *Engine) Close() {
 	e.fwd.Close()
 	e.cache.Release()
+	e.pool.Close()
 }
 
 // Model returns the engine's model.

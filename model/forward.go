@@ -6,6 +6,7 @@ import (
 
 	"github.com/stride-lm/stride/attention"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // This file is the forward pass, read top to bottom like llama2.c's
@@ -67,6 +68,9 @@ type ForwardOptions struct {
 	Path       attention.Path
 	Ctx        *tensor.Context // accounting for activations (may be nil)
 	Threads    int             // worker threads for matmuls (0 = all cores)
+	// Pool runs the matmuls; nil makes the Forward start (and Close) its
+	// own pool of Threads workers.
+	Pool *kernels.Pool
 }
 
 // NewForward prepares a forward pass of m through path.
@@ -78,7 +82,7 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	mats, err := newMatrices(m, opts.Threads)
+	mats, err := newMatrices(m, opts.Pool, opts.Threads)
 	if err != nil {
 		return nil, err
 	}

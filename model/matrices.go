@@ -4,44 +4,50 @@ import (
 	"fmt"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
-// matrix is a weight matrix (rows, cols) viewed as a flat row-major slice
-// for the matmul kernels: F32 data, or the 16-bit patterns of F16/BF16.
-type matrix struct {
-	rows, cols int
-	dt         tensor.DType
-	f32        []float32
-	u16        []uint16
-}
-
 type layerMatrices struct {
-	wqkv, wq, wk, wv, wo, w1, w2, w3 *matrix
+	wqkv, wq, wk, wv, wo, w1, w2, w3 *kernels.Matrix
 }
 
-// matrices are the model's weights in the form the kernels consume. They
-// alias the weight tensors' storage: nothing is copied.
+// matrices are the model's weights in the form the matmul kernels
+// consume. They alias the weight tensors' storage: nothing is copied, so
+// weights loaded from a memory-mapped file stay in the page cache.
 type matrices struct {
+	pool              *kernels.Pool
+	ownPool           bool
 	layers            []layerMatrices
 	attnNorm, ffnNorm [][]float32
 	finalNorm         []float32
-	emb               *matrix
-	classifier        *matrix
+	emb               *kernels.Matrix
+	classifier        *kernels.Matrix
+	quantized         map[*tensor.Tensor]*kernels.Matrix
 }
 
-func newMatrices(m *Model, threads int) (*matrices, error) {
+func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 	c := m.Config
 	w := &m.Weights
 	if len(w.Layers) != c.NLayers {
 		return nil, fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
 	}
-	ms := &matrices{}
+	ms := &matrices{pool: pool}
+	if pool == nil {
+		ms.pool, ms.ownPool = kernels.NewPool(threads), true
+	}
 	var err error
-	mat := func(name string, t *tensor.Tensor, rows, cols int) *matrix {
+	mat := func(name string, t *tensor.Tensor, rows, cols int) *kernels.Matrix {
 		if err != nil {
 			return nil
 		}
-		var mm *matrix
+		var mm *kernels.Matrix
+		if q, ok := m.Quantized[t]; ok {
+			mm = q
+			if q.Rows != rows || q.Cols != cols {
+				err = fmt.Errorf("model: quantized weight %s is (%d, %d), want (%d, %d)", name, q.Rows, q.Cols, rows, cols)
+			}
+			return mm
+		}
 		mm, err = asMatrix(name, t, rows, cols)
 		return mm
 	}
@@ -65,12 +71,13 @@ func newMatrices(m *Model, threads int) (*matrices, error) {
 			w3:   mat("w3", lw.W3, c.HiddenDim, c.Dim),
 		}
 		if err != nil {
+			ms.close()
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
-		// wq, wk, wv are row blocks of WQKV: contiguous sub-slices.
-		lm.wq = lm.wqkv.rowBlock(0, qDim)
-		lm.wk = lm.wqkv.rowBlock(qDim, kvDim)
-		lm.wv = lm.wqkv.rowBlock(qDim+kvDim, kvDim)
+		// wq, wk, wv are row blocks of WQKV: windows of the same data.
+		lm.wq = rowBlock(lm.wqkv, 0, qDim)
+		lm.wk = rowBlock(lm.wqkv, qDim, kvDim)
+		lm.wv = rowBlock(lm.wqkv, qDim+kvDim, kvDim)
 		ms.layers = append(ms.layers, lm)
 		ms.attnNorm = append(ms.attnNorm, vec("attn_norm", lw.AttnNorm, c.Dim))
 		ms.ffnNorm = append(ms.ffnNorm, vec("ffn_norm", lw.FFNNorm, c.Dim))
@@ -79,14 +86,21 @@ func newMatrices(m *Model, threads int) (*matrices, error) {
 	ms.emb = mat("token_embedding", w.TokenEmbedding, c.VocabSize, c.Dim)
 	ms.classifier = mat("classifier", w.Classifier, c.VocabSize, c.Dim)
 	if err != nil {
+		ms.close()
 		return nil, err
 	}
 	return ms, nil
 }
 
-func (ms *matrices) close() {}
+func (ms *matrices) close() {
+	if ms.ownPool {
+		ms.pool.Close()
+	}
+}
 
-func asMatrix(name string, t *tensor.Tensor, rows, cols int) (*matrix, error) {
+// asMatrix wraps a contiguous 2-D weight tensor's storage as a kernel
+// matrix, without copying.
+func asMatrix(name string, t *tensor.Tensor, rows, cols int) (*kernels.Matrix, error) {
 	if t == nil {
 		return nil, fmt.Errorf("model: weight %s is missing", name)
 	}
@@ -95,13 +109,15 @@ func asMatrix(name string, t *tensor.Tensor, rows, cols int) (*matrix, error) {
 		return nil, fmt.Errorf("model: weight %s is %v (contiguous=%v), want contiguous (%d, %d)", name, sh, t.IsContiguous(), rows, cols)
 	}
 	n, off := rows*cols, t.Offset()
-	m := &matrix{rows: rows, cols: cols, dt: t.DType()}
-	if t.DType() == tensor.F32 {
-		m.f32 = t.Storage().Float32s()[off : off+n]
-	} else {
-		m.u16 = t.Storage().Uint16s()[off : off+n]
+	switch t.DType() {
+	case tensor.F32:
+		return kernels.NewF32(rows, cols, t.Storage().Float32s()[off:off+n])
+	case tensor.F16:
+		return kernels.NewF16(rows, cols, t.Storage().Uint16s()[off:off+n])
+	case tensor.BF16:
+		return kernels.NewBF16(rows, cols, t.Storage().Uint16s()[off:off+n])
 	}
-	return m, nil
+	return nil, fmt.Errorf("model: weight %s has unsupported dtype %v", name, t.DType())
 }
 
 func asVector(name string, t *tensor.Tensor, n int) ([]float32, error) {
@@ -117,60 +133,35 @@ func asVector(name string, t *tensor.Tensor, n int) ([]float32, error) {
 	return t.Float32s()
 }
 
-// rowBlock returns rows [start, start+n) as a matrix sharing the data.
-func (m *matrix) rowBlock(start, n int) *matrix {
-	b := &matrix{rows: n, cols: m.cols, dt: m.dt}
-	lo, hi := start*m.cols, (start+n)*m.cols
-	if m.f32 != nil {
-		b.f32 = m.f32[lo:hi]
-	} else {
-		b.u16 = m.u16[lo:hi]
+// rowBlock returns rows [start, start+n) of m as a matrix over the same
+// data: row i of a row-major (rows, cols) matrix starts at i·cols, and for
+// Q8_0 its scales start at i·cols/group_size.
+func rowBlock(m *kernels.Matrix, start, n int) *kernels.Matrix {
+	b := *m
+	b.Rows = n
+	lo, hi := start*m.Cols, (start+n)*m.Cols
+	switch m.Format {
+	case kernels.F32:
+		b.F32 = m.F32[lo:hi]
+	case kernels.F16, kernels.BF16:
+		b.U16 = m.U16[lo:hi]
+	case kernels.Q8_0:
+		b.Q = m.Q[lo:hi]
+		b.Scales = m.Scales[lo/m.GroupSize : hi/m.GroupSize]
 	}
-	return b
-}
-
-// row writes row r of m into dst as float32.
-func (m *matrix) row(dst []float32, r int) {
-	lo := r * m.cols
-	if m.f32 != nil {
-		copy(dst, m.f32[lo:lo+m.cols])
-		return
-	}
-	for j := range dst[:m.cols] {
-		if m.dt == tensor.BF16 {
-			dst[j] = tensor.BF16Float(m.u16[lo+j])
-		} else {
-			dst[j] = tensor.F16Float(m.u16[lo+j])
-		}
-	}
+	return &b
 }
 
 // embedding writes the embedding row of token into dst.
 func (ms *matrices) embedding(dst []float32, token int) error {
-	if token < 0 || token >= ms.emb.rows {
-		return fmt.Errorf("model: token %d outside the vocabulary (size %d)", token, ms.emb.rows)
+	if token < 0 || token >= ms.emb.Rows {
+		return fmt.Errorf("model: token %d outside the vocabulary (size %d)", token, ms.emb.Rows)
 	}
-	ms.emb.row(dst, token)
-	return nil
+	return ms.emb.Row(token, dst)
 }
 
 // matmul computes out[t, i] = Σ_j m[i, j]·x[t, j] for T rows of x
-// (x @ mᵀ, llama2.c's (out, in) weight convention).
-func (ms *matrices) matmul(out, x []float32, m *matrix, T int) error {
-	if len(x) < T*m.cols || len(out) < T*m.rows {
-		return fmt.Errorf("model: matmul of %d rows: x has %d of %d, out %d of %d elements", T, len(x), T*m.cols, len(out), T*m.rows)
-	}
-	row := make([]float32, m.cols)
-	for i := 0; i < m.rows; i++ {
-		m.row(row, i)
-		for t := 0; t < T; t++ {
-			xr := x[t*m.cols : (t+1)*m.cols]
-			var s float32
-			for j, w := range row {
-				s += w * xr[j]
-			}
-			out[t*m.rows+i] = s
-		}
-	}
-	return nil
+// (x @ mᵀ, llama2.c's (out, in) weight convention) on the worker pool.
+func (ms *matrices) matmul(out, x []float32, m *kernels.Matrix, T int) error {
+	return kernels.MatMul(ms.pool, out, x, m, T)
 }

@@ -1,6 +1,9 @@
 package model
 
-import "github.com/stride-lm/stride/tensor"
+import (
+	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
+)
 
 // Layer holds one transformer block's weights. Matrices are row-major
 // (out, in): out[i] = Σ_j W[i, j]·x[j], as in llama2.c.
@@ -29,4 +32,8 @@ type Weights struct {
 type Model struct {
 	Config  Config
 	Weights Weights
+	// Quantized maps a weight tensor to its Q8_0 form when the model
+	// runs with Q8_0 weights: the kernels read the int8 values and group
+	// scales instead of the tensor (which then only describes the shape).
+	Quantized map[*tensor.Tensor]*kernels.Matrix
 }
