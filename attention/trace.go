@@ -1,0 +1,160 @@
+package attention
+
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+// TraceConfig describes the one attention layer TraceLayer runs: B
+// sequences of S new tokens each, on top of Past tokens already cached
+// (0 for a plain prefill; S = 1 with Past > 0 is a decode step), with H
+// query heads and KVH key/value heads of width D.
+type TraceConfig struct {
+	B, S, H, KVH, D int
+	Past            int
+	// BlockSize is the paged cache's block size; 0 means 16.
+	BlockSize int
+	// Meta traces layouts only, with meta tensors: nothing is allocated
+	// or computed, so any size works (the seed's B=2, S=4096, H=32,
+	// D=128 included). Without it the layer runs for real on random
+	// inputs, which TraceLayer refuses beyond maxRealScoreBytes.
+	Meta bool
+	// Seed draws the random inputs of a real run.
+	Seed uint64
+}
+
+// maxRealScoreBytes bounds the [B, H, S, C] scores of a non-meta trace.
+const maxRealScoreBytes = 1 << 30
+
+// TraceLayer runs one attention layer through the named path ("naive" or
+// "fused") and returns its layout trace: one row per stage with shape,
+// strides, contiguity, whether the storage is new or shared, and the bytes
+// allocated and copied. The same code runs on meta and real tensors and
+// records the same rows.
+//
+// The rows before Attend's own are the projection outputs a model would
+// feed it (random stand-ins in a real run):
+//
+//   - naive: three separate projections Q = x @ Wqᵀ [B, S, H·D],
+//     K = x @ Wkᵀ and V = x @ Wvᵀ [B, S, KVH·D], each contiguous, as
+//     textbook code (and the seed's table, row 1) has them;
+//   - fused: one projection qkv = x @ Wqkvᵀ [B, S, (H+2·KVH)·D] and q, k,
+//     v cut out of it by Narrow + View (shared storage, non-contiguous).
+func TraceLayer(path string, cfg TraceConfig) (*tensor.Trace, error) {
+	B, S, H, KVH, D := cfg.B, cfg.S, cfg.H, cfg.KVH, cfg.D
+	if B <= 0 || S <= 0 || H <= 0 || KVH <= 0 || D <= 0 || cfg.Past < 0 || H%KVH != 0 {
+		return nil, fmt.Errorf("trace: need B, S, H, KVH, D > 0, Past ≥ 0 and H a multiple of KVH; got B=%d S=%d H=%d KVH=%d D=%d Past=%d",
+			B, S, H, KVH, D, cfg.Past)
+	}
+	bs := cfg.BlockSize
+	if bs == 0 {
+		bs = 16
+	}
+	if bs < 0 {
+		return nil, fmt.Errorf("trace: block size %d must be positive", bs)
+	}
+	C := cfg.Past + S
+	if !cfg.Meta && float64(B)*float64(H)*float64(S)*float64(C)*4 > maxRealScoreBytes {
+		return nil, fmt.Errorf("trace: a real run of B=%d H=%d S=%d C=%d would materialize %.1f GiB of scores in the naive path; use Meta for layouts at this size",
+			B, H, S, C, float64(B)*float64(H)*float64(S)*float64(C)*4/(1<<30))
+	}
+	var p Path
+	switch path {
+	case "naive":
+		p = NewNaive(Options{})
+	case "fused":
+		p = NewFused(Options{})
+	default:
+		return nil, fmt.Errorf("trace: unknown attention path %q (want naive or fused)", path)
+	}
+	qls, cls := make([]int, B), make([]int, B)
+	for i := range qls {
+		qls[i], cls[i] = S, C
+	}
+	b, numBlocks, err := NewLinearBatch(qls, cls, bs)
+	if err != nil {
+		return nil, err
+	}
+
+	ctx := tensor.NewContext()
+	seed := cfg.Seed
+	mk := func(shape ...int) (*tensor.Tensor, error) {
+		if cfg.Meta {
+			return tensor.Meta(tensor.F32, shape...)
+		}
+		seed++
+		return tensor.Randn(ctx, tensor.F32, seed, shape...)
+	}
+	title := fmt.Sprintf("%s attention: B=%d S=%d H=%d KVH=%d D=%d past=%d block_size=%d", path, B, S, H, KVH, D, cfg.Past, bs)
+	if cfg.Meta {
+		title += " (meta)"
+	}
+	tr := tensor.NewTrace(title)
+	kCache, err := mk(numBlocks, bs, KVH, D) // earlier context: random in a real run
+	if err != nil {
+		return nil, err
+	}
+	vCache, err := mk(numBlocks, bs, KVH, D)
+	if err != nil {
+		return nil, err
+	}
+	tr.Input("k_cache", kCache)
+	tr.Input("v_cache", vCache)
+
+	T := B * S
+	var q, k, v *tensor.Tensor
+	if path == "naive" {
+		var proj [3]*tensor.Tensor
+		for i, w := range []int{H * D, KVH * D, KVH * D} {
+			x, err := mk(B, S, w)
+			if err != nil {
+				return nil, err
+			}
+			tr.Record(fmt.Sprintf("%s = x @ W%sᵀ", []string{"Q", "K", "V"}[i], []string{"q", "k", "v"}[i]), x, int64(x.Nbytes()), 0)
+			proj[i] = x
+		}
+		if q, err = proj[0].View(T, H, D); err != nil {
+			return nil, err
+		}
+		if k, err = proj[1].View(T, KVH, D); err != nil {
+			return nil, err
+		}
+		if v, err = proj[2].View(T, KVH, D); err != nil {
+			return nil, err
+		}
+	} else {
+		W := (H + 2*KVH) * D
+		qkv, err := mk(B, S, W)
+		if err != nil {
+			return nil, err
+		}
+		tr.Record("qkv = x @ Wqkvᵀ", qkv, int64(qkv.Nbytes()), 0)
+		var views [3]*tensor.Tensor
+		starts := []int{0, H * D, (H + KVH) * D}
+		widths := []int{H * D, KVH * D, KVH * D}
+		heads := []int{H, KVH, KVH}
+		for i := range views {
+			x, err := qkv.Narrow(2, starts[i], widths[i])
+			if err != nil {
+				return nil, err
+			}
+			if x, err = x.View(B, S, heads[i], D); err != nil {
+				return nil, err
+			}
+			sl := fmt.Sprintf("%d:%d", starts[i], starts[i]+widths[i])
+			if i == 0 {
+				sl = fmt.Sprintf(":%d", widths[i])
+			}
+			tr.Record(fmt.Sprintf("%s = qkv[..., %s].view(%d, %d, %d, %d)", []string{"q", "k", "v"}[i], sl, B, S, heads[i], D), x, 0, 0)
+			if views[i], err = x.View(T, heads[i], D); err != nil {
+				return nil, err
+			}
+		}
+		q, k, v = views[0], views[1], views[2]
+	}
+	if _, err := p.Attend(q, k, v, kCache, vCache, b, tr); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
