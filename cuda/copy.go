@@ -184,7 +184,7 @@ func (p *copyPlan) model(dst, src Operand, mode Mode) (Launch, error) {
 	var ld, st footprint
 	ld.addLayout(src.startAddr(), byteDims(src), es)
 	st.addLayout(dst.startAddr(), byteDims(dst), es)
-	return l, l.finishAggregate(c, &ld, &st)
+	return l, l.finishAggregate(c, &ld, &st, nil)
 }
 
 // maxPatternUnits bounds the units of one enumerated super-row.

@@ -112,7 +112,9 @@ func oracleCopy(dst, src Operand, vec int) Launch {
 	return l
 }
 
-func sameTraffic(a, b Launch) bool { return a.Loads == b.Loads && a.Stores == b.Stores }
+func sameTraffic(a, b Launch) bool {
+	return a.Loads == b.Loads && a.Stores == b.Stores && a.MetaBytes == b.MetaBytes
+}
 
 // The aggregate count (residue classes, super-rows, footprints) must equal
 // the literal replay of the kernel's thread mapping, and both must equal a

@@ -42,7 +42,14 @@ type Launch struct {
 	// Loads and Stores are the traffic of the load and store instructions.
 	Loads  Traffic `json:"loads"`
 	Stores Traffic `json:"stores"`
+	// MetaBytes is the part of Loads.HBMBytes() spent on int32 metadata
+	// (slot mapping, block tables, sequence lengths) rather than tensor
+	// data.
+	MetaBytes int64 `json:"meta_bytes"`
 }
+
+// DataHBMBytes is HBMBytes without the metadata: the tensor bytes.
+func (l Launch) DataHBMBytes() int64 { return l.HBMBytes() - l.MetaBytes }
 
 // Total returns loads + stores.
 func (l Launch) Total() Traffic { return l.Loads.Add(l.Stores) }
@@ -56,15 +63,25 @@ func (l Launch) String() string {
 	return fmt.Sprintf("%s grid=%v block=%v vec=%v\n  ld: %v\n  st: %v", l.Kernel, l.Grid, l.Block, l.Vectorized, l.Loads, l.Stores)
 }
 
-// finishReplay copies the counter into l after a literal replay.
-func (l *Launch) finishReplay(c *Counter) {
+// finishReplay copies the counter into l after a literal replay; meta
+// lists the byte ranges of the metadata arrays the kernel reads.
+func (l *Launch) finishReplay(c *Counter, meta ...[2]uint64) {
 	c.finish()
 	l.Loads, l.Stores = c.Loads, c.Stores
+	for s := range c.seenLd {
+		for _, r := range meta {
+			if s*SectorBytes+SectorBytes > r[0] && s*SectorBytes < r[1] {
+				l.MetaBytes += SectorBytes
+				break
+			}
+		}
+	}
 }
 
 // finishAggregate copies the counter into l and sets the distinct sectors
-// computed from the footprints of what the kernel reads and writes.
-func (l *Launch) finishAggregate(c *Counter, ld, st *footprint) error {
+// computed from the footprints of what the kernel reads (data ld, metadata
+// meta; distinct buffers) and writes (st).
+func (l *Launch) finishAggregate(c *Counter, ld, st, meta *footprint) error {
 	l.Loads, l.Stores = c.Loads, c.Stores
 	var err error
 	if l.Loads.UniqueSectors, err = ld.sectors(); err != nil {
@@ -72,6 +89,14 @@ func (l *Launch) finishAggregate(c *Counter, ld, st *footprint) error {
 	}
 	if l.Stores.UniqueSectors, err = st.sectors(); err != nil {
 		return err
+	}
+	if meta != nil {
+		m, err := meta.sectors()
+		if err != nil {
+			return err
+		}
+		l.Loads.UniqueSectors += m
+		l.MetaBytes = m * SectorBytes
 	}
 	return nil
 }
