@@ -423,3 +423,15 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 		*waiting = append([]*seqState{victim}, *waiting...)
 	}
 }
+
+// newBatch describes one sequence's step for Forward.Run: n new tokens
+// ending at context length ctx, in the blocks of table, written at slots.
+func newBatch(n, ctx int, table, slots []int32) *attention.Batch {
+	return &attention.Batch{
+		QueryStart:  []int{0},
+		QueryLen:    []int{n},
+		ContextLen:  []int{ctx},
+		BlockTables: [][]int32{table},
+		SlotMapping: slots,
+	}
+}
