@@ -116,3 +116,38 @@ func TestDecodeAggregateEqualsReplay(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefillAggregateEqualsReplay(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 15))
+	n := 40
+	if testing.Short() {
+		n = 15
+	}
+	for i := 0; i < n; i++ {
+		dt := []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}[r.IntN(3)]
+		H, KVH, D := randomHeads(r)
+		bs := []int{1, 5, 16}[r.IntN(3)]
+		B := 1 + r.IntN(3)
+		ql := make([]int, B)
+		for j := range ql {
+			ql[j] = r.IntN(40)
+			if j == 0 && ql[j] == 0 {
+				ql[j] = 1
+			}
+		}
+		s, nb := randomSeqs(r, ql, []int{0, 0, 50}[r.IntN(3)], bs)
+		a, _ := attnOperands(t, r, dt, s, nb, bs, H, KVH, D)
+		agg, err := ModelFusedPrefill(a, Aggregate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ModelFusedPrefill(a, Replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameTraffic(agg, rep) || agg.Vectorized != rep.Vectorized {
+			t.Fatalf("case %d (%v H=%d KVH=%d D=%d bs=%d ql=%v ctx=%v): aggregate\n%v meta=%d\nreplay\n%v meta=%d",
+				i, dt, H, KVH, D, bs, s.QueryLen, s.ContextLen, agg, agg.MetaBytes, rep, rep.MetaBytes)
+		}
+	}
+}
