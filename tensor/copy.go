@@ -59,37 +59,126 @@ func (t *Tensor) CopyFrom(src *Tensor) error {
 }
 
 // copyStrided copies src into dst element by element in row-major logical
-// order; shapes are equal. The innermost dim runs as a tight loop, and
-// contiguous F32 → contiguous F32 is a single memmove.
+// order; shapes are equal. Same-dtype copies move raw elements (bit
+// patterns for F16/BF16, so NaN payloads survive); contiguous → contiguous
+// is a single memmove; a transpose-like pair of layouts goes through the
+// cache-blocked path of copyTiled; everything else walks the innermost dim
+// as a tight loop. Mixed dtypes convert through float32.
 func copyStrided(dst, src *Tensor) {
-	n := dst.Numel()
-	if n == 0 {
+	if dst.Numel() == 0 {
 		return
 	}
-	if dst.st.dtype == F32 && src.st.dtype == F32 {
-		d, s := dst.st.f32, src.st.f32
-		if dst.IsContiguous() && src.IsContiguous() {
-			copy(d[dst.offset:dst.offset+n], s[src.offset:src.offset+n])
-			return
-		}
+	switch {
+	case dst.st.dtype == F32 && src.st.dtype == F32:
+		copySame(dst, src, dst.st.f32, src.st.f32)
+	case dst.st.dtype == src.st.dtype:
+		copySame(dst, src, dst.st.half, src.st.half)
+	default:
 		walk2(dst, src, func(do, dstr, so, sstr, cnt int) {
-			if dstr == 1 && sstr == 1 {
-				copy(d[do:do+cnt], s[so:so+cnt])
-				return
-			}
 			for j := 0; j < cnt; j++ {
-				d[do] = s[so]
+				dst.st.store(do, src.st.load(so))
 				do += dstr
 				so += sstr
 			}
 		})
+	}
+}
+
+// copySame is copyStrided for equal dtypes, on the raw element slices.
+func copySame[E float32 | uint16](dst, src *Tensor, d, s []E) {
+	n := dst.Numel()
+	if dst.IsContiguous() && src.IsContiguous() {
+		copy(d[dst.offset:dst.offset+n], s[src.offset:src.offset+n])
 		return
 	}
+	if b := tileDim(dst, src); b >= 0 {
+		copyTiled(dst, src, d, s, b)
+		return
+	}
+	copyWalk(dst, src, d, s)
+}
+
+// copyWalk is the plain strided copy: row-major order, innermost dim as a
+// tight loop (a memmove when both inner strides are 1).
+func copyWalk[E float32 | uint16](dst, src *Tensor, d, s []E) {
 	walk2(dst, src, func(do, dstr, so, sstr, cnt int) {
+		if dstr == 1 && sstr == 1 {
+			copy(d[do:do+cnt], s[so:so+cnt])
+			return
+		}
 		for j := 0; j < cnt; j++ {
-			dst.st.store(do, src.st.load(so))
+			d[do] = s[so]
 			do += dstr
 			so += sstr
+		}
+	})
+}
+
+// copyTile is the side of the square blocks copyTiled moves: 32×32 F32
+// elements are 4 KiB per operand, so a block's source and destination
+// lines stay in L1 while it is written.
+const copyTile = 32
+
+// tileDim decides whether a copy is transpose-like and worth blocking. The
+// row-major walk follows the last dim; if either operand's stride there is
+// ≥ 16 elements (64 bytes for F32, a cache line), every element of that
+// operand lands on a new line. If some other dim k steps by less in both
+// operands' worse case (min of the two strides, e.g. 1 for the source of
+// x.T().Contiguous()), copying in copyTile×copyTile blocks of (k, last)
+// reuses each line copyTile times instead of once. It returns k, or -1.
+func tileDim(dst, src *Tensor) int {
+	nd := len(dst.shape)
+	if nd < 2 {
+		return -1
+	}
+	l := nd - 1
+	far := max(dst.strides[l], src.strides[l])
+	if far < 16 || dst.shape[l] < 2 {
+		return -1
+	}
+	best, bestStride := -1, far
+	for k := 0; k < l; k++ {
+		m := min(dst.strides[k], src.strides[k])
+		if dst.shape[k] >= 2 && m >= 1 && m < bestStride {
+			best, bestStride = k, m
+		}
+	}
+	return best
+}
+
+// copyTiled copies in copyTile×copyTile blocks over dims (b, last), for
+// every index of the remaining (outer) dims.
+func copyTiled[E float32 | uint16](dst, src *Tensor, d, s []E, b int) {
+	l := len(dst.shape) - 1
+	nb, nl := dst.shape[b], dst.shape[l]
+	dsb, dsl, ssb, ssl := dst.strides[b], dst.strides[l], src.strides[b], src.strides[l]
+	// The outer dims, plus a size-1 inner dim so walk2 visits each outer
+	// index exactly once.
+	var oshape, dstr, sstr []int
+	for k := 0; k < l; k++ {
+		if k != b {
+			oshape = append(oshape, dst.shape[k])
+			dstr = append(dstr, dst.strides[k])
+			sstr = append(sstr, src.strides[k])
+		}
+	}
+	oshape, dstr, sstr = append(oshape, 1), append(dstr, 0), append(sstr, 0)
+	od := &Tensor{shape: oshape, strides: dstr, offset: dst.offset}
+	os := &Tensor{shape: oshape, strides: sstr, offset: src.offset}
+	walk2(od, os, func(do, _, so, _, _ int) {
+		for i0 := 0; i0 < nb; i0 += copyTile {
+			i1 := min(i0+copyTile, nb)
+			for j0 := 0; j0 < nl; j0 += copyTile {
+				j1 := min(j0+copyTile, nl)
+				for i := i0; i < i1; i++ {
+					dp, sp := do+i*dsb+j0*dsl, so+i*ssb+j0*ssl
+					for j := j0; j < j1; j++ {
+						d[dp] = s[sp]
+						dp += dsl
+						sp += ssl
+					}
+				}
+			}
 		}
 	})
 }
