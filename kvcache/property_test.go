@@ -66,6 +66,7 @@ type workload struct {
 	fams   [][]int
 	vocab  int
 	shared bool // other goroutines use the cache too: global stats move
+	oom    int  // ErrOutOfBlocks answers seen
 }
 
 func (w *workload) write(id int, tokens []int, start int, slots []int32) {
@@ -167,6 +168,7 @@ func (w *workload) step() {
 			}
 			return
 		case errors.Is(err, ErrOutOfBlocks):
+			w.oom++
 			if admit {
 				w.t.Errorf("CanAdmit(%d) was true but AddSequence failed: %v", len(prompt), err)
 			}
@@ -218,6 +220,7 @@ func (w *workload) step() {
 		before := w.snapshot(id)
 		slots, err := c.Slots(id, start, k)
 		if errors.Is(err, ErrOutOfBlocks) {
+			w.oom++
 			if after := w.snapshot(id); after != before {
 				w.t.Errorf("failed Slots changed state:\n%s\n%s", before, after)
 			}
@@ -320,6 +323,8 @@ func TestRandomWorkloadProperties(t *testing.T) {
 	if testing.Short() {
 		seeds, steps = 10, 150
 	}
+	var total Stats // the workload must reach the interesting states
+	oom := 0
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 1))
 		cfg := Config{
@@ -348,9 +353,20 @@ func TestRandomWorkloadProperties(t *testing.T) {
 			must(0, c.Free(id))
 		}
 		checkGlobal(t, c, nil)
-		if st := c.Stats(); st.FreeBlocks != cfg.NumBlocks || st.UsedBlocks != 0 {
+		st := c.Stats()
+		if st.FreeBlocks != cfg.NumBlocks || st.UsedBlocks != 0 {
 			t.Fatalf("seed %d: leak after freeing everything: %v", seed, st)
 		}
+		total.PrefixHitTokens += st.PrefixHitTokens
+		total.CopyOnWriteBlocks += st.CopyOnWriteBlocks
+		total.CopyOnWriteBytes += st.CopyOnWriteBytes
+		total.Evictions += st.Evictions
+		oom += w.oom
+	}
+	t.Logf("over all seeds: %d prefix-hit tokens, %d copy-on-write blocks (%d bytes), %d evictions, %d out-of-blocks answers",
+		total.PrefixHitTokens, total.CopyOnWriteBlocks, total.CopyOnWriteBytes, total.Evictions, oom)
+	if total.PrefixHitTokens == 0 || total.CopyOnWriteBytes == 0 || total.Evictions == 0 || oom == 0 {
+		t.Fatal("the random workload never reached one of: prefix hit, copy-on-write copy, eviction, pool exhaustion")
 	}
 }
 
