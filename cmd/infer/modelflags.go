@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/kvcache"
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor"
+)
+
+// The settings every command that runs a model shares: which model
+// (a llama2.c checkpoint, or the synthetic model described by the
+// synthetic.* keys when no checkpoint is given), its tokenizer, the
+// weight dtype, and the engine (attention path, KV cache, threads).
+func init() {
+	registerKeys(
+		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "llama2.c checkpoint (.bin); empty = the synthetic model"},
+		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "llama2.c tokenizer.bin; empty = bytes (vocab >= 259)"},
+		configKey{Name: "synthetic.seed", Kind: kindInt, Default: 42, Help: "seed of the synthetic model's weights"},
+		configKey{Name: "synthetic.dim", Kind: kindInt, Default: 64, Help: "synthetic model: width"},
+		configKey{Name: "synthetic.hidden_dim", Kind: kindInt, Default: 172, Help: "synthetic model: SwiGLU width"},
+		configKey{Name: "synthetic.n_layers", Kind: kindInt, Default: 4, Help: "synthetic model: layers"},
+		configKey{Name: "synthetic.n_heads", Kind: kindInt, Default: 8, Help: "synthetic model: query heads"},
+		configKey{Name: "synthetic.n_kv_heads", Kind: kindInt, Default: 2, Help: "synthetic model: KV heads"},
+		configKey{Name: "synthetic.vocab_size", Kind: kindInt, Default: 259, Help: "synthetic model: vocabulary"},
+		configKey{Name: "synthetic.seq_len", Kind: kindInt, Default: 2048, Help: "synthetic model: max positions"},
+		configKey{Name: "weights", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
+		configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
+		configKey{Name: "block_size", Kind: kindInt, Default: 16, Help: "KV cache block size (tokens)"},
+		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
+		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB"},
+		configKey{Name: "kv_dtype", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
+		configKey{Name: "threads", Kind: kindInt, Default: 0, Help: "worker threads; 0 = all cores"},
+		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Help: "most sequences running at once; 0 = no cap"},
+		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
+	)
+}
+
+// modelFlags adds the model and engine flags to cmd.
+func modelFlags(a *app, cmd *cobra.Command) {
+	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint; empty = the synthetic model")
+	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin")
+	a.flag(cmd, "weights", "weights", "weight dtype")
+	a.flag(cmd, "path", "path", "attention path")
+	a.flag(cmd, "block-size", "block_size", "KV cache block size")
+	a.flag(cmd, "num-blocks", "num_blocks", "KV cache blocks")
+	a.flag(cmd, "kv-memory", "kv_memory", "KV cache byte budget")
+	a.flag(cmd, "kv-dtype", "kv_dtype", "KV cache dtype")
+	a.flag(cmd, "threads", "threads", "worker threads")
+	a.flag(cmd, "max-batch", "max_batch", "most running sequences")
+	a.flag(cmd, "prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes")
+}
+
+// loadedModel is a model with its text codec and a description for
+// reports.
+type loadedModel struct {
+	m     *model.Model
+	codec model.TextCodec
+	name  string
+}
+
+// loadModel opens the checkpoint (or synthesizes the model) and its
+// tokenizer.
+func loadModel(a *app) (*loadedModel, error) {
+	wdt, quant, err := weightDType(a.getString("weights"))
+	if err != nil {
+		return nil, err
+	}
+	lm := &loadedModel{}
+	if path := a.getPath("checkpoint"); path != "" {
+		m, err := model.Load(path, model.LoadOptions{WeightDType: wdt})
+		if err != nil {
+			return nil, err
+		}
+		lm.m, lm.name = m, path
+	} else {
+		c := model.Config{
+			Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
+			NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
+			NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
+			SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
+			SharedClassifier: true, WeightDType: wdt,
+		}
+		m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
+		if err != nil {
+			return nil, fmt.Errorf("synthetic model: %w", err)
+		}
+		lm.m = m
+		lm.name = fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed"))
+	}
+	if quant {
+		if err := model.QuantizeQ8_0(lm.m, 0); err != nil {
+			return nil, err
+		}
+	}
+	if path := a.getPath("tokenizer"); path != "" {
+		tok, err := model.LoadTokenizer(path, lm.m.Config.VocabSize)
+		if err != nil {
+			return nil, err
+		}
+		lm.codec = tok
+	} else {
+		bt, err := model.NewByteTokenizer(lm.m.Config.VocabSize)
+		if err != nil {
+			return nil, fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", lm.m.Config.VocabSize, err)
+		}
+		lm.codec = bt
+	}
+	return lm, nil
+}
+
+// weightDType maps the weights key to a load dtype, and whether Q8_0
+// quantization follows the load.
+func weightDType(s string) (tensor.DType, bool, error) {
+	if s == "q8_0" {
+		return tensor.F32, true, nil
+	}
+	dt, err := tensor.ParseDType(s)
+	return dt, false, err
+}
+
+// engineOptions reads the engine keys.
+func engineOptions(a *app, ctx *tensor.Context) (model.EngineOptions, error) {
+	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
+	if err != nil {
+		return model.EngineOptions{}, err
+	}
+	var budget int64
+	if s := strings.TrimSpace(a.getString("kv_memory")); s != "" {
+		if budget, err = kvcache.ParseBytes(s); err != nil {
+			return model.EngineOptions{}, fmt.Errorf("kv_memory: %w", err)
+		}
+	}
+	for _, k := range []string{"block_size", "num_blocks", "threads", "max_batch"} {
+		if a.getInt(k) < 0 {
+			return model.EngineOptions{}, fmt.Errorf("%s must be >= 0 (got %d)", k, a.getInt(k))
+		}
+	}
+	if a.getInt("block_size") == 0 {
+		return model.EngineOptions{}, fmt.Errorf("block_size must be > 0")
+	}
+	return model.EngineOptions{
+		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
+		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
+		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ctx: ctx,
+	}, nil
+}
+
+// clampSteps applies run.c's rule: 0 or more than seq_len means seq_len,
+// with a warning when a larger value was asked for.
+func clampSteps(steps, seqLen int, stderr io.Writer) int {
+	if steps > seqLen {
+		fmt.Fprintf(stderr, "warning: --steps %d exceeds seq_len %d; clamped to %d\n", steps, seqLen, seqLen)
+		return seqLen
+	}
+	if steps <= 0 {
+		return seqLen
+	}
+	return steps
+}
+
+// readPromptsFile returns the non-empty lines of a prompts file.
+func readPromptsFile(path string) ([]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("prompts file: %w", err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			out = append(out, line)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("prompts file %s has no prompts", path)
+	}
+	return out, nil
+}

@@ -1,0 +1,67 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
+)
+
+// QuantizeQ8_0 quantizes every weight matrix of m (embedding, WQKV, WO,
+// W1, W2, W3 and the classifier; norms stay float32) to Q8_0: int8 values
+// with one float32 scale per groupSize consecutive weights, scale =
+// max|w|/127, as llama2.c's version-2 export does. groupSize 0 picks 64
+// when every matrix's width divides by it, else 32. The kernels then read
+// about a quarter of the float32 bytes per token.
+func QuantizeQ8_0(m *Model, groupSize int) error {
+	c := m.Config
+	if groupSize == 0 {
+		groupSize = 64
+		for _, w := range []int{c.Dim, c.HiddenDim, c.NHeads * c.HeadDim()} {
+			if w%64 != 0 {
+				groupSize = 32
+			}
+		}
+	}
+	if m.Quantized == nil {
+		m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
+	}
+	quant := func(name string, t *tensor.Tensor) error {
+		if _, done := m.Quantized[t]; done {
+			return nil
+		}
+		sh := t.Shape()
+		if len(sh) != 2 {
+			return fmt.Errorf("quantize %s: want a matrix, got shape %v", name, sh)
+		}
+		data, err := t.Float32s()
+		if err != nil {
+			return fmt.Errorf("quantize %s: %w", name, err)
+		}
+		q, err := kernels.QuantizeQ8_0(sh[0], sh[1], data, groupSize)
+		if err != nil {
+			return fmt.Errorf("quantize %s: %w", name, err)
+		}
+		m.Quantized[t] = q
+		return nil
+	}
+	w := &m.Weights
+	if err := quant("token_embedding", w.TokenEmbedding); err != nil {
+		return err
+	}
+	if err := quant("classifier", w.Classifier); err != nil {
+		return err
+	}
+	for l := range w.Layers {
+		lw := &w.Layers[l]
+		for _, p := range []struct {
+			name string
+			t    *tensor.Tensor
+		}{{"wqkv", lw.WQKV}, {"wo", lw.WO}, {"w1", lw.W1}, {"w2", lw.W2}, {"w3", lw.W3}} {
+			if err := quant(fmt.Sprintf("layer %d %s", l, p.name), p.t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
