@@ -1,0 +1,327 @@
+package cuda
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+// DefaultBandwidth is the HBM bandwidth the time estimates use unless told
+// otherwise: the H200's peak, 4.8 TB/s (HBM3e). Real kernels reach perhaps
+// 80–90% of it, so every time derived from it is a lower bound.
+const DefaultBandwidth = 4.8e12
+
+// Phase is the kind of attention step a Workload models.
+type Phase string
+
+const (
+	// Prefill processes Seq new tokens per sequence with no earlier
+	// context (the seed's [B, S, H, D] forward pass).
+	Prefill Phase = "prefill"
+	// Decode processes one new token per sequence over a context of Seq
+	// positions.
+	Decode Phase = "decode"
+)
+
+// ParsePhase parses "prefill" or "decode".
+func ParsePhase(s string) (Phase, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "prefill", "":
+		return Prefill, nil
+	case "decode":
+		return Decode, nil
+	}
+	return "", fmt.Errorf("unknown phase %q (want prefill or decode)", s)
+}
+
+// Workload is one attention layer step, described by sizes only: the model
+// builds meta tensors for it and allocates nothing.
+type Workload struct {
+	Batch     int          `json:"batch"`
+	Seq       int          `json:"seq"`
+	Heads     int          `json:"heads"`
+	KVHeads   int          `json:"kv_heads"`
+	HeadDim   int          `json:"head_dim"`
+	BlockSize int          `json:"block_size"`
+	DType     tensor.DType `json:"-"`
+	Phase     Phase        `json:"phase"`
+	// Partition is the decode split-KV partition size (0: no split).
+	Partition int `json:"partition"`
+	// Bandwidth is the HBM bandwidth in bytes/s for the time estimates.
+	Bandwidth float64 `json:"bandwidth"`
+}
+
+// SeedWorkload is the seed notes' MHA configuration:
+// [B, S, H, D] = [2, 4096, 32, 128], fp32, prefill, on an H200.
+func SeedWorkload() Workload {
+	return Workload{Batch: 2, Seq: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, BlockSize: 16,
+		DType: tensor.F32, Phase: Prefill, Bandwidth: DefaultBandwidth}
+}
+
+// Validate checks the sizes.
+func (w Workload) Validate() error {
+	switch {
+	case w.Batch < 1 || w.Seq < 1:
+		return fmt.Errorf("workload: batch %d and seq %d must be ≥ 1", w.Batch, w.Seq)
+	case w.Heads < 1 || w.KVHeads < 1 || w.Heads%w.KVHeads != 0:
+		return fmt.Errorf("workload: %d heads must be a positive multiple of %d KV heads", w.Heads, w.KVHeads)
+	case w.HeadDim < 1 || w.HeadDim > MaxHeadDim:
+		return fmt.Errorf("workload: head dim %d outside [1, %d]", w.HeadDim, MaxHeadDim)
+	case w.BlockSize < 1:
+		return fmt.Errorf("workload: block size %d must be ≥ 1", w.BlockSize)
+	case w.Phase != Prefill && w.Phase != Decode:
+		return fmt.Errorf("workload: unknown phase %q", w.Phase)
+	case w.Bandwidth <= 0:
+		return fmt.Errorf("workload: bandwidth %g must be > 0", w.Bandwidth)
+	case w.Partition < 0:
+		return fmt.Errorf("workload: partition %d must be ≥ 0", w.Partition)
+	case w.Phase == Prefill && w.Partition != 0:
+		return fmt.Errorf("workload: split-KV partitions apply to decode only")
+	}
+	// int32 metadata and sane sizes: the slot count must fit an int32.
+	if int64(w.Batch)*int64(w.Seq+w.BlockSize) > 1<<31-1 {
+		return fmt.Errorf("workload: %d×%d positions overflow the int32 slot mapping", w.Batch, w.Seq)
+	}
+	return nil
+}
+
+// Intermediate is a tensor the naive path writes to HBM and reads back.
+type Intermediate struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+	Bytes int64  `json:"bytes"`
+	// Passes is how many times it crosses HBM: written once and read once
+	// is 2.
+	Passes int `json:"passes"`
+}
+
+// PathReport is the modelled traffic of one attention path.
+type PathReport struct {
+	Name     string   `json:"name"`
+	Launches []Launch `json:"launches"`
+}
+
+// Total sums the traffic of every launch.
+func (p PathReport) Total() Launch {
+	t := Launch{Kernel: "total"}
+	for _, l := range p.Launches {
+		t.Loads = t.Loads.Add(l.Loads)
+		t.Stores = t.Stores.Add(l.Stores)
+		t.MetaBytes += l.MetaBytes
+	}
+	return t
+}
+
+// Kernels groups the launches by kernel name, in order of first launch,
+// summing their traffic; Note holds the number of launches.
+func (p PathReport) Kernels() []Launch {
+	var out []Launch
+	at := map[string]int{}
+	for _, l := range p.Launches {
+		i, ok := at[l.Kernel]
+		if !ok {
+			at[l.Kernel] = len(out)
+			l.Note = "1"
+			out = append(out, l)
+			continue
+		}
+		g := &out[i]
+		g.Loads = g.Loads.Add(l.Loads)
+		g.Stores = g.Stores.Add(l.Stores)
+		g.MetaBytes += l.MetaBytes
+		g.Vectorized = g.Vectorized || l.Vectorized
+		var n int
+		fmt.Sscan(g.Note, &n)
+		g.Note = fmt.Sprint(n + 1)
+	}
+	return out
+}
+
+// Comparison is the naive and the fused path of one workload.
+type Comparison struct {
+	Workload      Workload       `json:"workload"`
+	DType         string         `json:"dtype"`
+	Naive         PathReport     `json:"naive"`
+	Fused         PathReport     `json:"fused"`
+	Intermediates []Intermediate `json:"intermediates"`
+}
+
+// IntermediateBytes is Σ bytes·passes over the naive path's intermediates:
+// what the naive path moves through HBM on top of the fused path.
+func (c *Comparison) IntermediateBytes() int64 {
+	var n int64
+	for _, x := range c.Intermediates {
+		n += x.Bytes * int64(x.Passes)
+	}
+	return n
+}
+
+// Seconds converts bytes to seconds at the workload's bandwidth.
+func (w Workload) Seconds(bytes int64) float64 { return float64(bytes) / w.Bandwidth }
+
+// Model builds the workload's tensors as meta tensors in a fresh address
+// space and models both paths, kernel by kernel:
+//
+//	fused: reshape_and_cache, then flash_attention_prefill (prefill) or
+//	       paged_attention_decode (+ paged_attention_merge when split)
+//	naive: reshape_and_cache, then per sequence: gather_kv (when there is
+//	       earlier context, i.e. decode), repeat_interleave of K and V
+//	       (GQA only), naive_scores, naive_softmax, naive_av and
+//	       transpose_contiguous into the [T, H·D] output
+//
+// which is what attention.Naive and attention.Fused do on the CPU.
+func (w Workload) Model(mode Mode) (*Comparison, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	qlen, ctx := w.Seq, w.Seq
+	if w.Phase == Decode {
+		qlen = 1
+	}
+	seqs, nb, err := UniformSeqs(w.Batch, qlen, ctx, w.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	B, H, KVH, D, dt := w.Batch, w.Heads, w.KVHeads, w.HeadDim, w.DType
+	T := B * qlen
+	G := H / KVH
+	es := int64(dt.Size())
+	as := NewAddressSpace()
+	meta := func(shape ...int) (*tensor.Tensor, error) { return tensor.Meta(dt, shape...) }
+	qkv, err := meta(T, (H+2*KVH)*D)
+	if err != nil {
+		return nil, err
+	}
+	view := func(col, heads int) *tensor.Tensor {
+		x := tensor.Must(qkv.Narrow(1, col, heads*D))
+		return tensor.Must(x.View(T, heads, D))
+	}
+	q, k, v := view(0, H), view(H*D, KVH), view((H+KVH)*D, KVH)
+	kc, err := meta(nb, w.BlockSize, KVH, D)
+	if err != nil {
+		return nil, err
+	}
+	vc := tensor.Must(meta(nb, w.BlockSize, KVH, D))
+	outF := tensor.Must(meta(T, H*D))
+	outN := tensor.Must(meta(T, H*D))
+	m := seqs.Place(as)
+	qo, ko, vo := as.Operand(q), as.Operand(k), as.Operand(v)
+	kco, vco := as.Operand(kc), as.Operand(vc)
+	cmp := &Comparison{Workload: w, DType: dt.String(), Naive: PathReport{Name: "naive"}, Fused: PathReport{Name: "fused"}}
+
+	cache, err := ModelReshapeAndCache(ko, vo, kco, vco, seqs.SlotMapping, m.SlotMapping, mode)
+	if err != nil {
+		return nil, err
+	}
+	cache.Note = "k and v"
+	cmp.Fused.Launches = append(cmp.Fused.Launches, cache)
+	cmp.Naive.Launches = append(cmp.Naive.Launches, cache)
+
+	// fused
+	a := &AttentionOperands{Q: qo, KCache: kco, VCache: vco, Out: as.Operand(outF), Seqs: seqs, Meta: m}
+	if w.Phase == Prefill {
+		l, err := ModelFusedPrefill(a, mode)
+		if err != nil {
+			return nil, err
+		}
+		cmp.Fused.Launches = append(cmp.Fused.Launches, l)
+	} else {
+		n := int64(DecodeSplits(seqs, w.Partition))
+		sc := DecodeScratch{}
+		if w.Partition > 0 {
+			sc = DecodeScratch{
+				TmpOut:    as.Alloc(int64(B*H) * n * int64(D) * 4),
+				MaxLogits: as.Alloc(int64(B*H) * n * 4),
+				ExpSums:   as.Alloc(int64(B*H) * n * 4),
+			}
+		}
+		l, err := ModelPagedDecode(a, w.Partition, sc, mode)
+		if err != nil {
+			return nil, err
+		}
+		cmp.Fused.Launches = append(cmp.Fused.Launches, l)
+		if w.Partition > 0 {
+			l, err := ModelDecodeMerge(a, w.Partition, sc, mode)
+			if err != nil {
+				return nil, err
+			}
+			cmp.Fused.Launches = append(cmp.Fused.Launches, l)
+		}
+	}
+
+	// naive, one sequence at a time
+	add := func(name string, shape []int, passes int) {
+		n := int64(1)
+		for _, s := range shape {
+			n *= int64(s)
+		}
+		for i := range cmp.Intermediates {
+			if cmp.Intermediates[i].Name == name {
+				cmp.Intermediates[i].Bytes += n * es
+				return
+			}
+		}
+		cmp.Intermediates = append(cmp.Intermediates, Intermediate{Name: name, Shape: shape, Bytes: n * es, Passes: passes})
+	}
+	for i := 0; i < B; i++ {
+		note := fmt.Sprintf("seq %d", i)
+		qs, C := seqs.QueryStart[i], seqs.ContextLen[i]
+		push := func(l Launch, err error) error {
+			if err != nil {
+				return err
+			}
+			l.Note = note
+			cmp.Naive.Launches = append(cmp.Naive.Launches, l)
+			return nil
+		}
+		qi := as.Operand(tensor.Must(q.Narrow(0, qs, qlen)))
+		var ki, vi Operand
+		if C == qlen { // fresh prefill: K and V are views of this step's k, v
+			ki = as.Operand(tensor.Must(k.Narrow(0, qs, qlen)))
+			vi = as.Operand(tensor.Must(v.Narrow(0, qs, qlen)))
+		} else {
+			ki, vi = as.Operand(tensor.Must(meta(C, KVH, D))), as.Operand(tensor.Must(meta(C, KVH, D)))
+			rows := seqs.contextSlots(i, w.BlockSize)
+			if err := push(ModelGatherKV(ki, vi, kco, vco, rows, as.Ints(len(rows)), mode)); err != nil {
+				return nil, err
+			}
+			add("k, v = gather(cache, block_table)", []int{2, C, KVH, D}, 2)
+		}
+		if G > 1 {
+			kr, vr := as.Operand(tensor.Must(meta(C, H, D))), as.Operand(tensor.Must(meta(C, H, D)))
+			if err := push(ModelRepeatInterleave(kr, ki, G, mode)); err != nil {
+				return nil, err
+			}
+			if err := push(ModelRepeatInterleave(vr, vi, G, mode)); err != nil {
+				return nil, err
+			}
+			add(fmt.Sprintf("k, v = repeat_interleave(%d, dim=1)", G), []int{2, C, H, D}, 2)
+			ki, vi = kr, vr
+		}
+		scores := as.Operand(tensor.Must(meta(H, qlen, C)))
+		if err := push(ModelNaiveScores(scores, qi, ki, mode)); err != nil {
+			return nil, err
+		}
+		add("scores = q @ k^T", []int{H, qlen, C}, 2)
+		if err := push(ModelNaiveSoftmax(scores, mode)); err != nil {
+			return nil, err
+		}
+		add("attn = softmax(scores) (in place)", []int{H, qlen, C}, 2)
+		ohd := as.Operand(tensor.Must(meta(H, qlen, D)))
+		if err := push(ModelNaiveAV(ohd, scores, vi, mode)); err != nil {
+			return nil, err
+		}
+		add("out = attn @ v", []int{H, qlen, D}, 2)
+		rows := tensor.Must(tensor.Must(outN.Narrow(0, qs, qlen)).View(qlen, H, D))
+		if err := push(ModelTransposeContiguous(as.Operand(rows), ohd, mode)); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cmp.Intermediates {
+		// the per-sequence shapes were summed into Bytes; show the
+		// whole-batch shape with a leading B
+		cmp.Intermediates[i].Shape = append([]int{B}, cmp.Intermediates[i].Shape...)
+	}
+	return cmp, nil
+}
