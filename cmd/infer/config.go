@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// This file holds the configuration keys: how a subcommand declares the
+// settings it reads, and how a value is checked, whichever of the four
+// sources it came from (flag > INFER_* env > --config YAML file > default).
+
+// kind is the type of a config key's value.
+type kind int
+
+const (
+	kindString   kind = iota // any string (see configKey.Allowed)
+	kindPath                 // a file path; relative paths in a config file are resolved against its folder
+	kindInt                  // an integer
+	kindFloat                // a number
+	kindBool                 // true/false
+	kindDuration             // a Go duration string: "500ms", "2s"
+)
+
+func (k kind) String() string {
+	return [...]string{"a string", "a path", "an integer", "a number", "a boolean", "a duration"}[k]
+}
+
+// configKey describes one setting. Name is dotted and lower-case: a flat
+// key ("steps") is a top-level YAML key, "trace.batch" is batch under a
+// trace: section. Its environment variable is INFER_ + the name upper-
+// cased with '.' and '-' replaced by '_' (INFER_TRACE_BATCH).
+type configKey struct {
+	Name    string
+	Kind    kind
+	Default any      // string, int, float64, bool or time.Duration per Kind; nil = zero
+	Allowed []string // for kindString: the accepted values (nil = any)
+	Help    string
+}
+
+// envName returns the environment variable that sets key.
+func envName(key string) string {
+	return envPrefix + "_" + strings.ToUpper(envReplacer.Replace(key))
+}
+
+const envPrefix = "INFER"
+
+var envReplacer = strings.NewReplacer(".", "_", "-", "_")
+
+// defaultValue returns the key's default, or the zero value of its kind.
+func (k configKey) defaultValue() any {
+	if k.Default != nil {
+		return k.Default
+	}
+	switch k.Kind {
+	case kindInt:
+		return 0
+	case kindFloat:
+		return 0.0
+	case kindBool:
+		return false
+	case kindDuration:
+		return time.Duration(0)
+	}
+	return ""
+}
+
+// validate checks a key declaration (a programming error if it fails;
+// reported when the CLI runs rather than by a panic in init).
+func (k configKey) validate() error {
+	if k.Name == "" || strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyz0123456789_-.") != "" ||
+		strings.HasPrefix(k.Name, ".") || strings.HasSuffix(k.Name, ".") || strings.Contains(k.Name, "..") {
+		return fmt.Errorf("config key %q: names are lower-case words separated by dots", k.Name)
+	}
+	if k.Kind < kindString || k.Kind > kindDuration {
+		return fmt.Errorf("config key %q: unknown kind %d", k.Name, k.Kind)
+	}
+	// The default must have the kind's Go type exactly: it also becomes
+	// the typed flag's default.
+	def := k.defaultValue()
+	var ok bool
+	switch k.Kind {
+	case kindInt:
+		_, ok = def.(int)
+	case kindFloat:
+		_, ok = def.(float64)
+	case kindBool:
+		_, ok = def.(bool)
+	case kindDuration:
+		_, ok = def.(time.Duration)
+	default:
+		_, ok = def.(string)
+	}
+	if !ok {
+		return fmt.Errorf("config key %q: default %#v is not %v (want a Go %T)", k.Name, def, k.Kind, configKey{Kind: k.Kind}.defaultValue())
+	}
+	if err := k.check(def); err != nil {
+		return fmt.Errorf("config key %q: default: %v", k.Name, err)
+	}
+	return nil
+}
+
+// check reports whether v is a valid value for k. Values from the
+// environment arrive as strings, so numbers, booleans and durations may be
+// strings that parse; a YAML value must have the kind's type (a list or a
+// section where a number belongs is an error).
+func (k configKey) check(v any) error {
+	switch k.Kind {
+	case kindString, kindPath:
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("want %v, got %s", k.Kind, describe(v))
+		}
+		if len(k.Allowed) > 0 && !contains(k.Allowed, s) {
+			return fmt.Errorf("%q is not one of %s", s, strings.Join(k.Allowed, ", "))
+		}
+		return nil
+	case kindInt:
+		_, err := toInt(v)
+		return err
+	case kindFloat:
+		_, err := toFloat(v)
+		return err
+	case kindBool:
+		_, err := toBool(v)
+		return err
+	case kindDuration:
+		_, err := toDuration(v)
+		return err
+	}
+	return fmt.Errorf("unknown kind %d", k.Kind)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "nothing"
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case map[string]any:
+		return "a section"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T %v", v, v)
+}
+
+func toInt(v any) (int, error) {
+	switch v := v.(type) {
+	case int:
+		return v, nil
+	case int64:
+		return int(v), nil
+	case int32:
+		return int(v), nil
+	case uint64:
+		if v <= 1<<62 {
+			return int(v), nil
+		}
+	case float64:
+		if v == float64(int(v)) && v >= -(1<<53) && v <= 1<<53 {
+			return int(v), nil
+		}
+	case string:
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("want %v, got %s", kindInt, describe(v))
+}
+
+func toFloat(v any) (float64, error) {
+	switch v := v.(type) {
+	case float64:
+		return v, nil
+	case float32:
+		return float64(v), nil
+	case int:
+		return float64(v), nil
+	case int64:
+		return float64(v), nil
+	case uint64:
+		return float64(v), nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("want %v, got %s", kindFloat, describe(v))
+}
+
+func toBool(v any) (bool, error) {
+	switch v := v.(type) {
+	case bool:
+		return v, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			return b, nil
+		}
+	}
+	return false, fmt.Errorf("want %v, got %s", kindBool, describe(v))
+}
+
+func toDuration(v any) (time.Duration, error) {
+	switch v := v.(type) {
+	case time.Duration:
+		return v, nil
+	case string:
+		if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("want %v such as \"500ms\", got %s", kindDuration, describe(v))
+}
+
+// registry collects what the subcommand files declare in their init
+// functions: command constructors and config keys. Declaration errors are
+// kept and reported by Execute, so a bad declaration cannot panic before
+// main's recover is in place.
+type registry struct {
+	commands []commandFactory
+	keys     map[string]configKey
+	errs     []error
+}
+
+func newRegistry() *registry { return &registry{keys: map[string]configKey{}} }
+
+// defaultRegistry is what register and registerKeys add to.
+var defaultRegistry = newRegistry()
+
+// registerKeys declares config keys (call it from init). Declaring the
+// same key in two files is allowed when kind and default agree, so two
+// subcommands can share a setting such as "steps".
+func registerKeys(keys ...configKey) { defaultRegistry.addKeys(keys...) }
+
+func (r *registry) addKeys(keys ...configKey) {
+	for _, k := range keys {
+		if err := k.validate(); err != nil {
+			r.errs = append(r.errs, err)
+			continue
+		}
+		if old, ok := r.keys[k.Name]; ok {
+			if old.Kind != k.Kind || !reflect.DeepEqual(old.defaultValue(), k.defaultValue()) {
+				r.errs = append(r.errs, fmt.Errorf("config key %q declared twice with different kinds or defaults", k.Name))
+			}
+			continue
+		}
+		r.keys[k.Name] = k
+	}
+}
+
+// checkSections rejects a key that is also the section of another key
+// ("trace" and "trace.batch"): YAML cannot hold both.
+func (r *registry) checkSections() error {
+	for name := range r.keys {
+		for other := range r.keys {
+			if strings.HasPrefix(other, name+".") {
+				return fmt.Errorf("config key %q is also the section of %q", name, other)
+			}
+		}
+	}
+	return nil
+}
+
+// isSection reports whether name is a prefix section of a known key.
+func (r *registry) isSection(name string) bool {
+	for k := range r.keys {
+		if strings.HasPrefix(k, name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *registry) sortedKeys() []string {
+	names := make([]string, 0, len(r.keys))
+	for k := range r.keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// readConfigFile loads a YAML config file into v, rejecting keys nobody
+// declared (naming the key and the file) and values of the wrong type.
+func (r *registry) readConfigFile(v *viper.Viper, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	// A separate viper sees only the file, so its keys are exactly the
+	// file's keys (the main one also holds defaults and flags).
+	fv := viper.New()
+	fv.SetConfigType("yaml")
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	keys := fv.AllKeys()
+	sort.Strings(keys)
+	for _, name := range keys {
+		val := fv.Get(name)
+		k, ok := r.keys[name]
+		if !ok {
+			if m, isMap := val.(map[string]any); r.isSection(name) && (val == nil || (isMap && len(m) == 0)) {
+				continue // an empty section
+			}
+			return fmt.Errorf("config %s: unknown key %q (known keys: %s)", path, name, strings.Join(r.sortedKeys(), ", "))
+		}
+		if err := k.check(val); err != nil {
+			return fmt.Errorf("config %s: key %q: %v", path, name, err)
+		}
+	}
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// resolvePath makes a relative path read from the config file relative to
+// the file's folder, so a config works from any working directory.
+func resolvePath(p, configFile string) string {
+	if p == "" || filepath.IsAbs(p) || configFile == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(configFile), p)
+}

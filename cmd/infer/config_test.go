@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// demoRegistry declares two keys and two commands that print them; both
+// commands bind their own --count flag to the same key.
+func demoRegistry(t *testing.T) *registry {
+	t.Helper()
+	r := newRegistry()
+	r.addKeys(
+		configKey{Name: "demo.count", Kind: kindInt, Default: 1},
+		configKey{Name: "demo.mode", Kind: kindString, Default: "fast", Allowed: []string{"fast", "slow"}},
+		configKey{Name: "demo.file", Kind: kindPath},
+		configKey{Name: "demo.ratio", Kind: kindFloat, Default: 0.5},
+		configKey{Name: "demo.on", Kind: kindBool},
+		configKey{Name: "demo.wait", Kind: kindDuration},
+	)
+	if len(r.errs) > 0 {
+		t.Fatal(r.errs)
+	}
+	for _, name := range []string{"show", "show2"} {
+		r.commands = append(r.commands, func(a *app) *cobra.Command {
+			cmd := &cobra.Command{Use: name, RunE: func(cmd *cobra.Command, _ []string) error {
+				fmt.Fprintf(cmd.OutOrStdout(), "count=%d mode=%s file=%s ratio=%g on=%v wait=%v",
+					a.getInt("demo.count"), a.getString("demo.mode"), a.getPath("demo.file"),
+					a.getFloat("demo.ratio"), a.getBool("demo.on"), a.getDuration("demo.wait"))
+				return nil
+			}}
+			a.flag(cmd, "count", "demo.count", "a count")
+			a.flag(cmd, "mode", "demo.mode", "a mode")
+			a.flag(cmd, "file", "demo.file", "a file")
+			a.flag(cmd, "ratio", "demo.ratio", "a ratio")
+			a.flag(cmd, "on", "demo.on", "a switch")
+			a.flag(cmd, "wait", "demo.wait", "a wait")
+			return cmd
+		})
+	}
+	return r
+}
+
+func execDemo(r *registry, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := executeWith(r, args, &out, &out)
+	return out.String(), err
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cfg.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	r := demoRegistry(t)
+	cfg := writeConfig(t, "demo:\n  count: 3\n  mode: slow\n  ratio: 2\n  on: true\n  wait: 1s\n")
+	check := func(want string, args ...string) {
+		t.Helper()
+		out, err := execDemo(r, args...)
+		if err != nil || !strings.HasPrefix(out, want) {
+			t.Fatalf("%v: %q %v, want prefix %q", args, out, err, want)
+		}
+	}
+	check("count=1 mode=fast file= ratio=0.5 on=false wait=0s", "show")
+	check("count=3 mode=slow file= ratio=2 on=true wait=1s", "show", "--config", cfg)
+	t.Setenv("INFER_DEMO_COUNT", "4")
+	t.Setenv("INFER_DEMO_WAIT", "250ms")
+	check("count=4 mode=fast", "show")
+	check("count=4 mode=slow file= ratio=2 on=true wait=250ms", "show", "--config", cfg) // env beats file
+	check("count=5 mode=slow", "show", "--config", cfg, "--count", "5")                  // flag beats env
+	// Both commands bind their own --count to demo.count: each one's
+	// flag is honoured when it runs.
+	check("count=6", "show2", "--count", "6")
+	check("count=7", "show", "--count=7")
+	// INFER_CONFIG names the file when --config is absent.
+	t.Setenv("INFER_CONFIG", cfg)
+	check("count=4 mode=slow", "show")
+}
+
+func TestConfigPathsResolveAgainstTheFile(t *testing.T) {
+	r := demoRegistry(t)
+	cfg := writeConfig(t, "demo:\n  file: models/m.bin\n")
+	out, err := execDemo(r, "show", "--config", cfg)
+	if want := "file=" + filepath.Join(filepath.Dir(cfg), "models/m.bin") + " "; err != nil || !strings.Contains(out, want) {
+		t.Fatalf("%q %v, want %q", out, err, want)
+	}
+	// A path from a flag stays relative to the working directory.
+	out, err = execDemo(r, "show", "--config", cfg, "--file", "x.bin")
+	if err != nil || !strings.Contains(out, "file=x.bin ") {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	r := demoRegistry(t)
+	cases := []struct {
+		config string
+		env    [2]string
+		args   []string
+		want   []string
+	}{
+		{config: "demo:\n  cuont: 3\n", want: []string{`unknown key "demo.cuont"`, "cfg.yaml", "demo.count"}},
+		{config: "verbose: true\n", want: []string{`unknown key "verbose"`}},
+		{config: "demo: 3\n", want: []string{`unknown key "demo"`}},
+		{config: "demo:\n  count: abc\n", want: []string{`key "demo.count"`, "want an integer", `"abc"`}},
+		{config: "demo:\n  count: 2.5\n", want: []string{`key "demo.count"`, "want an integer"}},
+		{config: "demo:\n  mode: 5\n", want: []string{`key "demo.mode"`, "want a string"}},
+		{config: "demo:\n  mode: medium\n", want: []string{`key "demo.mode"`, `"medium" is not one of fast, slow`}},
+		{config: "demo:\n  on: [1]\n", want: []string{`key "demo.on"`, "want a boolean, got a list"}},
+		{config: "demo: [\n", want: []string{"cfg.yaml"}},
+		{env: [2]string{"INFER_DEMO_COUNT", "many"}, want: []string{`config key "demo.count" (from env INFER_DEMO_COUNT)`, "want an integer"}},
+		{env: [2]string{"INFER_DEMO_WAIT", "5"}, want: []string{`config key "demo.wait" (from env INFER_DEMO_WAIT)`, "want a duration"}},
+		{args: []string{"--mode", "slower"}, want: []string{`config key "demo.mode" (from flag --mode)`, "not one of fast, slow"}},
+		{args: []string{"--count", "x"}, want: []string{`invalid argument "x" for "--count"`}},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			args := append([]string{"show"}, c.args...)
+			if c.config != "" {
+				args = append(args, "--config", writeConfig(t, c.config))
+			}
+			if c.env[0] != "" {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			_, err := execDemo(r, args...)
+			if err == nil {
+				t.Fatalf("%v succeeded", args)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := execDemo(r, "show", "--config", filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing config file: %v", err)
+	}
+	// An empty section is not an unknown key.
+	if out, err := execDemo(r, "show", "--config", writeConfig(t, "demo: {}\n")); err != nil || !strings.HasPrefix(out, "count=1") {
+		t.Errorf("empty section: %q %v", out, err)
+	}
+}
+
+func TestRegistryDeclarationErrors(t *testing.T) {
+	cases := []struct {
+		keys []configKey
+		want string
+	}{
+		{[]configKey{{Name: "a", Kind: kindInt}, {Name: "a", Kind: kindString}}, `"a" declared twice`},
+		{[]configKey{{Name: "a", Kind: kindInt, Default: 1}, {Name: "a", Kind: kindInt, Default: 2}}, `"a" declared twice`},
+		{[]configKey{{Name: "Bad Name", Kind: kindInt}}, "lower-case words"},
+		{[]configKey{{Name: "n", Kind: kindInt, Default: "3"}}, `config key "n": default`},
+		{[]configKey{{Name: "trace", Kind: kindInt}, {Name: "trace.batch", Kind: kindInt}}, `"trace" is also the section of "trace.batch"`},
+	}
+	for _, c := range cases {
+		r := newRegistry()
+		r.addKeys(c.keys...)
+		err := executeWith(r, []string{"--help"}, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.keys, err, c.want)
+		}
+	}
+	// The same key declared twice identically is fine (shared settings).
+	r := newRegistry()
+	r.addKeys(configKey{Name: "steps", Kind: kindInt, Default: 8}, configKey{Name: "steps", Kind: kindInt, Default: 8})
+	if len(r.errs) != 0 {
+		t.Errorf("identical redeclaration: %v", r.errs)
+	}
+	// A flag bound to an undeclared key is reported, not a panic.
+	r = newRegistry()
+	r.commands = append(r.commands, func(a *app) *cobra.Command {
+		cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		a.flag(cmd, "n", "nope", "")
+		a.bindFlag(cmd, "missing", "nope")
+		return cmd
+	})
+	err := executeWith(r, []string{"x"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `config key "nope" is not declared`) || !strings.Contains(err.Error(), "no flag --missing") {
+		t.Errorf("undeclared key: %v", err)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for key, want := range map[string]string{
+		"steps": "INFER_STEPS", "layout.output": "INFER_LAYOUT_OUTPUT",
+		"synthetic.n_kv_heads": "INFER_SYNTHETIC_N_KV_HEADS", "kv-dtype": "INFER_KV_DTYPE",
+	} {
+		if got := envName(key); got != want {
+			t.Errorf("envName(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

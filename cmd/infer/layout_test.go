@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestLayoutTable(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "arange(12).view(3,4).t().contiguous()")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	// The seed's numbers: t() of a (3,4) tensor has strides (1,4) and is
+	// not contiguous; contiguous() copies 12 float32s into strides (3,1).
+	want := `step  op             shape   strides  offset  contiguous  storage         copied
+1     arange(12)     [12]    [1]      0       True        new             0 B
+2     .view(3,4)     [3, 4]  [4, 1]   0       True        shared(step 1)  0 B
+3     .t()           [4, 3]  [1, 4]   0       False       shared(step 1)  0 B
+4     .contiguous()  [4, 3]  [3, 1]   0       True        new             48 B
+`
+	if out != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestLayoutUnquotedArgsAreJoined(t *testing.T) {
+	out, _, code := runCLI(t, "layout", "empty(2,", "3).t()")
+	if code != 0 || !strings.Contains(out, "[3, 2]  [1, 3]") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestLayoutJSON(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "--output", "json", "empty(2,4096,4096).view(2,4096,32,128).transpose(1,2).contiguous()")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var steps []map[string]any
+	if err := json.Unmarshal([]byte(out), &steps); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(steps) != 4 {
+		t.Fatalf("%d steps", len(steps))
+	}
+	wantKeys := []string{"contiguous", "copied_bytes", "error", "offset", "op", "shape", "strides"}
+	for i, s := range steps {
+		var keys []string
+		for k := range s {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if !reflect.DeepEqual(keys, wantKeys) || s["error"] != nil {
+			t.Fatalf("step %d: keys %v error %v", i, keys, s["error"])
+		}
+	}
+	// Seed MHA table, step 3: q.transpose(1, 2) → strides
+	// [16777216, 128, 4096, 1], not contiguous; then the copy.
+	if got := steps[2]["strides"]; !reflect.DeepEqual(got, []any{16777216.0, 128.0, 4096.0, 1.0}) || steps[2]["contiguous"] != false {
+		t.Fatalf("step 3 = %v", steps[2])
+	}
+	if s := steps[3]; s["copied_bytes"] != float64(2*32*4096*128*4) || s["contiguous"] != true || s["op"] != ".contiguous()" {
+		t.Fatalf("step 4 = %v", s)
+	}
+}
+
+func TestLayoutFailingStep(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "arange(12).view(3,4).t().view(12)")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.HasPrefix(errOut, "infer: step 4 .view(12): view: view size is not compatible with input tensor's size and stride") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[3], "3     .t()") {
+		t.Fatalf("stdout should hold the header and the 3 steps that worked:\n%s", out)
+	}
+
+	out, errOut, code = runCLI(t, "layout", "--output", "json", "empty(3).expand(4,3).expand(2,2)")
+	if code != 1 || !strings.Contains(errOut, "The expanded size of the tensor (2) must match the existing size (3)") {
+		t.Fatalf("json: exit %d, stderr %q", code, errOut)
+	}
+	var steps []map[string]any
+	if err := json.Unmarshal([]byte(out), &steps); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if last := steps[2]; len(steps) != 3 || last["shape"] != nil || !strings.HasPrefix(last["error"].(string), "expand: The expanded size") {
+		t.Fatalf("steps %v", steps)
+	}
+}
+
+func TestLayoutSyntaxErrorPointsAtTheColumn(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "empty(2,3).foo(1)")
+	want := "infer: layout expression: column 12: unknown tensor method \"foo\"\n  empty(2,3).foo(1)\n             ^\n"
+	if code != 1 || out != "" || errOut != want {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s\nwant:\n%s", code, out, errOut, want)
+	}
+}
+
+func TestLayoutOutputPrecedence(t *testing.T) {
+	const expr = "empty(3).expand(4,3)"
+	isJSON := func(out string) bool { return strings.HasPrefix(out, "[") }
+	cfg := writeConfig(t, "layout:\n  output: json\n")
+
+	if out, _, code := runCLI(t, "layout", "--config", cfg, expr); code != 0 || !isJSON(out) {
+		t.Fatalf("config file output: json ignored:\n%s", out)
+	}
+	t.Setenv("INFER_LAYOUT_OUTPUT", "table")
+	if out, _, code := runCLI(t, "layout", "--config", cfg, expr); code != 0 || isJSON(out) {
+		t.Fatalf("INFER_LAYOUT_OUTPUT=table should beat the config file:\n%s", out)
+	}
+	t.Setenv("INFER_LAYOUT_OUTPUT", "json")
+	if out, _, code := runCLI(t, "layout", expr); code != 0 || !isJSON(out) {
+		t.Fatalf("INFER_LAYOUT_OUTPUT=json ignored:\n%s", out)
+	}
+	if out, _, code := runCLI(t, "layout", "--output", "table", expr); code != 0 || isJSON(out) {
+		t.Fatalf("--output table should beat INFER_LAYOUT_OUTPUT=json:\n%s", out)
+	}
+	t.Setenv("INFER_LAYOUT_OUTPUT", "xml")
+	_, errOut, code := runCLI(t, "layout", expr)
+	if code != 1 || !strings.Contains(errOut, `config key "layout.output" (from env INFER_LAYOUT_OUTPUT): "xml" is not one of table, json`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
