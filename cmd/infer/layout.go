@@ -122,7 +122,21 @@ func writeLayoutJSON(w io.Writer, steps []tensor.LayoutStep) error {
 		}
 		out[i] = j
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	// One compact object per line: diffable, and still one JSON array.
+	var b strings.Builder
+	b.WriteString("[")
+	for i, j := range out {
+		line, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  ")
+		b.Write(line)
+	}
+	b.WriteString("\n]\n")
+	_, err := io.WriteString(w, b.String())
+	return err
 }
