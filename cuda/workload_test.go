@@ -56,11 +56,11 @@ func TestSeedWorkloadTotals(t *testing.T) {
 	}
 	const B, S, H, D = 2, 4096, 32, 128
 	unit := int64(B * S * H * D * 4) // one of q, k, v, out: 128 MiB
-	// reshape_and_cache reads k, v and writes them to the cache; the
-	// kernel reads q and the cached k, v and writes out.
+	// reshape_and_cache reads k, v and writes them to the cache (4 units);
+	// the kernel reads q and the cached k, v and writes out (4 units).
 	fused := c.Fused.Total().DataHBMBytes()
-	if fused != 6*unit {
-		t.Fatalf("fused data bytes %d, want 6 × %d", fused, unit)
+	if fused != 8*unit {
+		t.Fatalf("fused data bytes %d, want 8 × %d", fused, unit)
 	}
 	scores := int64(B * H * S * S * 4)
 	if got := c.Naive.Total().DataHBMBytes(); got != fused+4*scores+2*unit {
