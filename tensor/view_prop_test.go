@@ -467,7 +467,7 @@ func checkAgainstRef(tb testing.TB, x *Tensor, ref refView, base *Tensor, trail 
 }
 
 func TestViewChainsAgainstIndexModel(t *testing.T) {
-	trials := 3000
+	trials := 10000
 	if testing.Short() {
 		trials = 600
 	}
@@ -514,7 +514,7 @@ func TestViewChainsAgainstIndexModel(t *testing.T) {
 // oracle finds strides, and that it then maps every element to the same
 // offset.
 func TestViewExpressibleExactly(t *testing.T) {
-	trials := 20000
+	trials := 50000
 	if testing.Short() {
 		trials = 4000
 	}
