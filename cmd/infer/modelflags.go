@@ -54,6 +54,14 @@ func modelFlags(a *app, cmd *cobra.Command) {
 	a.flag(cmd, "threads", "threads", "worker threads")
 	a.flag(cmd, "max-batch", "max_batch", "most running sequences")
 	a.flag(cmd, "prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes")
+	syntheticFlags(a, cmd)
+}
+
+// syntheticFlags adds --synthetic.<key> flags for the synthetic model.
+func syntheticFlags(a *app, cmd *cobra.Command) {
+	for _, k := range []string{"seed", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"} {
+		a.flag(cmd, "synthetic."+k, "synthetic."+k, "synthetic model: "+k)
+	}
 }
 
 // loadedModel is a model with its text codec and a description for
