@@ -321,7 +321,7 @@ func (r *registry) readConfigFile(v *viper.Viper, path string) error {
 			if m, isMap := val.(map[string]any); r.isSection(name) && (val == nil || (isMap && len(m) == 0)) {
 				continue // an empty section
 			}
-			return fmt.Errorf("config %s: unknown key %q (known keys: %s)", path, name, strings.Join(r.sortedKeys(), ", "))
+			return fmt.Errorf("config %s: unknown key %q (%s)", path, name, r.suggest(name))
 		}
 		if err := k.check(val); err != nil {
 			return fmt.Errorf("config %s: key %q: %v", path, name, err)
@@ -341,4 +341,40 @@ func resolvePath(p, configFile string) string {
 		return p
 	}
 	return filepath.Join(filepath.Dir(configFile), p)
+}
+
+// suggest names the declared key closest to a misspelled one, or lists
+// them all when none is close.
+func (r *registry) suggest(name string) string {
+	best, bestD := "", 4 // at most 3 edits away
+	for _, k := range r.sortedKeys() {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	return "known keys: " + strings.Join(r.sortedKeys(), ", ")
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -110,8 +110,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		args   []string
 		want   []string
 	}{
-		{config: "demo:\n  cuont: 3\n", want: []string{`unknown key "demo.cuont"`, "cfg.yaml", "demo.count"}},
-		{config: "verbose: true\n", want: []string{`unknown key "verbose"`}},
+		{config: "demo:\n  cuont: 3\n", want: []string{`unknown key "demo.cuont"`, "cfg.yaml", `did you mean "demo.count"?`}},
+		{config: "verbose: true\n", want: []string{`unknown key "verbose"`, "known keys: demo.count, demo.file, demo.mode, demo.on, demo.ratio, demo.wait"}},
 		{config: "demo: 3\n", want: []string{`unknown key "demo"`}},
 		{config: "demo:\n  count: abc\n", want: []string{`key "demo.count"`, "want an integer", `"abc"`}},
 		{config: "demo:\n  count: 2.5\n", want: []string{`key "demo.count"`, "want an integer"}},
