@@ -1,0 +1,295 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+		"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor"
+)
+
+func init() {
+	registerKeys(
+		configKey{Name: "compare.contexts", Kind: kindString, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
+		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Help: "decode steps after each sweep point's prefill"},
+		configKey{Name: "compare.plot", Kind: kindPath, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
+		configKey{Name: "compare.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
+	)
+	register(newCompareCmd)
+}
+
+func newCompareCmd(a *app) *cobra.Command {
+	var prompts []string
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Run the same generation through the naive and the fused attention path",
+		Long: `compare runs one generation (same model, prompts, sampler settings and seed)
+twice: through the naive copying path (three projections, KV gather,
+repeat_interleave, materialized scores, transpose().contiguous()) and through
+the fused path (one QKV projection cut by views, block tables handed to an
+online-softmax kernel that writes [T, H·D] directly). It prints, side by side,
+the time, the bytes allocated and copied, the copy operations, the peak of
+extra live memory, the largest logit difference and whether the tokens match,
+with the fused/naive ratio of each.
+
+--contexts sweeps prefill lengths instead: for each length L a prompt of L
+tokens is prefilled and --decode greedy tokens follow, so prefill runs at
+S = L and decode at context L…L+decode. --plot draws time and bytes copied
+against the context length for both paths.`,
+		Example: `  infer compare
+  infer compare --config configs/stories260k.yaml --prompt "Once upon a time" --steps 128
+  infer compare --contexts 128,512,1536 --plot compare.png`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompare(a, cmd, prompts)
+		},
+	}
+	modelFlags(a, cmd)
+	cmd.Flags().StringArrayVar(&prompts, "prompt", nil, "prompt text (repeat for several sequences)")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
+	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature")
+	a.flag(cmd, "topp", "topp", "top-p sampling")
+	a.flag(cmd, "seed", "seed", "RNG seed")
+	a.flag(cmd, "contexts", "compare.contexts", "context lengths to sweep")
+	a.flag(cmd, "decode", "compare.decode", "decode steps per sweep point")
+	a.flag(cmd, "plot", "compare.plot", "PNG chart of the sweep")
+	a.flag(cmd, "output", "compare.output", "output format")
+	return cmd
+}
+
+// comparePoint is one row of a sweep (or the single comparison).
+type comparePoint struct {
+	Context int               `json:"context,omitempty"`
+	Naive   pathJSON          `json:"naive"`
+	Fused   pathJSON          `json:"fused"`
+	Ratio   map[string]string `json:"fused_over_naive"`
+	MaxDLog float64           `json:"max_abs_delta_logit"`
+	Same    bool              `json:"tokens_identical"`
+}
+
+type pathJSON struct {
+	PrefillMS       float64 `json:"prefill_ms"`
+	DecodeMSPerTok  float64 `json:"decode_ms_per_token"`
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	BytesAllocated  int64   `json:"bytes_allocated"`
+	BytesCopied     int64   `json:"bytes_copied"`
+	CopyOps         int64   `json:"copy_ops"`
+	PeakExtraBytes  int64   `json:"peak_extra_bytes"`
+	PrefillTokens   int     `json:"prefill_tokens"`
+	DecodeTokens    int     `json:"decode_tokens"`
+}
+
+func toPathJSON(r model.PathReport) pathJSON {
+	return pathJSON{
+		PrefillMS: ms(r.PrefillTime), DecodeMSPerTok: ms(r.DecodePerToken()), TokensPerSecond: r.TokensPerSecond(),
+		BytesAllocated: r.Stats.BytesAllocated, BytesCopied: r.Stats.BytesCopied, CopyOps: r.Stats.CopyOps,
+		PeakExtraBytes: r.PeakExtraBytes, PrefillTokens: r.PrefillTokens, DecodeTokens: r.DecodeTokens,
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func newPoint(ctx int, c *model.Comparison) comparePoint {
+	p := comparePoint{Context: ctx, Naive: toPathJSON(c.Naive), Fused: toPathJSON(c.Fused),
+		MaxDLog: c.MaxAbsDeltaLogit, Same: c.TokensIdentical, Ratio: map[string]string{}}
+	for _, r := range compareRows(p) {
+		if r.ratio != "" {
+			p.Ratio[r.key] = r.ratio
+		}
+	}
+	return p
+}
+
+type compareRow struct{ metric, key, naive, fused, ratio string }
+
+// compareRows lays a point out as the table's rows: one metric per row,
+// both paths and fused/naive side by side.
+func compareRows(p comparePoint) []compareRow {
+	f := func(v float64, unit string) string { return strconv.FormatFloat(v, 'f', 3, 64) + unit }
+	b := func(v int64) string { return tensor.FormatBytes(v) }
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	ratio := func(fu, na float64) string {
+		if na == 0 {
+			if fu == 0 {
+				return "—"
+			}
+			return "∞"
+		}
+		return strconv.FormatFloat(fu/na, 'f', 3, 64) + "×"
+	}
+	N, F := p.Naive, p.Fused
+	return []compareRow{
+		{"prefill time", "prefill_ms", f(N.PrefillMS, " ms"), f(F.PrefillMS, " ms"), ratio(F.PrefillMS, N.PrefillMS)},
+		{"decode time / token", "decode_ms_per_token", f(N.DecodeMSPerTok, " ms"), f(F.DecodeMSPerTok, " ms"), ratio(F.DecodeMSPerTok, N.DecodeMSPerTok)},
+		{"tokens / s", "tokens_per_second", f(N.TokensPerSecond, ""), f(F.TokensPerSecond, ""), ratio(F.TokensPerSecond, N.TokensPerSecond)},
+		{"bytes allocated", "bytes_allocated", b(N.BytesAllocated), b(F.BytesAllocated), ratio(float64(F.BytesAllocated), float64(N.BytesAllocated))},
+		{"bytes copied", "bytes_copied", b(N.BytesCopied), b(F.BytesCopied), ratio(float64(F.BytesCopied), float64(N.BytesCopied))},
+		{"copy ops", "copy_ops", n(N.CopyOps), n(F.CopyOps), ratio(float64(F.CopyOps), float64(N.CopyOps))},
+		{"peak extra live bytes", "peak_extra_bytes", b(N.PeakExtraBytes), b(F.PeakExtraBytes), ratio(float64(F.PeakExtraBytes), float64(N.PeakExtraBytes))},
+	}
+}
+
+func runCompare(a *app, cmd *cobra.Command, flagPrompts []string) error {
+	out := cmd.OutOrStdout()
+	lm, err := loadModel(a)
+	if err != nil {
+		return err
+	}
+	opts, err := engineOptions(a, nil)
+	if err != nil {
+		return err
+	}
+	c := lm.m.Config
+	var points []comparePoint
+	if spec := strings.TrimSpace(a.getString("compare.contexts")); spec != "" {
+		contexts, err := parseContexts(spec)
+		if err != nil {
+			return err
+		}
+		decode := a.getInt("compare.decode")
+		for _, L := range contexts {
+			mk, err := model.ContextRequests(c, L, decode)
+			if err != nil {
+				return err
+			}
+			cmp, err := model.Compare(lm.m, opts, mk)
+			if err != nil {
+				return err
+			}
+			points = append(points, newPoint(L, cmp))
+		}
+	} else {
+		mk, err := generationRequests(a, lm, flagPrompts, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		cmp, err := model.Compare(lm.m, opts, mk)
+		if err != nil {
+			return err
+		}
+		points = append(points, newPoint(0, cmp))
+	}
+	if path := a.getPath("compare.plot"); path != "" {
+		if len(points) < 2 {
+			return fmt.Errorf("--plot needs a sweep of at least two --contexts")
+		}
+		if err := plotSweep(path, lm.name, points); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	}
+	header := fmt.Sprintf("model %s: dim %d, %d layers, %d heads, %d kv heads; block size %d",
+		lm.name, c.Dim, c.NLayers, c.NHeads, c.NKVHeads, opts.BlockSize)
+	switch a.getString("compare.output") {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(points)
+	case "markdown":
+		return writeCompareMarkdown(out, header, points)
+	}
+	return writeCompareTable(out, header, points)
+}
+
+// generationRequests builds the requests of a plain comparison from the
+// prompt/steps/sampler keys; it returns a constructor so each path starts
+// from fresh samplers.
+func generationRequests(a *app, lm *loadedModel, flagPrompts []string, stderr io.Writer) (func() []model.Request, error) {
+	c := lm.m.Config
+	texts := flagPrompts
+	if len(texts) == 0 {
+		if path := a.getPath("prompts"); path != "" {
+			var err error
+			if texts, err = readPromptsFile(path); err != nil {
+				return nil, err
+			}
+		} else {
+			texts = []string{a.getString("prompt")}
+		}
+	}
+	var prompts [][]int
+	for i, t := range texts {
+		ids, err := lm.codec.Encode(t, true, false)
+		if err != nil {
+			return nil, fmt.Errorf("prompt %d: %w", i, err)
+		}
+		prompts = append(prompts, ids)
+	}
+	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
+	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))
+	seed := uint64(a.getInt("seed"))
+	if seed == 0 {
+		seed = uint64(time.Now().Unix())
+	}
+	return func() []model.Request {
+		reqs := make([]model.Request, len(prompts))
+		for i, p := range prompts {
+			reqs[i] = model.Request{Prompt: p, Steps: steps, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
+		}
+		return reqs
+	}, nil
+}
+
+func parseContexts(spec string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--contexts: %q is not a positive context length", strings.TrimSpace(f))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func writeCompareTable(w io.Writer, header string, points []comparePoint) error {
+	fmt.Fprintln(w, header)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, p := range points {
+		fmt.Fprintln(tw)
+		if p.Context > 0 {
+			fmt.Fprintf(tw, "context %d\t\t\t\t\n", p.Context)
+		}
+		fmt.Fprintln(tw, "metric\tnaive\tfused\tfused/naive\t")
+		for _, r := range compareRows(p) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.metric, r.naive, r.fused, r.ratio)
+		}
+		fmt.Fprintf(tw, "max |Δlogit|\t\t%.3g\t\t\n", p.MaxDLog)
+		fmt.Fprintf(tw, "tokens identical\t\t%s\t\t\n", yesNo(p.Same))
+	}
+	return tw.Flush()
+}
+
+func writeCompareMarkdown(w io.Writer, header string, points []comparePoint) error {
+	fmt.Fprintf(w, "%s\n", header)
+	for _, p := range points {
+		fmt.Fprintln(w)
+		if p.Context > 0 {
+			fmt.Fprintf(w, "**context %d**\n\n", p.Context)
+		}
+		fmt.Fprintln(w, "| metric | naive | fused | fused/naive |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|")
+		for _, r := range compareRows(p) {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.metric, r.naive, r.fused, r.ratio)
+		}
+		fmt.Fprintf(w, "| max \\|Δlogit\\| | | %.3g | |\n", p.MaxDLog)
+		fmt.Fprintf(w, "| tokens identical | | %s | |\n", yesNo(p.Same))
+	}
+	return nil
+}
+
