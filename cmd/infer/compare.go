@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-		"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -292,4 +292,3 @@ func writeCompareMarkdown(w io.Writer, header string, points []comparePoint) err
 	}
 	return nil
 }
-
