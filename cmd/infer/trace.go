@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/tensor"
+)
+
+func init() {
+	registerKeys(
+		configKey{Name: "trace.path", Kind: kindString, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
+		configKey{Name: "trace.meta", Kind: kindBool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
+		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Help: "B: sequences"},
+		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Help: "S: new tokens per sequence"},
+		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
+		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Help: "H: query heads; 0 = the model's"},
+		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Help: "KVH: key/value heads; 0 = the model's"},
+		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Help: "D: head width; 0 = the model's"},
+		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Help: "KV cache block size"},
+		configKey{Name: "trace.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
+	)
+	register(newTraceCmd)
+}
+
+func newTraceCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Print the layout of every stage of one attention layer, per path",
+		Long: `trace runs one attention layer (B sequences of S new tokens on top of past
+cached ones) through the naive and/or the fused path and prints one row per
+stage: the op, shape, strides, storage offset, is_contiguous(), whether the
+storage is new or shared with which earlier tensor, and the bytes allocated
+and copied. The numbers are the ones PyTorch would print for the same code.
+
+With --meta the layouts are computed on meta tensors, so the seed's
+B=2, S=4096, H=32, D=128 layer (configs/seed-mha.yaml) costs nothing; without
+it the layer runs for real on random inputs and the accounting is measured.
+Head counts default to the model's (the synthetic model, or --checkpoint).`,
+		Example: `  infer trace --config configs/seed-mha.yaml --meta
+  infer trace --heads 12 --kv-heads 4 --head-dim 64 --seq 8 --output markdown
+  infer trace --seq 1 --past 127 --path naive`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runTrace(a, cmd) },
+	}
+	a.flag(cmd, "checkpoint", "checkpoint", "take head counts from this checkpoint")
+	syntheticFlags(a, cmd)
+	a.flag(cmd, "path", "trace.path", "path(s) to trace")
+	a.flag(cmd, "meta", "trace.meta", "layouts only, on meta tensors")
+	a.flag(cmd, "batch", "trace.batch", "B")
+	a.flag(cmd, "seq", "trace.seq", "S")
+	a.flag(cmd, "past", "trace.past", "cached tokens per sequence")
+	a.flag(cmd, "heads", "trace.heads", "H")
+	a.flag(cmd, "kv-heads", "trace.kv_heads", "KVH")
+	a.flag(cmd, "head-dim", "trace.head_dim", "D")
+	a.flag(cmd, "block-size", "trace.block_size", "KV cache block size")
+	a.flag(cmd, "output", "trace.output", "output format")
+	return cmd
+}
+
+func runTrace(a *app, cmd *cobra.Command) error {
+	cfg := attention.TraceConfig{
+		B: a.getInt("trace.batch"), S: a.getInt("trace.seq"), Past: a.getInt("trace.past"),
+		H: a.getInt("trace.heads"), KVH: a.getInt("trace.kv_heads"), D: a.getInt("trace.head_dim"),
+		BlockSize: a.getInt("trace.block_size"), Meta: a.getBool("trace.meta"), Seed: 1,
+	}
+	if cfg.H == 0 || cfg.KVH == 0 || cfg.D == 0 {
+		lm, err := loadModel(a)
+		if err != nil {
+			return err
+		}
+		c := lm.m.Config
+		if cfg.H == 0 {
+			cfg.H = c.NHeads
+		}
+		if cfg.KVH == 0 {
+			cfg.KVH = c.NKVHeads
+		}
+		if cfg.D == 0 {
+			cfg.D = c.HeadDim()
+		}
+	}
+	paths := []string{"naive", "fused"}
+	if p := a.getString("trace.path"); p != "both" {
+		paths = []string{p}
+	}
+	var traces []*tensor.Trace
+	for _, p := range paths {
+		tr, err := attention.TraceLayer(p, cfg)
+		if err != nil {
+			return err
+		}
+		traces = append(traces, tr)
+	}
+	return writeTraces(cmd.OutOrStdout(), a.getString("trace.output"), traces)
+}
+
+func writeTraces(w io.Writer, format string, traces []*tensor.Trace) error {
+	if format == "json" {
+		type traceJSON struct {
+			Title string             `json:"title"`
+			Steps []tensor.TraceStep `json:"steps"`
+		}
+		var all []traceJSON
+		for _, tr := range traces {
+			all = append(all, traceJSON{tr.Title, tr.Steps})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	for i, tr := range traces {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		var err error
+		if format == "markdown" {
+			err = tr.WriteMarkdown(w)
+		} else {
+			err = tr.WriteTable(w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
