@@ -377,6 +377,7 @@ func TestSeedExpandVsRepeat(t *testing.T) {
 	coreErrContains(t, "e.add_(1)", err, "add_", "unsupported operation", "[4, 3]", "[0, 1]")
 	ones := coreMust(t)(Full(ctx, F32, 1, 4, 3))
 	coreErrContains(t, "e.copy_(ones)", e.CopyFrom(ones), "copy_", "unsupported operation")
+	coreErrContains(t, "AddInPlace(e, ones)", AddInPlace(e, ones), "add_", "unsupported operation")
 	coreValues(t, "bias after refused copy_", bias, []float32{5, 2, 3})
 
 	win := coreMust(t)(coreMust(t)(Arange(ctx, F32, 6)).Unfold(0, 3, 1))
