@@ -435,3 +435,6 @@ func newBatch(n, ctx int, table, slots []int32) *attention.Batch {
 		SlotMapping: slots,
 	}
 }
+
+// Threads is the number of worker threads the engine's kernels use.
+func (e *Engine) Threads() int { return e.pool.Threads() }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,19 +42,26 @@ func init() {
 	)
 }
 
-// modelFlags adds the model and engine flags to cmd.
-func modelFlags(a *app, cmd *cobra.Command) {
-	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint; empty = the synthetic model")
-	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin")
-	a.flag(cmd, "weights", "weights", "weight dtype")
-	a.flag(cmd, "path", "path", "attention path")
-	a.flag(cmd, "block-size", "block_size", "KV cache block size")
-	a.flag(cmd, "num-blocks", "num_blocks", "KV cache blocks")
-	a.flag(cmd, "kv-memory", "kv_memory", "KV cache byte budget")
-	a.flag(cmd, "kv-dtype", "kv_dtype", "KV cache dtype")
-	a.flag(cmd, "threads", "threads", "worker threads")
-	a.flag(cmd, "max-batch", "max_batch", "most running sequences")
-	a.flag(cmd, "prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes")
+// modelFlags adds the model and engine flags to cmd, except the ones
+// named in skip (a command that gives a flag another meaning).
+func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
+	for _, f := range []struct{ name, key, usage string }{
+		{"checkpoint", "checkpoint", "llama2.c checkpoint; empty = the synthetic model"},
+		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
+		{"weights", "weights", "weight dtype"},
+		{"path", "path", "attention path"},
+		{"block-size", "block_size", "KV cache block size"},
+		{"num-blocks", "num_blocks", "KV cache blocks"},
+		{"kv-memory", "kv_memory", "KV cache byte budget"},
+		{"kv-dtype", "kv_dtype", "KV cache dtype"},
+		{"threads", "threads", "worker threads"},
+		{"max-batch", "max_batch", "most running sequences"},
+		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
+	} {
+		if !slices.Contains(skip, f.name) {
+			a.flag(cmd, f.name, f.key, f.usage)
+		}
+	}
 	syntheticFlags(a, cmd)
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestBenchJSON(t *testing.T) {
+	code, out, errs := cli(t, "bench", "--tests", "pp16,tg8", "--batches", "1,2", "--paths", "fused,naive",
+		"--threads", "1", "--reps", "2", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []benchRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// 2 paths × (pp16 + tg8 at batch 1 and 2).
+	if len(rows) != 6 {
+		t.Fatalf("want 6 rows, got %d: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		if r.Mean <= 0 || r.Reps != 2 || r.Threads != 1 || r.Params <= 0 || r.SizeBytes <= 0 {
+			t.Fatalf("bad row %+v", r)
+		}
+	}
+}
+
+func TestBenchBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--tests", "qq5"}, "ppN or tgN"},
+		{[]string{"bench", "--tests", "pp5000"}, "seq_len"},
+		{[]string{"bench", "--threads", "0"}, "--threads"},
+		{[]string{"bench", "--paths", "fast"}, "--paths"},
+		{[]string{"bench", "--reps", "0"}, "--reps"},
+	} {
+		code, _, errs := cli(t, tc.args...)
+		if code != 1 || !strings.Contains(errs, tc.want) {
+			t.Fatalf("%v: exit %d %q, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// WeightBytes is what one decode step streams from memory for the
+// weights: every matrix the forward pass multiplies by (WQKV, WO, W1, W2,
+// W3 of each layer and the classifier) in its storage format, plus the
+// norms. The embedding contributes one row per token, which is negligible.
+func (e *Engine) WeightBytes() int64 {
+	ms := e.fwd.mats
+	var n int64
+	for _, l := range ms.layers {
+		n += l.wqkv.Bytes() + l.wo.Bytes() + l.w1.Bytes() + l.w2.Bytes() + l.w3.Bytes()
+	}
+	n += ms.classifier.Bytes()
+	n += int64(4 * (len(ms.finalNorm) + 2*len(ms.attnNorm)*len(ms.finalNorm)))
+	return n
+}
+
+// DecodeBytesPerToken is the memory one decode token reads at context
+// ctx: the weights, plus the K and V of ctx cached positions.
+func (e *Engine) DecodeBytesPerToken(ctx int) int64 {
+	return e.WeightBytes() + int64(ctx)*e.cache.BytesPerToken()
+}
+
+// BenchStat is the tokens/s of repeated runs: mean and sample standard
+// deviation.
+type BenchStat struct {
+	Mean, SD float64
+	Reps     int
+}
+
+func benchStat(rates []float64) BenchStat {
+	var s BenchStat
+	s.Reps = len(rates)
+	for _, r := range rates {
+		s.Mean += r
+	}
+	s.Mean /= float64(len(rates))
+	if len(rates) > 1 {
+		var v float64
+		for _, r := range rates {
+			v += (r - s.Mean) * (r - s.Mean)
+		}
+		s.SD = math.Sqrt(v / float64(len(rates)-1))
+	}
+	return s
+}
+
+// BenchPrompt measures prompt processing (llama-bench's ppN): one
+// sequence's n tokens in a single batched prefill, reps times, as tokens
+// per second.
+func (e *Engine) BenchPrompt(n, reps int) (BenchStat, error) {
+	c := e.m.Config
+	if n < 1 || n > c.SeqLen {
+		return BenchStat{}, fmt.Errorf("bench: prompt of %d tokens outside [1, seq_len=%d]", n, c.SeqLen)
+	}
+	tokens := benchTokens(c, n)
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = i
+	}
+	var rates []float64
+	for r := 0; r < reps+1; r++ {
+		id := e.nextID
+		e.nextID++
+		if _, err := e.cache.AddSequence(id, tokens); err != nil {
+			return BenchStat{}, fmt.Errorf("bench: %w", err)
+		}
+		slots, err := e.cache.Slots(id, 0, n)
+		if err != nil {
+			e.cache.Free(id)
+			return BenchStat{}, fmt.Errorf("bench: %w", err)
+		}
+		table, _ := e.cache.BlockTable(id)
+		t0 := time.Now()
+		_, err = e.fwd.Run(tokens, pos, newBatch(n, n, table, slots), e.caches, []int{n - 1})
+		dt := time.Since(t0)
+		e.cache.Free(id)
+		if err != nil {
+			return BenchStat{}, err
+		}
+		if r > 0 { // the first run warms caches and buffers
+			rates = append(rates, float64(n)/dt.Seconds())
+		}
+	}
+	return benchStat(rates), nil
+}
+
+// BenchGenerate measures generation (llama-bench's tgN): batch sequences
+// each decode n tokens after a one-token prompt, greedily, reps times; the
+// rate counts decode rows per second of decode time.
+func (e *Engine) BenchGenerate(n, batch, reps int) (BenchStat, error) {
+	c := e.m.Config
+	if n < 1 || n+1 > c.SeqLen || batch < 1 {
+		return BenchStat{}, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
+	}
+	var rates []float64
+	for r := 0; r < reps+1; r++ {
+		reqs := make([]Request, batch)
+		for i := range reqs {
+			// A BOS-only prompt: every position after it is a decode row.
+			// Sampling at temperature 1 keeps sequences from stopping
+			// early on BOS as often as greedy decoding might; a sequence
+			// that does stop just contributes fewer rows.
+			reqs[i] = Request{Prompt: []int{BOSID}, Steps: n + 1, Sampler: NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
+		}
+		res, st, err := e.Generate(reqs, nil)
+		if err != nil {
+			return BenchStat{}, err
+		}
+		for _, rr := range res {
+			if rr.Err != nil {
+				return BenchStat{}, rr.Err
+			}
+		}
+		rows := st.DecodeTokens + st.PrefillTokens
+		dt := st.DecodeTime + st.PrefillTime
+		if r > 0 && dt > 0 {
+			rates = append(rates, float64(rows)/dt.Seconds())
+		}
+	}
+	return benchStat(rates), nil
+}
+
+// benchTokens is a deterministic prompt: BOS, then ids cycling through
+// the vocabulary.
+func benchTokens(c Config, n int) []int {
+	t := make([]int, n)
+	t[0] = BOSID
+	for i := 1; i < n; i++ {
+		t[i] = 3 + (i*7919)%(c.VocabSize-3)
+	}
+	return t
+}
