@@ -243,11 +243,15 @@ func TestMatMulZeroAllocs(t *testing.T) {
 	pool := NewPool(2)
 	defer pool.Close()
 	withImpl(t, func(t *testing.T, impl Impl) {
+		n := 256
+		if testing.Short() {
+			n = 64
+		}
 		for _, f := range []Format{F32, BF16, F16, Q8_0} {
-			m := makeMatrix(t, rng, f, 256, 256, 32, 0)
+			m := makeMatrix(t, rng, f, n, n, 32, 0)
 			for _, T := range []int{1, 5} {
-				x := make([]float32, T*256)
-				out := make([]float32, T*256)
+				x := make([]float32, T*n)
+				out := make([]float32, T*n)
 				for _, p := range []*Pool{nil, pool} {
 					allocs := testing.AllocsPerRun(20, func() {
 						if err := MatMul(p, out, x, m, T); err != nil {
