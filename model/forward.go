@@ -60,6 +60,13 @@ type Forward struct {
 	hb2 []float32 // [T, hidden]   w3·x
 	lg  []float32 // [rows, vocab] logits of the rows asked for
 	xl  []float32 // [rows, dim]   final-normed rows for the classifier
+
+	// The q, k, v views of the last step. Every layer writes its
+	// projection into the same buffer, so the views depend only on T and
+	// are rebuilt only when T changes: a steady decode loop allocates no
+	// tensor metadata per layer or per token.
+	viewT      int
+	vq, vk, vv *tensor.Tensor
 }
 
 // ForwardOptions configures a Forward.
@@ -132,6 +139,7 @@ func (f *Forward) grow(T, rows int) {
 		}
 		f.hb = make([]float32, T*c.HiddenDim)
 		f.hb2 = make([]float32, T*c.HiddenDim)
+		f.viewT = 0 // buffers moved: views must be rebuilt
 	}
 	if rows*c.VocabSize > len(f.lg) {
 		f.lg = make([]float32, rows*c.VocabSize)
@@ -187,16 +195,16 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		rmsnormRows(f.xb[:T*dim], x, f.mats.attnNorm[l], T, dim, float32(c.NormEps))
 
 		// Q, K, V as [T, H, D] and [T, KVH, D] tensors.
-		var q, k, v *tensor.Tensor
-		var err error
+		q, k, v, err := f.views(T)
+		if err != nil {
+			return nil, err
+		}
 		switch f.proj {
 		case FusedQKV:
 			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
-			qkvRows := c.QKVRows()
-			if err := f.mats.matmul(f.qkv[:T*qkvRows], f.xb[:T*dim], lm.wqkv, T); err != nil {
+			if err := f.mats.matmul(f.qkv[:T*c.QKVRows()], f.xb[:T*dim], lm.wqkv, T); err != nil {
 				return nil, err
 			}
-			q, k, v, err = splitQKV(f.ctx, f.qkv[:T*qkvRows], T, c)
 		case SeparateQKV:
 			// q = xb @ wqᵀ, k = xb @ wkᵀ, v = xb @ wvᵀ: three contiguous outputs.
 			if err := f.mats.matmul(f.q[:T*qDim], f.xb[:T*dim], lm.wq, T); err != nil {
@@ -208,10 +216,6 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 			if err := f.mats.matmul(f.v[:T*kvDim], f.xb[:T*dim], lm.wv, T); err != nil {
 				return nil, err
 			}
-			q, k, v, err = wrapQKV(f.ctx, f.q[:T*qDim], f.k[:T*kvDim], f.v[:T*kvDim], T, c)
-		}
-		if err != nil {
-			return nil, err
 		}
 
 		// RoPE: rotate each (even, odd) pair of every q and k head by
@@ -269,6 +273,27 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		return nil, err
 	}
 	return lg, nil
+}
+
+// views returns the [T, H, D] and [T, KVH, D] tensors the projections of
+// a T-token step are written to: views of the fused QKV buffer, or of the
+// three separate buffers.
+func (f *Forward) views(T int) (q, k, v *tensor.Tensor, err error) {
+	if f.viewT == T {
+		return f.vq, f.vk, f.vv, nil
+	}
+	c := f.m.Config
+	qDim, kvDim := c.NHeads*c.HeadDim(), c.KVDim()
+	if f.proj == FusedQKV {
+		q, k, v, err = splitQKV(f.ctx, f.qkv[:T*c.QKVRows()], T, c)
+	} else {
+		q, k, v, err = wrapQKV(f.ctx, f.q[:T*qDim], f.k[:T*kvDim], f.v[:T*kvDim], T, c)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f.viewT, f.vq, f.vk, f.vv = T, q, k, v
+	return q, k, v, nil
 }
 
 // splitQKV cuts the heads out of the fused projection's output by views:
@@ -331,17 +356,20 @@ func contiguousF32(t *tensor.Tensor, n int) ([]float32, error) {
 // strides, F32), the pairs (x[t,h,2j], x[t,h,2j+1]) by the angle
 // positions[t]·freq_j — run.c's rotation of adjacent pairs.
 func (f *Forward) rope(x *tensor.Tensor, positions []int) {
-	shape, st := x.Shape(), x.Strides()
-	heads, hs := shape[1], shape[2]
+	heads, _ := x.Size(1)
+	hs, _ := x.Size(2)
+	st0, _ := x.Stride(0)
+	st1, _ := x.Stride(1)
+	st2, _ := x.Stride(2)
 	half := hs / 2
 	data := x.Storage().Float32s()
 	for t, pos := range positions {
 		cs := f.ropeCos[pos*half : (pos+1)*half]
 		sn := f.ropeSin[pos*half : (pos+1)*half]
 		for h := 0; h < heads; h++ {
-			base := x.Offset() + t*st[0] + h*st[1]
+			base := x.Offset() + t*st0 + h*st1
 			for j := 0; j < half; j++ {
-				i0, i1 := base+2*j*st[2], base+(2*j+1)*st[2]
+				i0, i1 := base+2*j*st2, base+(2*j+1)*st2
 				v0, v1 := data[i0], data[i1]
 				data[i0] = v0*cs[j] - v1*sn[j]
 				data[i1] = v0*sn[j] + v1*cs[j]
