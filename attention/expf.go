@@ -46,3 +46,38 @@ func expf(x float32) float32 {
 	}
 	return p * math.Float32frombits(uint32(n+127)<<23)
 }
+
+// expSub replaces every x of s by exp(x − mx) and returns their sum: the
+// softmax numerators of one score row, in one tight loop with expf's
+// polynomial inlined. mx must be at least every x (their running max), so
+// every argument is ≤ 0: arguments below −87.3 are clamped there (the
+// result, ~1e-38, is 0 next to the row's sum ≥ 1), and a NaN score
+// stays NaN.
+func expSub(s []float32, mx float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		c1    = 0.693359375
+		c2    = -2.12194440e-4
+		minX  = -87.33654475
+	)
+	var sum float32
+	for j, x := range s {
+		x -= mx
+		if x < minX {
+			x = minX
+		}
+		n := int32(x*log2e - 0.5) // x ≤ 0: round half away from zero
+		fn := float32(n)
+		r := x - fn*c1 - fn*c2
+		p := float32(1.9875691500e-4)
+		p = p*r + 1.3981999507e-3
+		p = p*r + 8.3334519073e-3
+		p = p*r + 4.1665795894e-2
+		p = p*r + 1.6666665459e-1
+		p = p*r + 5.0000001201e-1
+		p = (p*r*r + r + 1) * math.Float32frombits(uint32(n+127)<<23)
+		s[j] = p
+		sum += p
+	}
+	return sum
+}

@@ -86,7 +86,9 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 		zeroPadding(buf, b, d.T, d.H*d.D)
 		a := newFlashArgs(q, kCache, vCache, d, 1/float32(math.Sqrt(float64(d.D))), buf)
 		a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
-		f.kernel.run(a)
+		if err := f.kernel.run(a); err != nil {
+			return nil, fmt.Errorf("fused attention: %w", err)
+		}
 		if out, err = tensor.WrapFloat32(q.Context(), buf, d.T, d.H*d.D); err != nil {
 			return nil, err
 		}
@@ -192,7 +194,9 @@ func PagedDecode(out, query, kCache, vCache *tensor.Tensor, blockTables [][]int3
 	a := newFlashArgs(query, kCache, vCache, d, scale, buf)
 	a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
 	kernel := flashKernel{opts: opts}
-	kernel.run(a)
+	if err := kernel.run(a); err != nil {
+		return fmt.Errorf("paged_decode: %w", err)
+	}
 	return nil
 }
 

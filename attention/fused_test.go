@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 func TestFusedMatchesReference(t *testing.T) {
@@ -211,5 +212,53 @@ func TestExpf(t *testing.T) {
 	}
 	if got := expf(float32(math.Inf(-1))); got != 0 {
 		t.Fatalf("expf(-inf) = %v", got)
+	}
+}
+
+// expSub agrees with math.Exp on every argument softmax gives it.
+func TestExpSub(t *testing.T) {
+	s := make([]float32, 0, 4001)
+	for i := 0; i <= 4000; i++ {
+		s = append(s, float32(-100+float64(i)*0.025))
+	}
+	mx := s[len(s)-1]
+	in := append([]float32(nil), s...)
+	sum := expSub(s, mx)
+	var want float64
+	for i, x := range in {
+		w := math.Exp(float64(x - mx))
+		want += w
+		if e := math.Abs(float64(s[i]) - w); e > 3e-7*w+1e-37 {
+			t.Fatalf("exp(%v) = %v, want %v", x-mx, s[i], w)
+		}
+	}
+	if math.Abs(float64(sum)-want) > 1e-5*want {
+		t.Fatalf("sum %v, want %v", sum, want)
+	}
+	nan := []float32{0, float32(math.NaN())}
+	if sum := expSub(nan, 0); !math.IsNaN(float64(sum)) || !math.IsNaN(float64(nan[1])) {
+		t.Fatalf("NaN score gave %v (sum %v)", nan, sum)
+	}
+}
+
+// Without SIMD the direct loops are the scalar ones and kernels.MatMul
+// runs its generic code: the results must still match the reference.
+func TestFusedWithoutSIMD(t *testing.T) {
+	if !kernels.SIMDEnabled() {
+		t.Skip("SIMD is off already; TestFusedMatchesReference covers the scalar loops")
+	}
+	kernels.SetSIMD(false)
+	defer kernels.SetSIMD(true)
+	for _, s := range []caseSpec{
+		{H: 12, KVH: 4, D: 16, bs: 5, seqs: []seqSpec{{23, 23}, {1, 40}, {6, 31}, {1, 2}}, padding: true, fusedQKV: true, seed: 51},
+		{H: 4, KVH: 4, D: 9, bs: 16, seqs: []seqSpec{{1, 33}, {2, 30}, {9, 9}}, seed: 52},
+		{H: 4, KVH: 1, D: 8, bs: 3, seqs: []seqSpec{{1, 20}, {1, 7}}, cacheDType: tensor.F16, seed: 53},
+	} {
+		tc := buildCase(t, s)
+		out, err := NewFused(Options{}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutput(t, tc, out, 1e-5)
 	}
 }

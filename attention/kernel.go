@@ -2,9 +2,11 @@ package attention
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // This file is the fused attention kernel: FlashAttention's online softmax
@@ -28,9 +30,25 @@ import (
 // row at position p sees keys 0 … p; keys past the tile's last position
 // are never visited.
 //
+// Two ways to do a key tile's arithmetic, picked per item by its row
+// count:
+//
+//   - prefill tiles (≥ mmMinRows rows) stage the tile's K rows, and its V
+//     rows transposed, in the worker's scratch — what FlashAttention does
+//     when it loads a K/V tile into SRAM — and run the two products
+//     S = Q·Kᵀ and O += P·V through kernels.MatMul's register-blocked SIMD
+//     kernel. Staging costs KeyTile·D loads per tile, shared by all the
+//     tile's rows; nothing larger than one tile is ever copied.
+//   - decode items (a single token: g rows) read K and V straight from the
+//     cache blocks, since staging a tile that only one row uses would
+//     double its memory traffic: with kernels' SIMD Dot and Axpy per K/V
+//     row when the CPU has them, else with the scalar 2×4 / 1×4
+//     register-blocked loops below.
+//
 // Each work item is computed start to finish by one worker, in a fixed
 // order, so the output does not depend on the number of workers or on
-// which worker ran which item.
+// which worker ran which item (kernels.MatMul's sums are bit-identical
+// for any T, and each item's T is fixed by the plan).
 
 // flashArgs are the kernel's arguments, with vLLM's names for the strides.
 type flashArgs struct {
@@ -62,7 +80,16 @@ type flashArgs struct {
 
 	out       []float32 // [T, H·D] row-major
 	outStride int       // H·D
+
+	// simd selects tensor/kernels' SIMD Dot and Axpy for the direct
+	// (decode) loops; without SIMD the scalar register-blocked loops of
+	// this file are faster than kernels' generic fallbacks.
+	simd bool
 }
+
+// mmMinRows is the row count from which a tile's products go through
+// kernels.MatMul on staged tiles rather than the direct loops.
+const mmMinRows = 4
 
 // workItem is one (sequence, KV head, token range) of the kernel.
 type workItem struct {
@@ -80,8 +107,12 @@ type scratch struct {
 	pos  []int     // [R] position of each row
 	krow []int     // [KeyTile] offset of each key row in kBuf
 	vrow []int     // [KeyTile] offset of each value row in vBuf
-	kt   []float32 // [KeyTile, D] converted K rows (16-bit caches only)
-	vt   []float32 // [KeyTile, D] converted V rows (16-bit caches only)
+	kt   []float32 // [KeyTile, D] staged K rows (MatMul tiles, 16-bit caches)
+	vt   []float32 // [KeyTile, D] staged V rows (16-bit caches)
+	vT   []float32 // [D, KeyTile] staged V rows transposed (MatMul tiles)
+	pv   []float32 // [R, D] P·V of one tile (MatMul tiles)
+	kMat kernels.Matrix
+	vMat kernels.Matrix
 }
 
 // flashKernel holds the reusable state of the kernel: work list and
@@ -116,13 +147,14 @@ func (k *flashKernel) plan(a *flashArgs) (tokensPerTile int) {
 }
 
 // run computes attention for every sequence of a into a.out.
-func (k *flashKernel) run(a *flashArgs) {
+func (k *flashKernel) run(a *flashArgs) error {
+	a.simd = kernels.SIMDEnabled()
 	tpt := k.plan(a)
 	g := a.numHeads / a.numKVHeads
 	rows, kt, D := tpt*g, k.opts.keyTile(), a.headDim
 	n := len(k.items)
 	if n == 0 {
-		return
+		return nil
 	}
 	workers := min(k.opts.threads(), n)
 	if rows != k.rows || D != k.dim || len(k.scratch) < workers || len(k.scratch[0].krow) != kt {
@@ -134,9 +166,13 @@ func (k *flashKernel) run(a *flashArgs) {
 			q: make([]float32, rows*D), s: make([]float32, rows*kt), acc: make([]float32, rows*D),
 			m: make([]float32, rows), l: make([]float32, rows), pos: make([]int, rows),
 			krow: make([]int, kt), vrow: make([]int, kt),
+			kt: make([]float32, kt*D), vt: make([]float32, kt*D),
+			vT: make([]float32, D*kt), pv: make([]float32, rows*D),
 		})
 	}
 	var next atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
 	work := func(w int) {
 		sc := k.scratch[w]
 		for {
@@ -144,23 +180,28 @@ func (k *flashKernel) run(a *flashArgs) {
 			if i >= n {
 				return
 			}
-			runItem(a, k.items[i], sc, kt)
+			if err := runItem(a, k.items[i], sc, kt); err != nil {
+				errOnce.Do(func() { firstErr = err })
+				next.Store(int64(n)) // stop handing out items
+				return
+			}
 		}
 	}
 	if workers == 1 {
 		work(0)
-		return
+		return firstErr
 	}
 	k.opts.runner().ParallelFor(workers, 1, func(start, end int) {
 		for w := start; w < end; w++ {
 			work(w)
 		}
 	})
+	return firstErr
 }
 
 // runItem computes one work item: the rows of tokens [t0, t1) of sequence
 // it.seq for the g query heads of KV head it.kvHead.
-func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
+func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 	D := a.headDim
 	g := a.numHeads / a.numKVHeads
 	seq, kvh := int(it.seq), int(it.kvHead)
@@ -193,12 +234,8 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
 
 	table := a.blockTables[seq]
 	bs := a.blockSize
-	kBuf, vBuf := a.kF32, a.vF32
-	half := kBuf == nil
-	if half && sc.kt == nil {
-		sc.kt = make([]float32, kt*D)
-		sc.vt = make([]float32, kt*D)
-	}
+	half := a.kF32 == nil
+	useMM := rows >= mmMinRows
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
 		// Walk the block table: key position p lives in block
@@ -210,27 +247,42 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
 			sc.vrow[j] = a.vOffset + o
 		}
 		krow, vrow := sc.krow[:nk], sc.vrow[:nk]
-		if half {
-			// 16-bit cache: widen the tile's rows to float32 once, then
-			// run the same F32 inner loops on them.
-			for j := 0; j < nk; j++ {
-				kd, vd := sc.kt[j*D:j*D+D], sc.vt[j*D:j*D+D]
-				for d := range kd {
-					kd[d] = a.kCache.Load(krow[j] + d)
-					vd[d] = a.vCache.Load(vrow[j] + d)
-				}
+		kBuf, vBuf := a.kF32, a.vF32
+		if useMM || half {
+			// Stage the K rows in scratch (widening a 16-bit cache).
+			stageRows(sc.kt, a.kCache, a.kF32, krow, D)
+		}
+		if half && !useMM {
+			stageRows(sc.vt, a.vCache, a.vF32, vrow, D)
+			for j := range krow {
 				krow[j], vrow[j] = j*D, j*D
 			}
 			kBuf, vBuf = sc.kt, sc.vt
 		}
 
-		scoreTile(sc.s, kt, sc.q, rows, D, kBuf, krow)
+		// s[r, j] = q[r]·k[j] with row stride nk.
+		s := sc.s[:rows*nk]
+		if useMM {
+			sc.kMat = kernels.Matrix{Format: kernels.F32, Rows: nk, Cols: D, F32: sc.kt[:nk*D]}
+			if err := kernels.MatMul(nil, s, sc.q[:rows*D], &sc.kMat, rows); err != nil {
+				return err
+			}
+		} else if a.simd {
+			for j, o := range krow {
+				k := kBuf[o : o+D]
+				for r := 0; r < rows; r++ {
+					s[r*nk+j] = kernels.Dot(sc.q[r*D:r*D+D], k)
+				}
+			}
+		} else {
+			scoreTile(s, nk, sc.q, rows, D, kBuf, krow)
+		}
 
 		// Online softmax over this key tile, row by row. Only tiles that
 		// reach past the tile's first position need a causal mask.
 		masked := k0+nk-1 > minPos
 		for r := 0; r < rows; r++ {
-			srow := sc.s[r*kt : r*kt+nk]
+			srow := s[r*nk : r*nk+nk]
 			lim := nk
 			if masked {
 				lim = min(max(sc.pos[r]-k0+1, 0), nk)
@@ -258,17 +310,34 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
 				}
 				sc.m[r] = mx
 			}
-			var sum float32
-			for j, x := range srow[:lim] {
-				p := expf(x - mx)
-				srow[j] = p
-				sum += p
-			}
+			sc.l[r] += expSub(srow[:lim], mx)
 			clear(srow[lim:])
-			sc.l[r] += sum
 		}
 
-		pvTile(sc.acc, rows, D, sc.s, kt, vBuf, vrow)
+		// acc[r] += Σ_j p[r, j]·v[j]
+		if useMM {
+			stageTransposed(sc.vT[:D*nk], a.vCache, a.vF32, vrow, D)
+			sc.vMat = kernels.Matrix{Format: kernels.F32, Rows: D, Cols: nk, F32: sc.vT[:D*nk]}
+			pv := sc.pv[:rows*D]
+			if err := kernels.MatMul(nil, pv, s, &sc.vMat, rows); err != nil {
+				return err
+			}
+			acc := sc.acc[:rows*D]
+			for i, x := range pv {
+				acc[i] += x
+			}
+		} else if a.simd {
+			for j, o := range vrow {
+				v := vBuf[o : o+D]
+				for r := 0; r < rows; r++ {
+					if p := s[r*nk+j]; p != 0 {
+						kernels.Axpy(p, v, sc.acc[r*D:r*D+D])
+					}
+				}
+			}
+		} else {
+			pvTile(sc.acc, rows, D, s, nk, vBuf, vrow)
+		}
 	}
 
 	// out[t, h·D : (h+1)·D] = acc / l, straight into the [T, H·D] buffer.
@@ -280,6 +349,40 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) {
 		inv := 1 / sc.l[r]
 		for d := range dst {
 			dst[d] = acc[d] * inv
+		}
+	}
+	return nil
+}
+
+// stageRows copies the D-element rows at rows[j] of a cache (its F32
+// buffer f32, or the 16-bit storage st when f32 is nil) into dst[j·D:].
+func stageRows(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D int) {
+	for j, o := range rows {
+		d := dst[j*D : j*D+D]
+		if f32 != nil {
+			copy(d, f32[o:o+D])
+			continue
+		}
+		for x := range d {
+			d[x] = st.Load(o + x)
+		}
+	}
+}
+
+// stageTransposed writes the D-element rows at rows[j] of a cache as the
+// columns of dst [D, len(rows)]: dst[x·n + j] = row_j[x].
+func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D int) {
+	n := len(rows)
+	for j, o := range rows {
+		if f32 != nil {
+			src := f32[o : o+D]
+			for x, v := range src {
+				dst[x*n+j] = v
+			}
+			continue
+		}
+		for x := 0; x < D; x++ {
+			dst[x*n+j] = st.Load(o + x)
 		}
 	}
 }
@@ -302,6 +405,7 @@ func scoreTile(s []float32, sStride int, q []float32, rows, D int, kb []float32,
 			k1 := kb[krow[j+1] : krow[j+1]+D]
 			k2 := kb[krow[j+2] : krow[j+2]+D]
 			k3 := kb[krow[j+3] : krow[j+3]+D]
+			q1, k0, k1, k2, k3 := q1[:len(q0)], k0[:len(q0)], k1[:len(q0)], k2[:len(q0)], k3[:len(q0)]
 			var a00, a01, a02, a03, a10, a11, a12, a13 float32
 			for d, x := range q0 {
 				y := q1[d]
@@ -333,6 +437,7 @@ func scoreTile(s []float32, sStride int, q []float32, rows, D int, kb []float32,
 			k1 := kb[krow[j+1] : krow[j+1]+D]
 			k2 := kb[krow[j+2] : krow[j+2]+D]
 			k3 := kb[krow[j+3] : krow[j+3]+D]
+			k0, k1, k2, k3 = k0[:len(q0)], k1[:len(q0)], k2[:len(q0)], k3[:len(q0)]
 			var a0, a1, a2, a3 float32
 			for d, x := range q0 {
 				a0 += x * k0[d]
@@ -389,6 +494,7 @@ func pvTile(acc []float32, rows, D int, p []float32, pStride int, vb []float32, 
 			v2 := vb[vrow[j+2] : vrow[j+2]+D]
 			v3 := vb[vrow[j+3] : vrow[j+3]+D]
 			a1 := a1[:len(a0)]
+			v0, v1, v2, v3 = v0[:len(a0)], v1[:len(a0)], v2[:len(a0)], v3[:len(a0)]
 			for d := range a0 {
 				x0, x1, x2, x3 := v0[d], v1[d], v2[d], v3[d]
 				a0[d] += w00*x0 + w01*x1 + w02*x2 + w03*x3
@@ -402,6 +508,7 @@ func pvTile(acc []float32, rows, D int, p []float32, pStride int, vb []float32, 
 			}
 			v0 := vb[vrow[j] : vrow[j]+D]
 			a1 := a1[:len(a0)]
+			v0 = v0[:len(a0)]
 			for d := range a0 {
 				a0[d] += w0 * v0[d]
 				a1[d] += w1 * v0[d]
@@ -421,6 +528,7 @@ func pvTile(acc []float32, rows, D int, p []float32, pStride int, vb []float32, 
 			v1 := vb[vrow[j+1] : vrow[j+1]+D]
 			v2 := vb[vrow[j+2] : vrow[j+2]+D]
 			v3 := vb[vrow[j+3] : vrow[j+3]+D]
+			v0, v1, v2, v3 = v0[:len(a0)], v1[:len(a0)], v2[:len(a0)], v3[:len(a0)]
 			for d := range a0 {
 				a0[d] += w0*v0[d] + w1*v1[d] + w2*v2[d] + w3*v3[d]
 			}
@@ -428,6 +536,7 @@ func pvTile(acc []float32, rows, D int, p []float32, pStride int, vb []float32, 
 		for ; j < nk; j++ {
 			if w := p0[j]; w != 0 {
 				v0 := vb[vrow[j] : vrow[j]+D]
+				v0 = v0[:len(a0)]
 				for d := range a0 {
 					a0[d] += w * v0[d]
 				}
