@@ -3,6 +3,7 @@ package tensor
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,17 @@ func TestShapeErrorsAreTyped(t *testing.T) {
 	var se *ShapeError
 	if !errors.As(fmt.Errorf("wrapped: %w", err), &se) || se.Op != "view" {
 		t.Fatalf("errors.As(*ShapeError) failed for %v", err)
+	}
+}
+
+func TestSliceHugeStepNoOverflow(t *testing.T) {
+	x := Must(Arange(nil, F32, 10))
+	s, err := x.Slice(0, 2, 10, math.MaxInt)
+	if err == nil && (len(s.Shape()) != 1 || s.Shape()[0] != 1) {
+		t.Fatalf("slice with a huge step: shape %v, want [1] (or an error)", s.Shape())
+	}
+	y := Must(Must(Arange(nil, F32, 12)).View(3, 4))
+	if _, err := y.Slice(1, 0, 4, math.MaxInt/2); err == nil || !strings.Contains(err.Error(), "overflows") {
+		t.Fatalf("stride·step overflow must be an error, got %v", err)
 	}
 }

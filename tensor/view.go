@@ -225,7 +225,7 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 	start, end = clamp(start), clamp(end)
 	n := 0
 	if end > start {
-		n = (end - start + step - 1) / step
+		n = (end-start-1)/step + 1 // ⌈(end−start)/step⌉ without overflow
 	}
 	shape, strides := t.Shape(), t.Strides()
 	offset := t.offset
@@ -233,6 +233,9 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 		offset += start * t.strides[d]
 	}
 	shape[d] = n
+	if st := strides[d]; st != 0 && step > maxNumel/st {
+		return nil, errorf("slice", "slice step %d times stride %d overflows for a tensor of shape %s", step, st, FormatInts(t.shape))
+	}
 	strides[d] *= step
 	return t.with(shape, strides, offset), nil
 }
