@@ -26,7 +26,6 @@ func init() {
 }
 
 func newCompareCmd(a *app) *cobra.Command {
-	var prompts []string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Run the same generation through the naive and the fused attention path",
@@ -48,11 +47,11 @@ against the context length for both paths.`,
   infer compare --contexts 128,512,1536 --plot compare.png`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(a, cmd, prompts)
+			return runCompare(a, cmd)
 		},
 	}
 	modelFlags(a, cmd)
-	cmd.Flags().StringArrayVar(&prompts, "prompt", nil, "prompt text (repeat for several sequences)")
+	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
 	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
 	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
 	a.flag(cmd, "temperature", "temperature", "sampling temperature")
@@ -137,7 +136,7 @@ func compareRows(p comparePoint) []compareRow {
 	}
 }
 
-func runCompare(a *app, cmd *cobra.Command, flagPrompts []string) error {
+func runCompare(a *app, cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
 	lm, err := loadModel(a)
 	if err != nil {
@@ -167,7 +166,7 @@ func runCompare(a *app, cmd *cobra.Command, flagPrompts []string) error {
 			points = append(points, newPoint(L, cmp))
 		}
 	} else {
-		mk, err := generationRequests(a, lm, flagPrompts, cmd.ErrOrStderr())
+		mk, err := generationRequests(a, lm, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
@@ -202,18 +201,11 @@ func runCompare(a *app, cmd *cobra.Command, flagPrompts []string) error {
 // generationRequests builds the requests of a plain comparison from the
 // prompt/steps/sampler keys; it returns a constructor so each path starts
 // from fresh samplers.
-func generationRequests(a *app, lm *loadedModel, flagPrompts []string, stderr io.Writer) (func() []model.Request, error) {
+func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []model.Request, error) {
 	c := lm.m.Config
-	texts := flagPrompts
-	if len(texts) == 0 {
-		if path := a.getPath("prompts"); path != "" {
-			var err error
-			if texts, err = readPromptsFile(path); err != nil {
-				return nil, err
-			}
-		} else {
-			texts = []string{a.getString("prompt")}
-		}
+	texts, err := promptTexts(a)
+	if err != nil {
+		return nil, err
 	}
 	var prompts [][]int
 	for i, t := range texts {

@@ -28,10 +28,11 @@ const (
 	kindFloat                // a number
 	kindBool                 // true/false
 	kindDuration             // a Go duration string: "500ms", "2s"
+	kindStrings              // one string or a list of strings (a YAML list, or a repeated flag)
 )
 
 func (k kind) String() string {
-	return [...]string{"a string", "a path", "an integer", "a number", "a boolean", "a duration"}[k]
+	return [...]string{"a string", "a path", "an integer", "a number", "a boolean", "a duration", "a string or a list of strings"}[k]
 }
 
 // configKey describes one setting. Name is dotted and lower-case: a flat
@@ -69,6 +70,8 @@ func (k configKey) defaultValue() any {
 		return false
 	case kindDuration:
 		return time.Duration(0)
+	case kindStrings:
+		return []string{}
 	}
 	return ""
 }
@@ -80,7 +83,7 @@ func (k configKey) validate() error {
 		strings.HasPrefix(k.Name, ".") || strings.HasSuffix(k.Name, ".") || strings.Contains(k.Name, "..") {
 		return fmt.Errorf("config key %q: names are lower-case words separated by dots", k.Name)
 	}
-	if k.Kind < kindString || k.Kind > kindDuration {
+	if k.Kind < kindString || k.Kind > kindStrings {
 		return fmt.Errorf("config key %q: unknown kind %d", k.Name, k.Kind)
 	}
 	// The default must have the kind's Go type exactly: it also becomes
@@ -96,6 +99,8 @@ func (k configKey) validate() error {
 		_, ok = def.(bool)
 	case kindDuration:
 		_, ok = def.(time.Duration)
+	case kindStrings:
+		_, ok = def.([]string)
 	default:
 		_, ok = def.(string)
 	}
@@ -135,8 +140,37 @@ func (k configKey) check(v any) error {
 	case kindDuration:
 		_, err := toDuration(v)
 		return err
+	case kindStrings:
+		_, err := toStrings(v)
+		return err
 	}
 	return fmt.Errorf("unknown kind %d", k.Kind)
+}
+
+// toStrings accepts a single string (from the environment or a scalar
+// YAML value) as a one-element list, a []string (a repeated flag), or a
+// YAML list whose items are all strings.
+func toStrings(v any) ([]string, error) {
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return nil, nil
+		}
+		return []string{v}, nil
+	case []string:
+		return v, nil
+	case []any:
+		out := make([]string, len(v))
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("want %v, got %s as item %d", kindStrings, describe(x), i)
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want %v, got %s", kindStrings, describe(v))
 }
 
 func contains(list []string, s string) bool {

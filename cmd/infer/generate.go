@@ -13,7 +13,7 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "prompt", Kind: kindString, Default: "", Help: "prompt text"},
+		configKey{Name: "prompt", Kind: kindStrings, Default: []string{}, Help: "prompt text; a list (or a repeated --prompt) runs several sequences"},
 		configKey{Name: "prompts", Kind: kindPath, Default: "", Help: "file with one prompt per line"},
 		configKey{Name: "steps", Kind: kindInt, Default: 256, Help: "positions to run, prompt included (run.c's -n); 0 = seq_len"},
 		configKey{Name: "temperature", Kind: kindFloat, Default: 1.0, Help: "sampling temperature; 0 = greedy"},
@@ -25,7 +25,6 @@ func init() {
 }
 
 func newGenerateCmd(a *app) *cobra.Command {
-	var prompts []string
 	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Generate text with a llama2.c checkpoint or the embedded synthetic model",
@@ -47,11 +46,11 @@ tokens, then generated ones); json prints one JSON object per sequence.`,
   infer generate --config configs/tiny.yaml --prompt a --prompt b --output json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGenerate(a, cmd, prompts)
+			return runGenerate(a, cmd)
 		},
 	}
 	modelFlags(a, cmd)
-	cmd.Flags().StringArrayVar(&prompts, "prompt", nil, "prompt text (repeat for several sequences); env INFER_PROMPT")
+	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
 	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
 	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
 	a.flag(cmd, "temperature", "temperature", "sampling temperature")
@@ -72,22 +71,16 @@ type seqOutput struct {
 	Error        string `json:"error,omitempty"`
 }
 
-func runGenerate(a *app, cmd *cobra.Command, flagPrompts []string) error {
+func runGenerate(a *app, cmd *cobra.Command) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	lm, err := loadModel(a)
 	if err != nil {
 		return err
 	}
 	c := lm.m.Config
-	texts := flagPrompts
-	if len(texts) == 0 {
-		if path := a.getPath("prompts"); path != "" {
-			if texts, err = readPromptsFile(path); err != nil {
-				return err
-			}
-		} else {
-			texts = []string{a.getString("prompt")}
-		}
+	texts, err := promptTexts(a)
+	if err != nil {
+		return err
 	}
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
 	temp, topp := a.getFloat("temperature"), a.getFloat("topp")

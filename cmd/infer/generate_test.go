@@ -144,3 +144,21 @@ func TestGenerateClampsSteps(t *testing.T) {
 		t.Fatalf("%d ids", n)
 	}
 }
+
+// TestGeneratePromptListInConfig: the prompt key takes a YAML list, and a
+// list of non-strings is an error naming the key.
+func TestGeneratePromptListInConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("prompt:\n  - abc\n  - hello\nsteps: 10\ntemperature: 0\n"), 0o644)
+	code, out, errs := cli(t, "generate", "--config", good, "--output", "json")
+	if code != 0 || len(strings.Split(strings.TrimSpace(out), "\n")) != 2 {
+		t.Fatalf("exit %d (%s): want two sequences, got %q", code, errs, out)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("prompt:\n  - abc\n  - 3\n"), 0o644)
+	code, _, errs = cli(t, "generate", "--config", bad)
+	if code != 1 || !strings.Contains(errs, `"prompt"`) {
+		t.Fatalf("exit %d: %q", code, errs)
+	}
+}

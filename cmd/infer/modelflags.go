@@ -180,6 +180,19 @@ func clampSteps(steps, seqLen int, stderr io.Writer) int {
 	return steps
 }
 
+// promptTexts returns the prompts to run: the prompt key (repeated
+// --prompt flags, INFER_PROMPT, or a string or list in the config file),
+// else the lines of the prompts file, else one empty prompt.
+func promptTexts(a *app) ([]string, error) {
+	if texts := a.getStrings("prompt"); len(texts) > 0 {
+		return texts, nil
+	}
+	if path := a.getPath("prompts"); path != "" {
+		return readPromptsFile(path)
+	}
+	return []string{""}, nil
+}
+
 // readPromptsFile returns the non-empty lines of a prompts file.
 func readPromptsFile(path string) ([]string, error) {
 	raw, err := os.ReadFile(path)

@@ -118,6 +118,8 @@ func (a *app) flag(cmd *cobra.Command, name, key, usage string) {
 		fs.Bool(name, def.(bool), usage)
 	case kindDuration:
 		fs.Duration(name, def.(time.Duration), usage)
+	case kindStrings:
+		fs.StringArray(name, def.([]string), usage)
 	default:
 		fs.String(name, def.(string), usage)
 	}
@@ -212,6 +214,9 @@ func (a *app) getFloat(key string) float64 { f, _ := toFloat(a.v.Get(key)); retu
 
 // getBool returns a boolean key's value (validated by load).
 func (a *app) getBool(key string) bool { b, _ := toBool(a.v.Get(key)); return b }
+
+// getStrings returns a string-list key's value (validated by load).
+func (a *app) getStrings(key string) []string { l, _ := toStrings(a.v.Get(key)); return l }
 
 // getDuration returns a duration key's value (validated by load).
 func (a *app) getDuration(key string) time.Duration { d, _ := toDuration(a.v.Get(key)); return d }
