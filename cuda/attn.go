@@ -1,6 +1,10 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/tensor"
+)
 
 // MaxHeadDim is the largest head_dim the attention kernels take: the fused
 // prefill kernel keeps a warp's output rows in registers, D/32 floats per
@@ -28,6 +32,7 @@ type AttentionOperands struct {
 type attnDims struct {
 	T, H, KVH, D, bs, nb, group  int64
 	es                           int64
+	dt                           tensor.DType
 	qStride, qHeadStride         int64
 	outStride                    int64
 	kvBlockStride, kvTokenStride int64
@@ -81,7 +86,7 @@ func (a *AttentionOperands) dims(name string) (attnDims, error) {
 	if err := a.Seqs.Validate(int(d.T), int(d.nb), int(d.bs)); err != nil {
 		return d, fmt.Errorf("%s: %w", name, err)
 	}
-	d.es = int64(dt.Size())
+	d.es, d.dt = int64(dt.Size()), dt
 	d.qStride, d.qHeadStride = int64(qst[0]), int64(qst[1])
 	d.outStride = d.H * d.D
 	d.kvBlockStride, d.kvTokenStride, d.kvHeadStride = d.bs*d.KVH*d.D, d.KVH*d.D, d.D

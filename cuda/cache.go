@@ -1,6 +1,10 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/tensor"
+)
 
 // Names of the KV-cache kernels in cuda/kernels/cache.cu.
 const (
@@ -34,6 +38,7 @@ type slabSide struct {
 // store V. units = KVH·D/vec; blockDim = min(units rounded up to 32, 256).
 type slabPlan struct {
 	kernel  string
+	dt      tensor.DType
 	blocks  int64
 	kvh, d  int64
 	es      int64
@@ -224,7 +229,7 @@ func planReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slot
 		}
 	}
 	es := key.es()
-	p := &slabPlan{kernel: name, blocks: int64(ks[0]), kvh: int64(ks[1]), d: int64(ks[2]), es: es, index: slotsAddr}
+	p := &slabPlan{kernel: name, dt: dt, blocks: int64(ks[0]), kvh: int64(ks[1]), d: int64(ks[2]), es: es, index: slotsAddr}
 	row := p.kvh * p.d
 	p.skip = make([]bool, p.blocks)
 	for k, src := range []Operand{key, value} {
@@ -301,7 +306,7 @@ func planGatherKV(kOut, vOut, kCache, vCache Operand, rowSlots []int32, slotsAdd
 		}
 	}
 	es := kCache.es()
-	p := &slabPlan{kernel: name, blocks: int64(len(rowSlots)), kvh: int64(cs[2]), d: int64(cs[3]), es: es, index: slotsAddr}
+	p := &slabPlan{kernel: name, dt: kCache.dtype(), blocks: int64(len(rowSlots)), kvh: int64(cs[2]), d: int64(cs[3]), es: es, index: slotsAddr}
 	row := p.kvh * p.d
 	p.skip = make([]bool, p.blocks)
 	for k := 0; k < 2; k++ {

@@ -73,28 +73,68 @@ func rowHist(o Operand, n0, s0, n1, s1 int64) residues {
 // q [Tq, H, D] · k [L, H, D]ᵀ, q and k read through their strides (q a
 // view of the QKV output, k fresh, gathered or repeated).
 func ModelNaiveScores(scores, q, k Operand, mode Mode) (Launch, error) {
+	p, err := planNaiveScores(scores, q, k)
+	if err != nil {
+		return Launch{}, err
+	}
+	return p.model(mode)
+}
+
+// naivePlan holds the checked sizes and operands of a naive kernel: a, b
+// the inputs and o the output (scores: q, k → scores; softmax: scores in
+// place; av: probs, v → out).
+type naivePlan struct {
+	kernel      string
+	H, Tq, L, D int64
+	a, b, o     Operand
+	grid        [3]int64
+	block       [3]int
+}
+
+func (p *naivePlan) launch() Launch {
+	return Launch{Kernel: p.kernel, Grid: p.grid, Block: p.block}
+}
+
+func planNaiveScores(scores, q, k Operand) (*naivePlan, error) {
 	name := KernelNaiveScores
 	if err := checkRows(name, "q", q, -1, -1, -1); err != nil {
-		return Launch{}, err
+		return nil, err
 	}
 	qs := q.shape()
 	Tq, H, D := int64(qs[0]), int64(qs[1]), int64(qs[2])
 	if err := checkRows(name, "k", k, -1, int(H), int(D)); err != nil {
-		return Launch{}, err
+		return nil, err
 	}
 	L := int64(k.shape()[0])
 	if err := checkContig(name, "scores", scores, int(H), int(Tq), int(L)); err != nil {
-		return Launch{}, err
+		return nil, err
 	}
 	if q.dtype() != k.dtype() || q.dtype() != scores.dtype() {
-		return Launch{}, fmt.Errorf("%s: q %v, k %v, scores %v: one dtype", name, q.dtype(), k.dtype(), scores.dtype())
+		return nil, fmt.Errorf("%s: q %v, k %v, scores %v: one dtype", name, q.dtype(), k.dtype(), scores.dtype())
 	}
 	if L < Tq {
-		return Launch{}, fmt.Errorf("%s: %d keys for %d queries: causal attention needs L ≥ Tq", name, L, Tq)
+		return nil, fmt.Errorf("%s: %d keys for %d queries: causal attention needs L ≥ Tq", name, L, Tq)
 	}
+	return &naivePlan{kernel: name, H: H, Tq: Tq, L: L, D: D, a: q, b: k, o: scores,
+		grid: [3]int64{ceilDiv(L, naiveTile), ceilDiv(Tq, naiveTile), H}, block: [3]int{naiveTile, naiveThreadY, 1}}, nil
+}
+
+func (p *naivePlan) model(mode Mode) (Launch, error) {
+	switch p.kernel {
+	case KernelNaiveSoftmax:
+		return p.modelSoftmax(mode)
+	case KernelNaiveAV:
+		return p.modelAV(mode)
+	}
+	return p.modelScores(mode)
+}
+
+func (p *naivePlan) modelScores(mode Mode) (Launch, error) {
+	name, q, k, scores := p.kernel, p.a, p.b, p.o
+	Tq, H, D, L := p.Tq, p.H, p.D, p.L
 	es := q.es()
 	nIT, nJT := ceilDiv(Tq, naiveTile), ceilDiv(L, naiveTile)
-	l := Launch{Kernel: name, Grid: [3]int64{nJT, nIT, H}, Block: [3]int{naiveTile, naiveThreadY, 1}}
+	l := p.launch()
 	qst, kst := q.strides(), k.strides()
 	qRow := func(i, h int64) uint64 { return q.elemAddr(q.offset() + i*int64(qst[0]) + h*int64(qst[1])) }
 	kRow := func(j, h int64) uint64 { return k.elemAddr(k.offset() + j*int64(kst[0]) + h*int64(kst[1])) }
@@ -145,14 +185,28 @@ func ModelNaiveScores(scores, q, k Operand, mode Mode) (Launch, error) {
 // ModelNaiveSoftmax models naive_softmax over the rows of a contiguous
 // [H, Tq, L] scores tensor, in place.
 func ModelNaiveSoftmax(scores Operand, mode Mode) (Launch, error) {
+	p, err := planNaiveSoftmax(scores)
+	if err != nil {
+		return Launch{}, err
+	}
+	return p.model(mode)
+}
+
+func planNaiveSoftmax(scores Operand) (*naivePlan, error) {
 	name := KernelNaiveSoftmax
 	if scores.Layout == nil || scores.Layout.Dim() != 3 || !scores.Layout.IsContiguous() {
-		return Launch{}, fmt.Errorf("%s: scores must be contiguous [H, Tq, L]", name)
+		return nil, fmt.Errorf("%s: scores must be contiguous [H, Tq, L]", name)
 	}
 	sh := scores.shape()
-	rows, L := int64(sh[0]*sh[1]), int64(sh[2])
+	return &naivePlan{kernel: name, H: int64(sh[0]), Tq: int64(sh[1]), L: int64(sh[2]), a: scores, o: scores,
+		grid: [3]int64{int64(sh[0] * sh[1]), 1, 1}, block: [3]int{softmaxThreads, 1, 1}}, nil
+}
+
+func (p *naivePlan) modelSoftmax(mode Mode) (Launch, error) {
+	name, scores := p.kernel, p.o
+	rows, L := p.H*p.Tq, p.L
 	es := scores.es()
-	l := Launch{Kernel: name, Grid: [3]int64{rows, 1, 1}, Block: [3]int{softmaxThreads, 1, 1}}
+	l := p.launch()
 	if rows == 0 || L == 0 {
 		return l, nil
 	}
@@ -195,25 +249,40 @@ func ModelNaiveSoftmax(scores Operand, mode Mode) (Launch, error) {
 // ModelNaiveAV models naive_av: out [H, Tq, D] (contiguous) =
 // probs [H, Tq, L] · v [L, H, D], v read through its strides.
 func ModelNaiveAV(out, probs, v Operand, mode Mode) (Launch, error) {
+	p, err := planNaiveAV(out, probs, v)
+	if err != nil {
+		return Launch{}, err
+	}
+	return p.model(mode)
+}
+
+func planNaiveAV(out, probs, v Operand) (*naivePlan, error) {
 	name := KernelNaiveAV
 	if probs.Layout == nil || probs.Layout.Dim() != 3 || !probs.Layout.IsContiguous() {
-		return Launch{}, fmt.Errorf("%s: probs must be contiguous [H, Tq, L]", name)
+		return nil, fmt.Errorf("%s: probs must be contiguous [H, Tq, L]", name)
 	}
 	ps := probs.shape()
 	H, Tq, L := int64(ps[0]), int64(ps[1]), int64(ps[2])
 	if err := checkRows(name, "v", v, int(L), int(H), -1); err != nil {
-		return Launch{}, err
+		return nil, err
 	}
 	D := int64(v.shape()[2])
 	if err := checkContig(name, "out", out, int(H), int(Tq), int(D)); err != nil {
-		return Launch{}, err
+		return nil, err
 	}
 	if v.dtype() != probs.dtype() || out.dtype() != probs.dtype() {
-		return Launch{}, fmt.Errorf("%s: probs %v, v %v, out %v: one dtype", name, probs.dtype(), v.dtype(), out.dtype())
+		return nil, fmt.Errorf("%s: probs %v, v %v, out %v: one dtype", name, probs.dtype(), v.dtype(), out.dtype())
 	}
+	return &naivePlan{kernel: name, H: H, Tq: Tq, L: L, D: D, a: probs, b: v, o: out,
+		grid: [3]int64{ceilDiv(D, naiveTile), ceilDiv(Tq, naiveTile), H}, block: [3]int{naiveTile, naiveThreadY, 1}}, nil
+}
+
+func (p *naivePlan) modelAV(mode Mode) (Launch, error) {
+	name, probs, v, out := p.kernel, p.a, p.b, p.o
+	H, Tq, L, D := p.H, p.Tq, p.L, p.D
 	es := v.es()
 	nIT, nDT := ceilDiv(Tq, naiveTile), ceilDiv(D, naiveTile)
-	l := Launch{Kernel: name, Grid: [3]int64{nDT, nIT, H}, Block: [3]int{naiveTile, naiveThreadY, 1}}
+	l := p.launch()
 	vst := v.strides()
 	pRow := func(h, i int64) uint64 { return probs.elemAddr(probs.offset() + (h*Tq+i)*L) }
 	vRow := func(j, h int64) uint64 { return v.elemAddr(v.offset() + j*int64(vst[0]) + h*int64(vst[1])) }
