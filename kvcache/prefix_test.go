@@ -47,6 +47,7 @@ func TestPrefixSharingUsesFewerBlocks(t *testing.T) {
 			check(t, c)
 		}
 		st := c.Stats()
+		t.Logf("sharing=%v: %v", sharing, st)
 		separate := N * blocksPer                    // 20
 		shared := blocksPer + (N-1)*(blocksPer-P/bs) // 5 + 3·2 = 11
 		if !sharing && (st.UsedBlocks != separate || st.SharedBlocks != 0 || st.PrefixHitTokens != 0) {

@@ -180,9 +180,7 @@ func storeRow(dst *tensor.Storage, do int, src *tensor.Storage, so, stride, n in
 			dh[do+j] = sh[so+j*stride]
 		}
 	case dh != nil && sf != nil && dst.DType() == tensor.F16:
-		for j := 0; j < n; j++ {
-			dh[do+j] = tensor.F16Bits(sf[so+j*stride])
-		}
+		f16Row(dh[do:do+n], sf, so, stride)
 	default:
 		for j := 0; j < n; j++ {
 			dst.Store(do+j, src.Load(so+j*stride))
