@@ -566,3 +566,21 @@ func FuzzCheckpointRead(f *testing.F) {
 		sameModel(t, m, again)
 	})
 }
+
+// BenchmarkReadStories15MShape reads a synthetic checkpoint of the
+// stories15M shape (60.8 MB) from memory: the cost of parsing and
+// converting, without the disk.
+func BenchmarkReadStories15MShape(b *testing.B) {
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			data := legacyBytes(b, mustSynth(b, stories15MShape(), 1))
+			b.SetBytes(int64(len(data)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := Read(bytes.NewReader(data), int64(len(data)), "bench", LoadOptions{WeightDType: dt}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

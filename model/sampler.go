@@ -9,7 +9,8 @@ import (
 // Sampler picks the next token from a vector of logits exactly as llama2.c's
 // run.c does: greedy argmax at temperature 0, otherwise a softmax of
 // logits/temperature sampled with one xorshift64* coin per token, either
-// over the whole vocabulary or over the top-p nucleus.
+// over the whole vocabulary or over the top-p nucleus. A Sampler holds the
+// RNG state, so it is not safe for concurrent use: give each sequence its own.
 type Sampler struct {
 	vocab       int
 	temperature float32

@@ -40,7 +40,8 @@ type TextCodec interface {
 const maxPieceLen = 1 << 16
 
 // Tokenizer is llama2.c's byte-pair tokenizer: a list of pieces with merge
-// scores, read from a tokenizer.bin.
+// scores, read from a tokenizer.bin. It is read-only after loading, so one
+// Tokenizer may serve many goroutines.
 type Tokenizer struct {
 	pieces      []string
 	scores      []float32
