@@ -11,6 +11,12 @@ import (
 // then transposes, stepped slices, narrows and expands, so strides are
 // arbitrary, offsets non-zero and sometimes 0-strided.
 func randomView(r *rand.Rand, dt tensor.DType) *tensor.Tensor {
+	return randomViewOf(r, func(shape ...int) *tensor.Tensor { return tensor.Must(tensor.Meta(dt, shape...)) })
+}
+
+// randomViewOf is randomView over a base tensor made by base (a meta
+// tensor, or real data for the GPU tests).
+func randomViewOf(r *rand.Rand, base func(shape ...int) *tensor.Tensor) *tensor.Tensor {
 	nd := 1 + r.IntN(4)
 	shape := make([]int, nd)
 	for i := range shape {
@@ -19,7 +25,7 @@ func randomView(r *rand.Rand, dt tensor.DType) *tensor.Tensor {
 			shape[i] = 32 * (1 + r.IntN(3))
 		}
 	}
-	t := tensor.Must(tensor.Meta(dt, shape...))
+	t := base(shape...)
 	for k := r.IntN(4); k > 0; k-- {
 		d := t.Dim()
 		switch r.IntN(4) {

@@ -403,8 +403,18 @@ type launchDims struct {
 	smem  int64
 }
 
-func dimsOf(l Launch, smem int64) *launchDims {
-	return &launchDims{grid: l.Grid, block: [3]int32{int32(l.Block[0]), int32(l.Block[1]), int32(l.Block[2])}, smem: smem}
+// maxGrid are CUDA's grid limits: 2^31−1 blocks along x, 65535 along y, z.
+var maxGrid = [3]int64{1<<31 - 1, 65535, 65535}
+
+// dimsOf returns the launch geometry of l, or an error if it exceeds the
+// grid limits (a batch of more than 65535 sequences, say).
+func dimsOf(l Launch, smem int64) (*launchDims, error) {
+	for i, g := range l.Grid {
+		if g > maxGrid[i] {
+			return nil, fmt.Errorf("cuda: %s: grid %v exceeds the limit %v", l.Kernel, l.Grid, maxGrid)
+		}
+	}
+	return &launchDims{grid: l.Grid, block: [3]int32{int32(l.Block[0]), int32(l.Block[1]), int32(l.Block[2])}, smem: smem}, nil
 }
 
 // copyArgs mirrors StrideCopyArgs.
@@ -428,7 +438,11 @@ func (d *Device) runCopy(kind int, p copyPlan, dst, src *DeviceTensor) error {
 		}
 	}
 	a := copyArgs{size: p.size, stride: p.stride, srcOffset: p.srcOffset, dstOffset: p.dstOffset, units: p.units, vec: int32(p.vec)}
-	return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, dimsOf(p.launch(), 0))
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, l)
 }
 
 // StridedCopy writes src (any strides) into the contiguous dst of the same
@@ -503,8 +517,6 @@ type cacheArgs struct {
 	vec                                                        int32
 }
 
-func (p *slabPlan) dims() *launchDims { return dimsOf(p.launch(), 0) }
-
 // ReshapeAndCache writes key and value ([T, KVH, D], any strides) into the
 // paged caches at s's slot mapping.
 func (d *Device) ReshapeAndCache(key, value, kCache, vCache *DeviceTensor, s *DeviceSeqs) error {
@@ -529,7 +541,11 @@ func (d *Device) ReshapeAndCache(key, value, kCache, vCache *DeviceTensor, s *De
 		valueOffset: int64(value.layout.Offset()), valueStride: int64(vs[0]), valueHeadStride: int64(vs[1]), valueElemStride: int64(vs[2]),
 		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset())}
 	ptrs := [4]uintptr{key.buf.ptr, value.buf.ptr, kCache.buf.ptr, vCache.buf.ptr}
-	return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, p.dims())
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, l)
 }
 
 // GatherKV copies cache slots rowSlots into the contiguous kOut, vOut
@@ -551,7 +567,11 @@ func (d *Device) GatherKV(kOut, vOut, kCache, vCache *DeviceTensor, rowSlots *De
 		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset()),
 		kOutOffset: int64(kOut.layout.Offset()), vOutOffset: int64(vOut.layout.Offset())}
 	ptrs := [4]uintptr{kCache.buf.ptr, vCache.buf.ptr, kOut.buf.ptr, vOut.buf.ptr}
-	return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, p.dims())
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, l)
 }
 
 // attnArgs mirrors StrideAttnArgs.
@@ -649,7 +669,11 @@ func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs
 	if partition > 0 {
 		sp = [3]uintptr{scratch[0].ptr, scratch[1].ptr, scratch[2].ptr}
 	}
-	if err := launchPagedDecode(p.d.dt, ptrs, s, sp, args, dimsOf(p.launch(), smem)); err != nil {
+	dl, err := dimsOf(p.launch(), smem)
+	if err != nil {
+		return err
+	}
+	if err := launchPagedDecode(p.d.dt, ptrs, s, sp, args, dl); err != nil {
 		return err
 	}
 	if partition == 0 {
@@ -660,8 +684,11 @@ func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs
 			return err
 		}
 	}
-	ml := Launch{Grid: [3]int64{p.d.H, int64(s.Seqs.NumSeqs()), 1}, Block: [3]int{decodeThreads, 1, 1}}
-	if err := launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, dimsOf(ml, (p.splits+1)*4)); err != nil {
+	ml, err := dimsOf(Launch{Kernel: KernelDecodeMerge, Grid: [3]int64{p.d.H, int64(s.Seqs.NumSeqs()), 1}, Block: [3]int{decodeThreads, 1, 1}}, (p.splits+1)*4)
+	if err != nil {
+		return err
+	}
+	if err := launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, ml); err != nil {
 		return err
 	}
 	// the scratch is freed by the deferred Free: wait for the kernels
@@ -705,7 +732,11 @@ func (d *Device) FusedPrefill(q, kCache, vCache, out *DeviceTensor, s *DeviceSeq
 		}
 	}
 	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
-	return launchFlashPrefill(p.d.dt, ptrs, s, args, dimsOf(p.launch(), smem))
+	l, err := dimsOf(p.launch(), smem)
+	if err != nil {
+		return err
+	}
+	return launchFlashPrefill(p.d.dt, ptrs, s, args, l)
 }
 
 // naiveArgs mirrors StrideNaiveArgs.
@@ -729,7 +760,11 @@ func (d *Device) runNaive(p *naivePlan, ptrs [3]uintptr, a *naiveArgs) error {
 			return err
 		}
 	}
-	return launchNaive(p.kernel, p.o.dtype(), ptrs, a, dimsOf(p.launch(), 0))
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return launchNaive(p.kernel, p.o.dtype(), ptrs, a, l)
 }
 
 // NaiveScores writes scores [H, Tq, L] = q [Tq, H, D] · k [L, H, D]ᵀ / √D,

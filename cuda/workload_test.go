@@ -125,3 +125,28 @@ func TestWorkloadValidate(t *testing.T) {
 		t.Error("phase train accepted")
 	}
 }
+
+// Launch geometry beyond CUDA's grid limits is refused before launching.
+func TestGridLimits(t *testing.T) {
+	if _, err := dimsOf(Launch{Kernel: "k", Grid: [3]int64{1, 70000, 1}}, 0); err == nil {
+		t.Error("grid.y = 70000 accepted")
+	}
+	if _, err := dimsOf(Launch{Kernel: "k", Grid: [3]int64{1 << 31, 1, 1}}, 0); err == nil {
+		t.Error("grid.x = 2^31 accepted")
+	}
+	l, err := dimsOf(Launch{Kernel: "k", Grid: [3]int64{1 << 30, 65535, 2}, Block: [3]int{128, 1, 1}}, 64)
+	if err != nil || l.block[0] != 128 || l.smem != 64 {
+		t.Errorf("valid grid: %v %v", l, err)
+	}
+}
+
+// The prefill kernel's shared memory fits the default 48 KiB up to
+// head_dim 128 and needs the opt-in (≤ 227 KiB on sm_90) beyond.
+func TestPrefillSharedBytes(t *testing.T) {
+	if b := PrefillSharedBytes(128); b > 48*1024 {
+		t.Errorf("D=128 needs %d bytes", b)
+	}
+	if b := PrefillSharedBytes(MaxHeadDim); b <= 48*1024 || b > 227*1024 {
+		t.Errorf("D=256 needs %d bytes", b)
+	}
+}

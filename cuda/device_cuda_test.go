@@ -1,0 +1,442 @@
+//go:build cuda
+
+package cuda
+
+// GPU tests: every kernel against a CPU reference written here (float64
+// attention, index-by-index copies), on MHA, GQA and MQA, varlen batches
+// with and without earlier context, several block sizes and all three
+// dtypes. They run from the binary scripts/cuda-build.sh builds
+// (./cuda.test -test.v) and skip, saying why, on a machine without a GPU.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+var gpu *Device
+
+func TestMain(m *testing.M) {
+	if err := Available(); err != nil {
+		fmt.Fprintf(os.Stderr, "cuda: GPU tests will be skipped: %v\n", err)
+	} else if d, err := Open(0); err != nil {
+		fmt.Fprintf(os.Stderr, "cuda: GPU tests will be skipped: open device 0: %v\n", err)
+	} else {
+		gpu = d
+		fmt.Fprintf(os.Stderr, "cuda: running GPU tests on %s (sm_%d%d, %d SMs, %.1f GiB)\n",
+			d.Info.Name, d.Info.Major, d.Info.Minor, d.Info.SMs, float64(d.Info.TotalMem)/(1<<30))
+	}
+	os.Exit(m.Run())
+}
+
+func needGPU(t testing.TB) *Device {
+	t.Helper()
+	if gpu == nil {
+		t.Skipf("no GPU: %v", Available())
+	}
+	return gpu
+}
+
+var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
+
+// must returns v or panics (failing the test with a stack trace).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func download(t testing.TB, x *DeviceTensor) []float32 {
+	t.Helper()
+	h := must(x.Download(nil))
+	return must(h.Float32s())
+}
+
+// realView is randomViewOf over Randn data, at most 2^18 elements.
+func realView(r *rand.Rand, dt tensor.DType) *tensor.Tensor {
+	for {
+		big := false
+		v := randomViewOf(r, func(shape ...int) *tensor.Tensor {
+			n := 1
+			for _, s := range shape {
+				n *= s
+			}
+			if n > 1<<18 {
+				big = true
+				return tensor.Must(tensor.Meta(dt, shape...))
+			}
+			return tensor.Must(tensor.Randn(nil, dt, r.Uint64(), shape...))
+		})
+		if !big {
+			return v
+		}
+	}
+}
+
+func TestGPUStridedCopy(t *testing.T) {
+	d := needGPU(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	vec := 0
+	for i := 0; i < 200; i++ {
+		dt := dtypes[r.IntN(3)]
+		src := realView(r, dt)
+		ds := must(d.Upload(src))
+		out := must(d.Empty(dt, src.Shape()...))
+		d.Record(true)
+		if err := d.StridedCopy(out, ds); err != nil {
+			t.Fatal(err)
+		}
+		if ls := d.Launches(); len(ls) == 1 && ls[0].Vectorized {
+			vec++
+		}
+		got, want := download(t, out), must(src.Float32s())
+		for j := range want {
+			if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("%v: element %d = %v, want %v", src, j, got[j], want[j])
+			}
+		}
+		ds.Free()
+		out.Free()
+	}
+	if vec == 0 {
+		t.Error("no case exercised the 16-byte path")
+	}
+}
+
+func TestGPURepeatAndTranspose(t *testing.T) {
+	d := needGPU(t)
+	for _, dt := range dtypes {
+		for _, g := range []int{1, 2, 4, 8} {
+			L, KVH, D := 37, 3, 24
+			src := tensor.Must(tensor.Randn(nil, dt, 5, L, KVH, D))
+			ds := must(d.Upload(src))
+			out := must(d.Empty(dt, L, KVH*g, D))
+			if err := d.RepeatInterleave(out, ds, g); err != nil {
+				t.Fatal(err)
+			}
+			got := download(t, out)
+			for l := 0; l < L; l++ {
+				for h := 0; h < KVH*g; h++ {
+					for e := 0; e < D; e++ {
+						w := must(src.At(l, h/g, e))
+						if got[(l*KVH*g+h)*D+e] != w {
+							t.Fatalf("%v g=%d: [%d,%d,%d] = %v, want %v", dt, g, l, h, e, got[(l*KVH*g+h)*D+e], w)
+						}
+					}
+				}
+			}
+			ds.Free()
+			out.Free()
+		}
+		H, T, D := 5, 19, 40
+		src := tensor.Must(tensor.Randn(nil, dt, 6, H, T, D))
+		ds := must(d.Upload(src))
+		out := must(d.Empty(dt, T, H, D))
+		if err := d.TransposeContiguous(out, ds); err != nil {
+			t.Fatal(err)
+		}
+		got := download(t, out)
+		for i := 0; i < T; i++ {
+			for h := 0; h < H; h++ {
+				for e := 0; e < D; e++ {
+					if w := must(src.At(h, i, e)); got[(i*H+h)*D+e] != w {
+						t.Fatalf("%v transpose [%d,%d,%d]", dt, i, h, e)
+					}
+				}
+			}
+		}
+	}
+}
+
+// attnCase is one attention step with real data: a fused QKV buffer whose
+// q, k, v views feed the kernels, and caches whose earlier-context slots
+// hold random values.
+type attnCase struct {
+	dt           tensor.DType
+	H, KVH, D    int
+	bs, nb       int
+	s            *Seqs
+	qkv, q, k, v *tensor.Tensor
+	kc, vc       *tensor.Tensor
+}
+
+func newAttnCase(t testing.TB, r *rand.Rand, dt tensor.DType, H, KVH, D, bs int, qlens []int, extra int) *attnCase {
+	s, nb := randomSeqs(r, qlens, extra, bs)
+	T := len(s.SlotMapping)
+	c := &attnCase{dt: dt, H: H, KVH: KVH, D: D, bs: bs, nb: nb, s: s}
+	c.qkv = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), T, (H+2*KVH)*D))
+	view := func(col, heads int) *tensor.Tensor {
+		return tensor.Must(tensor.Must(c.qkv.Narrow(1, col, heads*D)).View(T, heads, D))
+	}
+	c.q, c.k, c.v = view(0, H), view(H*D, KVH), view((H+KVH)*D, KVH)
+	c.kc = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), nb, bs, KVH, D))
+	c.vc = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), nb, bs, KVH, D))
+	return c
+}
+
+type deviceCase struct {
+	q, k, v, kc, vc *DeviceTensor
+	s               *DeviceSeqs
+}
+
+func (c *attnCase) upload(t testing.TB, d *Device) *deviceCase {
+	qkv := must(d.Upload(c.qkv))
+	sub := func(x *tensor.Tensor) *DeviceTensor {
+		return must(qkv.View(func(*tensor.Tensor) (*tensor.Tensor, error) {
+			return tensor.MetaStrided(x.DType(), x.Shape(), x.Strides(), x.Offset())
+		}))
+	}
+	return &deviceCase{q: sub(c.q), k: sub(c.k), v: sub(c.v), kc: must(d.Upload(c.kc)), vc: must(d.Upload(c.vc)), s: must(d.UploadSeqs(c.s))}
+}
+
+func (dc *deviceCase) free() {
+	dc.q.Free()
+	dc.kc.Free()
+	dc.vc.Free()
+	dc.s.Free()
+}
+
+func at(t testing.TB, x *tensor.Tensor, idx ...int) float64 {
+	return float64(must(x.At(idx...)))
+}
+
+// kvAt returns K or V of position p of sequence i, head g, element e as
+// the cache holds it after this step: the new tokens' rows come from k, v,
+// earlier positions from the initial cache.
+func (c *attnCase) kvAt(t testing.TB, val bool, i, p, g, e int) float64 {
+	ql, C := c.s.QueryLen[i], c.s.ContextLen[i]
+	if p >= C-ql {
+		row := c.s.QueryStart[i] + p - (C - ql)
+		if val {
+			return at(t, c.v, row, g, e)
+		}
+		return at(t, c.k, row, g, e)
+	}
+	slot := c.s.physSlot(i, p, c.bs)
+	cache := c.kc
+	if val {
+		cache = c.vc
+	}
+	return at(t, cache, int(slot)/c.bs, int(slot)%c.bs, g, e)
+}
+
+// reference is causal attention in float64: out[row, h·D+e].
+func (c *attnCase) reference(t testing.TB) []float64 {
+	T := len(c.s.SlotMapping)
+	out := make([]float64, T*c.H*c.D)
+	G := c.H / c.KVH
+	scale := 1 / math.Sqrt(float64(c.D))
+	for i := range c.s.QueryLen {
+		ql, C := c.s.QueryLen[i], c.s.ContextLen[i]
+		for j := 0; j < ql; j++ {
+			row, pos := c.s.QueryStart[i]+j, C-ql+j
+			for h := 0; h < c.H; h++ {
+				g := h / G
+				sc := make([]float64, pos+1)
+				m := math.Inf(-1)
+				for p := 0; p <= pos; p++ {
+					var dot float64
+					for e := 0; e < c.D; e++ {
+						dot += at(t, c.q, row, h, e) * c.kvAt(t, false, i, p, g, e)
+					}
+					sc[p] = dot * scale
+					m = math.Max(m, sc[p])
+				}
+				var sum float64
+				for p := range sc {
+					sc[p] = math.Exp(sc[p] - m)
+					sum += sc[p]
+				}
+				for e := 0; e < c.D; e++ {
+					var acc float64
+					for p := range sc {
+						acc += sc[p] * c.kvAt(t, true, i, p, g, e)
+					}
+					out[(row*c.H+h)*c.D+e] = acc / sum
+				}
+			}
+		}
+	}
+	return out
+}
+
+func tolerance(dt tensor.DType, naive bool) float64 {
+	switch dt {
+	case tensor.F16:
+		return 1e-2
+	case tensor.BF16:
+		if naive {
+			return 6e-2
+		}
+		return 3e-2
+	}
+	return 2e-4
+}
+
+func compare(t testing.TB, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); d > tol || math.IsNaN(float64(got[i])) {
+			t.Fatalf("%s: element %d = %v, want %v (|Δ| %.3g > %.3g)", what, i, got[i], want[i], d, tol)
+		}
+	}
+}
+
+func heads(r *rand.Rand) (H, KVH int, kind string) {
+	switch r.IntN(3) {
+	case 0:
+		H = 4
+		return H, H, "MHA"
+	case 1:
+		return 8, 2, "GQA"
+	}
+	return 4, 1, "MQA"
+}
+
+func TestGPUReshapeAndCacheAndGather(t *testing.T) {
+	d := needGPU(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 24; i++ {
+		dt := dtypes[i%3]
+		H, KVH, _ := heads(r)
+		D := []int{8, 64, 128, 40}[r.IntN(4)]
+		bs := []int{1, 16, 7}[r.IntN(3)]
+		c := newAttnCase(t, r, dt, H, KVH, D, bs, []int{1 + r.IntN(20), 1 + r.IntN(9)}, 30)
+		// a padding token: slot −1 is skipped
+		c.s.SlotMapping[0] = -1
+		dc := c.upload(t, d)
+		if err := d.ReshapeAndCache(dc.k, dc.v, dc.kc, dc.vc, dc.s); err != nil {
+			t.Fatal(err)
+		}
+		kc, vc := download(t, dc.kc), download(t, dc.vc)
+		row := KVH * D
+		for tok, slot := range c.s.SlotMapping {
+			for g := 0; g < KVH; g++ {
+				for e := 0; e < D; e++ {
+					wk, wv := at(t, c.k, tok, g, e), at(t, c.v, tok, g, e)
+					if slot < 0 {
+						continue
+					}
+					if float64(kc[int(slot)*row+g*D+e]) != wk || float64(vc[int(slot)*row+g*D+e]) != wv {
+						t.Fatalf("%v token %d slot %d: cache differs", dt, tok, slot)
+					}
+				}
+			}
+		}
+		// padding: token 0's slot kept its old value
+		s0 := c.s.physSlot(0, c.s.ContextLen[0]-c.s.QueryLen[0], bs)
+		if float64(kc[int(s0)*row]) != at(t, c.kc, int(s0)/bs, int(s0)%bs, 0, 0) {
+			t.Fatalf("padding token's slot was written")
+		}
+		// gather sequence 1's whole context back
+		rows := must(d.UploadInts(c.s.contextSlots(1, bs)))
+		C := c.s.ContextLen[1]
+		ko, vo := must(d.Empty(dt, C, KVH, D)), must(d.Empty(dt, C, KVH, D))
+		if err := d.GatherKV(ko, vo, dc.kc, dc.vc, rows); err != nil {
+			t.Fatal(err)
+		}
+		gk, gv := download(t, ko), download(t, vo)
+		for p := 0; p < C; p++ {
+			slot := int(c.s.physSlot(1, p, bs))
+			for e := 0; e < row; e++ {
+				if gk[p*row+e] != kc[slot*row+e] || gv[p*row+e] != vc[slot*row+e] {
+					t.Fatalf("%v gather position %d", dt, p)
+				}
+			}
+		}
+		ko.Free()
+		vo.Free()
+		rows.Free()
+		dc.free()
+	}
+}
+
+func TestGPUPagedDecode(t *testing.T) {
+	d := needGPU(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 18; i++ {
+		dt := dtypes[i%3]
+		H, KVH, kind := heads(r)
+		D := []int{64, 128, 80, 256}[r.IntN(4)]
+		bs := []int{1, 16, 5}[r.IntN(3)]
+		B := 1 + r.IntN(4)
+		ql := make([]int, B)
+		for j := range ql {
+			ql[j] = 1
+		}
+		c := newAttnCase(t, r, dt, H, KVH, D, bs, ql, 300)
+		for _, part := range []int{0, 64} {
+			dc := c.upload(t, d)
+			out := must(d.FusedAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s, part))
+			compare(t, fmt.Sprintf("decode %v %s D=%d bs=%d ctx=%v partition=%d", dt, kind, D, bs, c.s.ContextLen, part),
+				download(t, out), c.reference(t), tolerance(dt, false))
+			out.Free()
+			dc.free()
+		}
+	}
+}
+
+func TestGPUFusedPrefill(t *testing.T) {
+	d := needGPU(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 18; i++ {
+		dt := dtypes[i%3]
+		H, KVH, kind := heads(r)
+		D := []int{64, 128, 40, 256}[r.IntN(4)]
+		bs := []int{1, 16, 5}[r.IntN(3)]
+		B := 1 + r.IntN(3)
+		ql := make([]int, B) // varlen: 1 … 70 new tokens, some with earlier context
+		for j := range ql {
+			ql[j] = 1 + r.IntN(70)
+		}
+		c := newAttnCase(t, r, dt, H, KVH, D, bs, ql, []int{0, 50}[r.IntN(2)])
+		want := c.reference(t)
+		dc := c.upload(t, d)
+		out := must(d.FusedAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s, 0))
+		what := fmt.Sprintf("prefill %v %s D=%d bs=%d q=%v ctx=%v", dt, kind, D, bs, c.s.QueryLen, c.s.ContextLen)
+		compare(t, "fused "+what, download(t, out), want, tolerance(dt, false))
+		out.Free()
+		dc.free()
+		// the naive path on the same step, from fresh caches
+		dc = c.upload(t, d)
+		out = must(d.NaiveAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s))
+		compare(t, "naive "+what, download(t, out), want, tolerance(dt, true))
+		out.Free()
+		dc.free()
+	}
+}
+
+func TestGPUNaiveDecode(t *testing.T) {
+	d := needGPU(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 9; i++ {
+		dt := dtypes[i%3]
+		H, KVH, kind := heads(r)
+		c := newAttnCase(t, r, dt, H, KVH, 64, 16, []int{1, 1, 1}, 200)
+		dc := c.upload(t, d)
+		out := must(d.NaiveAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s))
+		compare(t, fmt.Sprintf("naive decode %v %s", dt, kind), download(t, out), c.reference(t), tolerance(dt, true))
+		out.Free()
+		dc.free()
+	}
+}
+
+// The device API reports bad arguments before launching anything.
+func TestGPUErrors(t *testing.T) {
+	d := needGPU(t)
+	a := must(d.Empty(tensor.F32, 4, 4))
+	b := must(d.Empty(tensor.F16, 4, 4))
+	if err := d.StridedCopy(b, a); err == nil {
+		t.Error("dtype mismatch accepted")
+	}
+	if _, err := d.UploadSeqs(nil); err == nil {
+		t.Error("nil seqs accepted")
+	}
+	a.Free()
+	b.Free()
+}
