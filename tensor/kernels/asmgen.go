@@ -46,6 +46,13 @@ type isa struct {
 	mvR   int // rows of the matvec (NT=1) kernel
 	mmR   int // rows of the batched kernel
 	mmT   int // tokens of the batched kernel
+	// q8mmR, q8mmT: the batched Q8_0 shape, which may differ because
+	// group accumulators (gacc) double the accumulator count.
+	q8mmR, q8mmT int
+	// gacc: Q8_0 sums each group in its own accumulator and applies the
+	// scale once per group (acc += gacc·scale) instead of multiplying every
+	// weight vector by it: one vector op fewer per W weights.
+	gacc bool
 }
 
 type wfmt struct {
@@ -56,8 +63,8 @@ type wfmt struct {
 }
 
 var isas = []isa{
-	{name: "AVX2", W: 8, log2W: 3, reg: "Y", nregs: 16, mvR: 8, mmR: 3, mmT: 4},
-	{name: "AVX512", W: 16, log2W: 4, reg: "Z", nregs: 32, mvR: 8, mmR: 4, mmT: 4},
+	{name: "AVX2", W: 8, log2W: 3, reg: "Y", nregs: 16, mvR: 8, mmR: 3, mmT: 4, q8mmR: 3, q8mmT: 4},
+	{name: "AVX512", W: 16, log2W: 4, reg: "Z", nregs: 32, mvR: 8, mmR: 4, mmT: 4, q8mmR: 4, q8mmT: 3, gacc: true},
 }
 
 var fmts = []wfmt{
@@ -137,9 +144,13 @@ func (g *gen) loadW(f wfmt, r int, dst, tmp string) {
 	case "f16":
 		g.p("VCVTPH2PS %s, %s", a, dst)
 	case "q8":
-		// int8 → int32 → float32, times the group's scale.
+		// int8 → int32 → float32, times the group's scale unless the
+		// kernel scales whole group sums (gacc).
 		g.p("VPMOVSXBD %s, %s", a, dst)
 		g.p("VCVTDQ2PS %s, %s", dst, dst)
+		if g.isa.gacc {
+			return
+		}
 		sa := addr(r, rSP, rSS, rSS3, rSP4, 0)
 		if g.isa.name == "AVX512" {
 			g.p("VMULPS.BCST %s, %s, %s", sa, dst, dst)
@@ -182,10 +193,17 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	is := g.isa
 	name := fmt.Sprintf("%sBlock%dx%d%s", f.short, MR, NT, is.name)
 	nacc := MR * NT
-	// Vector registers: accumulators first, then MR weight vectors (NT>1) or
-	// one weight temp (NT==1), then the token vector, then a Q8 temp.
+	gacc := f.q8 && is.gacc
+	// Vector registers: accumulators first (then group accumulators), then
+	// MR weight vectors (NT>1) or one weight temp (NT==1), then the token
+	// vector, then a Q8 temp.
 	acc := func(r, t int) int { return t*MR + r }
+	sum := acc // where the chunk FMAs accumulate
 	next := nacc
+	if gacc {
+		sum = func(r, t int) int { return nacc + t*MR + r }
+		next += nacc
+	}
 	var wv []int
 	if NT == 1 {
 		wv = []int{next}
@@ -245,11 +263,11 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 			g.p("VMOVUPS (%s), %s", rXP, g.v(xv))
 			for r := 0; r < MR; r++ {
 				if f.short == "f32" {
-					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(acc(r, 0)))
+					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(sum(r, 0)))
 					continue
 				}
 				g.loadW(f, r, g.v(wv[0]), g.v(tmp))
-				g.p("VFMADD231PS %s, %s, %s", g.v(wv[0]), g.v(xv), g.v(acc(r, 0)))
+				g.p("VFMADD231PS %s, %s, %s", g.v(wv[0]), g.v(xv), g.v(sum(r, 0)))
 			}
 		} else {
 			for r := 0; r < MR; r++ {
@@ -258,7 +276,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 			for t := 0; t < NT; t++ {
 				g.p("VMOVUPS %s, %s", addr(t, rXP, rXS, rXS3, "", 0), g.v(xv))
 				for r := 0; r < MR; r++ {
-					g.p("VFMADD231PS %s, %s, %s", g.v(wv[r]), g.v(xv), g.v(acc(r, t)))
+					g.p("VFMADD231PS %s, %s, %s", g.v(wv[r]), g.v(xv), g.v(sum(r, t)))
 				}
 			}
 		}
@@ -272,10 +290,24 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	if f.q8 {
 		g.label(name + "_group")
 		g.p("MOVQ cpg+56(FP), %s", rGC)
+		if gacc {
+			for i := 0; i < nacc; i++ {
+				g.zero(g.v(nacc + i))
+			}
+		}
 		g.label(name + "_chunk")
 		body()
 		g.p("DECQ %s", rGC)
 		g.p("JNZ %s_chunk", name)
+		if gacc {
+			// acc += gacc · scale[row]: one FMA per group with the scale
+			// broadcast from memory.
+			for t := 0; t < NT; t++ {
+				for r := 0; r < MR; r++ {
+					g.p("VFMADD231PS.BCST %s, %s, %s", addr(r, rSP, rSS, rSS3, rSP4, 0), g.v(sum(r, t)), g.v(acc(r, t)))
+				}
+			}
+		}
 		g.p("ADDQ $4, %s", rSP)
 		if MR > 4 {
 			g.p("ADDQ $4, %s", rSP4)
@@ -292,7 +324,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	g.p("MOVQ out+64(FP), SI")
 	for t := 0; t < NT; t++ {
 		for r := 0; r < MR; r++ {
-			g.reduce(acc(r, t), nacc, 4*(t*MR+r))
+			g.reduce(acc(r, t), xv, 4*(t*MR+r))
 		}
 	}
 	g.p("VZEROUPPER")
@@ -466,7 +498,11 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		for _, f := range fmts {
 			table = append(table, entry{is.name, f.name, "shape1x1", g.block(f, 1, 1)})
 			table = append(table, entry{is.name, f.name, "shapeMV", g.block(f, is.mvR, 1)})
-			table = append(table, entry{is.name, f.name, "shapeMM", g.block(f, is.mmR, is.mmT)})
+			mr, nt := is.mmR, is.mmT
+			if f.q8 {
+				mr, nt = is.q8mmR, is.q8mmT
+			}
+			table = append(table, entry{is.name, f.name, "shapeMM", g.block(f, mr, nt)})
 		}
 		g.vecOps()
 		s.Write(g.s.Bytes())
@@ -476,9 +512,17 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	// Geometry table and the direct-call dispatcher. Calls go through a
 	// switch, not a func value, so the compiler sees //go:noescape and the
 	// caller's out buffer stays on the stack.
-	d.WriteString("// simdGeometry is the register-block geometry per ISA.\nvar simdGeometry = [...]geometry{\n")
+	d.WriteString("// simdGeometry is the register-block geometry per ISA and format.\nvar simdGeometry = [...][4]geometry{\n")
 	for _, is := range isas {
-		fmt.Fprintf(&d, "\t%s: {W: %d, mvRows: %d, mmRows: %d, mmTok: %d},\n", "Impl"+is.name, is.W, is.mvR, is.mmR, is.mmT)
+		fmt.Fprintf(&d, "\t%s: {\n", "Impl"+is.name)
+		for _, f := range fmts {
+			mr, nt := is.mmR, is.mmT
+			if f.q8 {
+				mr, nt = is.q8mmR, is.q8mmT
+			}
+			fmt.Fprintf(&d, "\t\t%s: {W: %d, mvRows: %d, mmRows: %d, mmTok: %d},\n", f.name, is.W, is.mvR, mr, nt)
+		}
+		d.WriteString("\t},\n")
 	}
 	d.WriteString("}\n\n")
 	d.WriteString("// callBlock runs the generated kernel for (impl, format, shape).\n")

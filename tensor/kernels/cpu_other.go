@@ -8,7 +8,7 @@ import "unsafe"
 func detect() [3]bool { return [3]bool{ImplGeneric: true} }
 
 // simdGeometry is empty off amd64; implFor never selects a SIMD Impl here.
-var simdGeometry [3]geometry
+var simdGeometry [3][4]geometry
 
 // The SIMD entry points below are unreachable off amd64 (available[] is
 // false for every SIMD Impl); they exist so the dispatch code compiles.

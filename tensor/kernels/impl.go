@@ -106,9 +106,12 @@ func implFor(impl Impl, m *Matrix) Impl {
 		return impl
 	}
 	for ; impl > ImplGeneric; impl-- {
-		if available[impl] && m.GroupSize%simdGeometry[impl].W == 0 {
+		if available[impl] && m.GroupSize%vecWidth(impl) == 0 {
 			return impl
 		}
 	}
 	return ImplGeneric
 }
+
+// vecWidth is the number of float32 lanes per vector of a SIMD Impl.
+func vecWidth(impl Impl) int { return simdGeometry[impl][F32].W }

@@ -91,7 +91,7 @@ func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *f
 func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
 
 //go:noescape
-func q8Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
 
 //go:noescape
 func dotAVX512(a, b *float32, n int) float32
@@ -105,10 +105,20 @@ func axpyAVX512(a float32, x, y *float32, n int)
 //go:noescape
 func scaleAVX512(a float32, x *float32, n int)
 
-// simdGeometry is the register-block geometry per ISA.
-var simdGeometry = [...]geometry{
-	ImplAVX2:   {W: 8, mvRows: 8, mmRows: 3, mmTok: 4},
-	ImplAVX512: {W: 16, mvRows: 8, mmRows: 4, mmTok: 4},
+// simdGeometry is the register-block geometry per ISA and format.
+var simdGeometry = [...][4]geometry{
+	ImplAVX2: {
+		F32:  {W: 8, mvRows: 8, mmRows: 3, mmTok: 4},
+		BF16: {W: 8, mvRows: 8, mmRows: 3, mmTok: 4},
+		F16:  {W: 8, mvRows: 8, mmRows: 3, mmTok: 4},
+		Q8_0: {W: 8, mvRows: 8, mmRows: 3, mmTok: 4},
+	},
+	ImplAVX512: {
+		F32:  {W: 16, mvRows: 8, mmRows: 4, mmTok: 4},
+		BF16: {W: 16, mvRows: 8, mmRows: 4, mmTok: 4},
+		F16:  {W: 16, mvRows: 8, mmRows: 4, mmTok: 4},
+		Q8_0: {W: 16, mvRows: 8, mmRows: 4, mmTok: 3},
+	},
 }
 
 // callBlock runs the generated kernel for (impl, format, shape).
@@ -161,7 +171,7 @@ func callBlock(impl Impl, f Format, shape int, w unsafe.Pointer, ws uintptr, s *
 	case impl == ImplAVX512 && f == Q8_0 && shape == shapeMV:
 		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
 	case impl == ImplAVX512 && f == Q8_0 && shape == shapeMM:
-		q8Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out)
 	default:
 		panic("kernels: no generated kernel for this impl/format/shape")
 	}

@@ -142,7 +142,7 @@ type blockArgs struct {
 }
 
 func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
-	W := simdGeometry[impl].W
+	W := vecWidth(impl)
 	a := blockArgs{m: m, x: x, impl: impl, esize: uintptr(m.Format.elemBytes())}
 	a.ws = uintptr(m.Cols) * a.esize
 	a.xs = uintptr(m.Cols) * 4
@@ -211,7 +211,7 @@ func (a *blockArgs) tail(r, t int) float32 {
 // each (row, token) in the same order, so the mix of shapes is invisible
 // in the output.
 func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
-	geo := simdGeometry[impl]
+	geo := simdGeometry[impl][m.Format]
 	a := newBlockArgs(impl, m, x)
 	rows := m.Rows
 	var buf [64]float32

@@ -12,7 +12,7 @@ func Dot(a, b []float32) float32 {
 	if impl == ImplGeneric {
 		return dotF32(a[:n], b[:n])
 	}
-	W := simdGeometry[impl].W
+	W := vecWidth(impl)
 	m := n &^ (W - 1)
 	var s float32
 	if m > 0 {
@@ -30,7 +30,7 @@ func Axpy(a float32, x, y []float32) {
 	impl := CurrentImpl()
 	m := 0
 	if impl != ImplGeneric {
-		m = n &^ (simdGeometry[impl].W - 1)
+		m = n &^ (vecWidth(impl) - 1)
 		if m > 0 {
 			axpySIMD(impl, a, &x[0], &y[0], m)
 		}
@@ -46,7 +46,7 @@ func Scale(a float32, x []float32) {
 	impl := CurrentImpl()
 	m := 0
 	if impl != ImplGeneric {
-		m = len(x) &^ (simdGeometry[impl].W - 1)
+		m = len(x) &^ (vecWidth(impl) - 1)
 		if m > 0 {
 			scaleSIMD(impl, a, &x[0], m)
 		}
@@ -62,7 +62,7 @@ func sum(impl Impl, a []float32) float32 {
 	if impl == ImplGeneric {
 		return sumGeneric(a)
 	}
-	m := len(a) &^ (4*simdGeometry[impl].W - 1)
+	m := len(a) &^ (4*vecWidth(impl) - 1)
 	var s float32
 	if m > 0 {
 		s = sumSIMD(impl, &a[0], m)
