@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // benchShapes are the head layouts benchmarked: stories15M's MHA and a
@@ -34,13 +35,19 @@ func benchStep(b *testing.B, path string, H, KVH, D, S, past int) (Path, *tensor
 	vc := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, nb, bs, KVH, D))
 	var q, k, v *tensor.Tensor
 	var p Path
-	if path == "fused" {
+	if path == "fused" || path == "fused+pool" {
 		W := (H + 2*KVH) * D
 		qkv := tensor.Must(tensor.Randn(ctx, tensor.F32, 3, S, W))
 		q = tensor.Must(tensor.Must(qkv.Narrow(1, 0, H*D)).View(S, H, D))
 		k = tensor.Must(tensor.Must(qkv.Narrow(1, H*D, KVH*D)).View(S, KVH, D))
 		v = tensor.Must(tensor.Must(qkv.Narrow(1, (H+KVH)*D, KVH*D)).View(S, KVH, D))
-		p = NewFused(Options{})
+		opts := Options{}
+		if path == "fused+pool" {
+			pool := kernels.NewPool(0)
+			b.Cleanup(pool.Close)
+			opts.Runner = pool
+		}
+		p = NewFused(opts)
 	} else {
 		q = tensor.Must(tensor.Randn(ctx, tensor.F32, 3, S, H, D))
 		k = tensor.Must(tensor.Randn(ctx, tensor.F32, 4, S, KVH, D))
@@ -91,10 +98,12 @@ func BenchmarkPrefill(b *testing.B) {
 
 // BenchmarkDecode is one layer's attention step for one new token of a
 // sequence with context C (C−1 cached positions plus the new one).
+// "fused+pool" runs the fused path on a persistent kernels.Pool instead
+// of starting goroutines per call.
 func BenchmarkDecode(b *testing.B) {
 	for _, sh := range benchShapes {
 		for _, C := range []int{128, 1024, 4096} {
-			for _, path := range []string{"naive", "fused"} {
+			for _, path := range []string{"naive", "fused", "fused+pool"} {
 				b.Run(fmt.Sprintf("%s/ctx=%d/%s", sh.name, C, path), func(b *testing.B) {
 					p, ctx, in, batch := benchStep(b, path, sh.H, sh.KVH, sh.D, 1, C-1)
 					runSteps(b, p, ctx, in, batch)
@@ -119,9 +128,9 @@ func BenchmarkPagedDecodeVsGather(b *testing.B) {
 			b.Fatal(err)
 		}
 		// Scatter the blocks: a real cache's blocks are not in order.
-		for i, j := range []int{0, nb - 1} {
-			_ = i
-			batch.BlockTables[0][0], batch.BlockTables[0][j] = batch.BlockTables[0][j], batch.BlockTables[0][0]
+		tbl := batch.BlockTables[0]
+		for i := 0; i < nb/2; i += 2 { // swap pairs of blocks across the table
+			tbl[i], tbl[nb-1-i] = tbl[nb-1-i], tbl[i]
 		}
 		kc := tensor.Must(tensor.Randn(ctx, tensor.F32, 1, nb, bs, KVH, D))
 		vc := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, nb, bs, KVH, D))

@@ -59,6 +59,10 @@ func expSub(s []float32, mx float32) float32 {
 		c1    = 0.693359375
 		c2    = -2.12194440e-4
 		minX  = -87.33654475
+		// Adding 1.5·2^23 to a float32 of magnitude < 2^22 rounds it to an
+		// integer held in the low mantissa bits: n without a float→int
+		// conversion, and t − magic is n back as a float.
+		magic = 12582912.0
 	)
 	var sum float32
 	for j, x := range s {
@@ -66,8 +70,8 @@ func expSub(s []float32, mx float32) float32 {
 		if x < minX {
 			x = minX
 		}
-		n := int32(x*log2e - 0.5) // x ≤ 0: round half away from zero
-		fn := float32(n)
+		t := x*log2e + magic
+		fn := t - magic
 		r := x - fn*c1 - fn*c2
 		p := float32(1.9875691500e-4)
 		p = p*r + 1.3981999507e-3
@@ -75,7 +79,7 @@ func expSub(s []float32, mx float32) float32 {
 		p = p*r + 4.1665795894e-2
 		p = p*r + 1.6666665459e-1
 		p = p*r + 5.0000001201e-1
-		p = (p*r*r + r + 1) * math.Float32frombits(uint32(n+127)<<23)
+		p = (p*r*r + r + 1) * math.Float32frombits((math.Float32bits(t)-0x4B400000+127)<<23)
 		s[j] = p
 		sum += p
 	}

@@ -28,13 +28,13 @@ type Options struct {
 	// 32.
 	QueryTile int
 	// KeyTile is the number of keys whose scores the fused kernel holds at
-	// once (the only scores that exist at any time). 0 means 64.
+	// once (the only scores that exist at any time). 0 means 128.
 	KeyTile int
 }
 
 const (
 	defaultQueryTile = 32
-	defaultKeyTile   = 64
+	defaultKeyTile   = 128
 )
 
 func (o Options) threads() int {
