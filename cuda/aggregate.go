@@ -213,8 +213,10 @@ func byteDims(o Operand) []dim {
 
 // addLayout adds the bytes of every element of a layout starting at start:
 // one range per row when the innermost stride is at most a sector (no
-// sector between two neighbours is skipped), else one per element.
-// Stride-0 dims repeat addresses and are dropped first.
+// sector between two neighbours is skipped), else one per element. The set
+// of addresses does not depend on the order of the dims, so stride-0 dims
+// (repeats) are dropped and the rest sorted by decreasing stride first: a
+// transposed matrix becomes row-major again and costs one range per row.
 func (f *footprint) addLayout(start uint64, ds []dim, width int64) {
 	var kept []dim
 	for _, d := range ds {
@@ -225,6 +227,15 @@ func (f *footprint) addLayout(start uint64, ds []dim, width int64) {
 			kept = append(kept, d)
 		}
 	}
+	slices.SortStableFunc(kept, func(a, b dim) int {
+		switch {
+		case a.stride > b.stride:
+			return -1
+		case a.stride < b.stride:
+			return 1
+		}
+		return 0
+	})
 	ds = mergeDims(kept)
 	if len(ds) == 0 {
 		f.add(start, start+uint64(width))

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -30,8 +31,73 @@ type DeviceInfo struct {
 type Device struct {
 	Info    DeviceInfo
 	ordinal int
+	rt      runtime
 	record  bool
+	timing  bool
 	log     []Launch
+}
+
+// runtime is what a Device runs on: the GPU, or nothing (a model device).
+type runtime interface {
+	malloc(n int64) (uintptr, error)
+	free(p uintptr) error
+	htod(dst uintptr, src unsafe.Pointer, n int64) error
+	dtoh(dst unsafe.Pointer, src uintptr, n int64) error
+	memset(p uintptr, n int64) error
+	sync() error
+	eventCreate() (uintptr, error)
+	eventRecord(e uintptr) error
+	eventElapsed(a, b uintptr) (float32, error)
+	eventDestroy(e uintptr) error
+	// launch runs a kernel launch (a call into the C launcher).
+	launch(f func() error) error
+}
+
+// gpuRuntime is the CUDA runtime (ErrNoCUDA without the cuda tag).
+type gpuRuntime struct{}
+
+func (gpuRuntime) malloc(n int64) (uintptr, error)                     { return rtMalloc(n) }
+func (gpuRuntime) free(p uintptr) error                                { return rtFree(p) }
+func (gpuRuntime) htod(dst uintptr, src unsafe.Pointer, n int64) error { return rtHtoD(dst, src, n) }
+func (gpuRuntime) dtoh(dst unsafe.Pointer, src uintptr, n int64) error { return rtDtoH(dst, src, n) }
+func (gpuRuntime) memset(p uintptr, n int64) error                     { return rtMemset(p, n) }
+func (gpuRuntime) sync() error                                         { return rtSync() }
+func (gpuRuntime) eventCreate() (uintptr, error)                       { return rtEventCreate() }
+func (gpuRuntime) eventRecord(e uintptr) error                         { return rtEventRecord(e) }
+func (gpuRuntime) eventElapsed(a, b uintptr) (float32, error)          { return rtEventElapsed(a, b) }
+func (gpuRuntime) eventDestroy(e uintptr) error                        { return rtEventDestroy(e) }
+func (gpuRuntime) launch(f func() error) error                         { return f() }
+
+// ErrModelDevice is returned when data is read back from a model device,
+// which has addresses but no memory.
+var ErrModelDevice = errors.New("cuda: a model device runs nothing and holds no data")
+
+// modelRuntime gives buffers model addresses and runs nothing.
+type modelRuntime struct{ as *AddressSpace }
+
+func (r modelRuntime) malloc(n int64) (uintptr, error)              { return uintptr(r.as.Alloc(n)), nil }
+func (modelRuntime) free(uintptr) error                             { return nil }
+func (modelRuntime) htod(uintptr, unsafe.Pointer, int64) error      { return nil }
+func (modelRuntime) dtoh(unsafe.Pointer, uintptr, int64) error      { return ErrModelDevice }
+func (modelRuntime) memset(uintptr, int64) error                    { return nil }
+func (modelRuntime) sync() error                                    { return nil }
+func (modelRuntime) eventCreate() (uintptr, error)                  { return 0, nil }
+func (modelRuntime) eventRecord(uintptr) error                      { return nil }
+func (modelRuntime) eventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }
+func (modelRuntime) eventDestroy(uintptr) error                     { return nil }
+func (modelRuntime) launch(func() error) error                      { return nil }
+
+// NewModelDevice returns a Device that runs nothing: buffers get model
+// addresses (256-byte aligned, like cudaMalloc's), every kernel method
+// checks its arguments and plans its launch exactly as on a GPU, and the
+// launch is only modelled (Record is on; see Launches). It works in every
+// build, so the API and the model of any sequence of kernel calls can be
+// exercised on a machine without a GPU. Download fails with
+// ErrModelDevice.
+func NewModelDevice() *Device {
+	d := &Device{Info: DeviceInfo{Name: "model (no GPU)", MaxSharedOptin: 227 * 1024}, rt: modelRuntime{NewAddressSpace()}}
+	d.Record(true)
+	return d
 }
 
 // Open selects GPU ordinal. In a build without the cuda tag it returns
@@ -54,15 +120,15 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Device{Info: info, ordinal: ordinal}, nil
+	return &Device{Info: info, ordinal: ordinal, rt: gpuRuntime{}}, nil
 }
 
 func (d *Device) ok() error {
-	if d == nil {
+	if d == nil || d.rt == nil {
 		if err := Available(); err != nil {
 			return err
 		}
-		return fmt.Errorf("cuda: nil device")
+		return fmt.Errorf("cuda: device not opened (use Open or NewModelDevice)")
 	}
 	return nil
 }
@@ -72,7 +138,7 @@ func (d *Device) Synchronize() error {
 	if err := d.ok(); err != nil {
 		return err
 	}
-	return rtSync()
+	return d.rt.sync()
 }
 
 // Record turns on (or off) the modelling of every launch: each kernel
@@ -83,6 +149,32 @@ func (d *Device) Record(on bool) {
 		d.record = on
 		d.log = nil
 	}
+}
+
+// Measure turns on (or off) Record and the timing of every launch: each
+// kernel is bracketed by CUDA events and waited for, and its elapsed time
+// is stored in its recorded Launch (Measured). Launches no longer overlap
+// while it is on.
+func (d *Device) Measure(on bool) {
+	if d != nil {
+		d.Record(on)
+		d.timing = on
+	}
+}
+
+// timed runs one launch, timing it when Measure is on.
+func (d *Device) timed(launch func() error) error {
+	if !d.timing {
+		return d.rt.launch(launch)
+	}
+	ms, err := d.Time(func() error { return d.rt.launch(launch) })
+	if err != nil {
+		return err
+	}
+	if n := len(d.log); n > 0 {
+		d.log[n-1].Measured = ms
+	}
+	return nil
 }
 
 // Launches returns the modelled launches recorded since Record(true).
@@ -107,26 +199,26 @@ func (d *Device) Time(f func() error) (float64, error) {
 	if err := d.ok(); err != nil {
 		return 0, err
 	}
-	start, err := rtEventCreate()
+	start, err := d.rt.eventCreate()
 	if err != nil {
 		return 0, err
 	}
-	defer rtEventDestroy(start)
-	stop, err := rtEventCreate()
+	defer d.rt.eventDestroy(start)
+	stop, err := d.rt.eventCreate()
 	if err != nil {
 		return 0, err
 	}
-	defer rtEventDestroy(stop)
-	if err := rtEventRecord(start); err != nil {
+	defer d.rt.eventDestroy(stop)
+	if err := d.rt.eventRecord(start); err != nil {
 		return 0, err
 	}
 	if err := f(); err != nil {
 		return 0, err
 	}
-	if err := rtEventRecord(stop); err != nil {
+	if err := d.rt.eventRecord(stop); err != nil {
 		return 0, err
 	}
-	ms, err := rtEventElapsed(start, stop)
+	ms, err := d.rt.eventElapsed(start, stop)
 	return float64(ms), err
 }
 
@@ -134,6 +226,7 @@ func (d *Device) Time(f func() error) (float64, error) {
 type Buffer struct {
 	ptr   uintptr
 	bytes int64
+	rt    runtime
 }
 
 // Ptr returns the device address.
@@ -148,23 +241,23 @@ func (d *Device) Alloc(n int64) (*Buffer, error) {
 		return nil, err
 	}
 	n = max(n, 1)
-	p, err := rtMalloc(n)
+	p, err := d.rt.malloc(n)
 	if err != nil {
 		return nil, err
 	}
-	if err := rtMemset(p, n); err != nil {
-		rtFree(p)
+	if err := d.rt.memset(p, n); err != nil {
+		d.rt.free(p)
 		return nil, err
 	}
-	return &Buffer{ptr: p, bytes: n}, nil
+	return &Buffer{ptr: p, bytes: n, rt: d.rt}, nil
 }
 
 // Free releases the buffer; freeing twice is a no-op.
 func (b *Buffer) Free() error {
-	if b == nil || b.ptr == 0 {
+	if b == nil || b.ptr == 0 || b.rt == nil {
 		return nil
 	}
-	err := rtFree(b.ptr)
+	err := b.rt.free(b.ptr)
 	b.ptr = 0
 	return err
 }
@@ -251,7 +344,7 @@ func (d *Device) Upload(t *tensor.Tensor) (*DeviceTensor, error) {
 		return nil, err
 	}
 	if n > 0 {
-		if err := rtHtoD(b.ptr, src, n); err != nil {
+		if err := d.rt.htod(b.ptr, src, n); err != nil {
 			b.Free()
 			return nil, err
 		}
@@ -267,7 +360,11 @@ func (d *Device) Upload(t *tensor.Tensor) (*DeviceTensor, error) {
 // Download copies x's buffer back and returns a host tensor (in ctx) with
 // x's layout over it. It synchronizes first.
 func (x *DeviceTensor) Download(ctx *tensor.Context) (*tensor.Tensor, error) {
-	if err := rtSync(); err != nil {
+	rt := x.buf.rt
+	if rt == nil {
+		return nil, ErrNoCUDA
+	}
+	if err := rt.sync(); err != nil {
 		return nil, err
 	}
 	dt := x.layout.DType()
@@ -277,7 +374,7 @@ func (x *DeviceTensor) Download(ctx *tensor.Context) (*tensor.Tensor, error) {
 	if dt == tensor.F32 {
 		data := make([]float32, n)
 		if n > 0 {
-			if err := rtDtoH(unsafe.Pointer(&data[0]), x.buf.ptr, int64(n)*4); err != nil {
+			if err := rt.dtoh(unsafe.Pointer(&data[0]), x.buf.ptr, int64(n)*4); err != nil {
 				return nil, err
 			}
 		}
@@ -285,7 +382,7 @@ func (x *DeviceTensor) Download(ctx *tensor.Context) (*tensor.Tensor, error) {
 	} else {
 		data := make([]uint16, n)
 		if n > 0 {
-			if err := rtDtoH(unsafe.Pointer(&data[0]), x.buf.ptr, int64(n)*2); err != nil {
+			if err := rt.dtoh(unsafe.Pointer(&data[0]), x.buf.ptr, int64(n)*2); err != nil {
 				return nil, err
 			}
 		}
@@ -317,7 +414,7 @@ func (d *Device) UploadInts(v []int32) (*DeviceInts, error) {
 		return nil, err
 	}
 	if len(v) > 0 {
-		if err := rtHtoD(b.ptr, unsafe.Pointer(&v[0]), int64(len(v))*4); err != nil {
+		if err := d.rt.htod(b.ptr, unsafe.Pointer(&v[0]), int64(len(v))*4); err != nil {
 			b.Free()
 			return nil, err
 		}
@@ -442,7 +539,7 @@ func (d *Device) runCopy(kind int, p copyPlan, dst, src *DeviceTensor) error {
 	if err != nil {
 		return err
 	}
-	return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, l)
+	return d.timed(func() error { return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, l) })
 }
 
 // StridedCopy writes src (any strides) into the contiguous dst of the same
@@ -545,7 +642,7 @@ func (d *Device) ReshapeAndCache(key, value, kCache, vCache *DeviceTensor, s *De
 	if err != nil {
 		return err
 	}
-	return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, l)
+	return d.timed(func() error { return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, l) })
 }
 
 // GatherKV copies cache slots rowSlots into the contiguous kOut, vOut
@@ -571,7 +668,7 @@ func (d *Device) GatherKV(kOut, vOut, kCache, vCache *DeviceTensor, rowSlots *De
 	if err != nil {
 		return err
 	}
-	return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, l)
+	return d.timed(func() error { return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, l) })
 }
 
 // attnArgs mirrors StrideAttnArgs.
@@ -673,7 +770,7 @@ func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs
 	if err != nil {
 		return err
 	}
-	if err := launchPagedDecode(p.d.dt, ptrs, s, sp, args, dl); err != nil {
+	if err := d.timed(func() error { return launchPagedDecode(p.d.dt, ptrs, s, sp, args, dl) }); err != nil {
 		return err
 	}
 	if partition == 0 {
@@ -688,11 +785,11 @@ func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs
 	if err != nil {
 		return err
 	}
-	if err := launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, ml); err != nil {
+	if err := d.timed(func() error { return launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, ml) }); err != nil {
 		return err
 	}
 	// the scratch is freed by the deferred Free: wait for the kernels
-	return rtSync()
+	return d.rt.sync()
 }
 
 // PrefillSharedBytes is the dynamic shared memory flash_attention_prefill
@@ -736,7 +833,7 @@ func (d *Device) FusedPrefill(q, kCache, vCache, out *DeviceTensor, s *DeviceSeq
 	if err != nil {
 		return err
 	}
-	return launchFlashPrefill(p.d.dt, ptrs, s, args, l)
+	return d.timed(func() error { return launchFlashPrefill(p.d.dt, ptrs, s, args, l) })
 }
 
 // naiveArgs mirrors StrideNaiveArgs.
@@ -764,7 +861,7 @@ func (d *Device) runNaive(p *naivePlan, ptrs [3]uintptr, a *naiveArgs) error {
 	if err != nil {
 		return err
 	}
-	return launchNaive(p.kernel, p.o.dtype(), ptrs, a, l)
+	return d.timed(func() error { return launchNaive(p.kernel, p.o.dtype(), ptrs, a, l) })
 }
 
 // NaiveScores writes scores [H, Tq, L] = q [Tq, H, D] · k [L, H, D]ᵀ / √D,

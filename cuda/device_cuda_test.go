@@ -9,6 +9,7 @@ package cuda
 // (./cuda.test -test.v) and skip, saying why, on a machine without a GPU.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,14 +43,6 @@ func needGPU(t testing.TB) *Device {
 }
 
 var dtypes = []tensor.DType{tensor.F32, tensor.F16, tensor.BF16}
-
-// must returns v or panics (failing the test with a stack trace).
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 func download(t testing.TB, x *DeviceTensor) []float32 {
 	t.Helper()
@@ -439,4 +432,65 @@ func TestGPUErrors(t *testing.T) {
 	}
 	a.Free()
 	b.Free()
+}
+
+// TestProfileWorkload runs the profile workload (ProfileCases) and writes
+// the model's prediction for every launch, at its real device addresses,
+// to $STRIDE_NCU_MODEL. scripts/gpu-check.sh runs it under ncu and then
+// compares with TestNcuAgreement.
+func TestProfileWorkload(t *testing.T) {
+	path := os.Getenv("STRIDE_NCU_MODEL")
+	if path == "" {
+		t.Skip("STRIDE_NCU_MODEL not set: run by scripts/gpu-check.sh under Nsight Compute")
+	}
+	d := needGPU(t)
+	ls, err := RunProfile(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ls); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		t.Logf("%-70s ld %d req %d sect  st %d req %d sect", l.Case, l.Launch.Loads.Requests, l.Launch.Loads.Sectors, l.Launch.Stores.Requests, l.Launch.Stores.Sectors)
+	}
+}
+
+// TestPathTimings measures both paths of the seed workload (and a GQA and
+// a decode variant) on the GPU and prints the report with measured kernel
+// times and effective bandwidths. Set STRIDE_GPU_TIMINGS=1 to run it (it
+// needs several GiB of device memory); STRIDE_GPU_REPS sets the reps.
+func TestPathTimings(t *testing.T) {
+	if os.Getenv("STRIDE_GPU_TIMINGS") == "" {
+		t.Skip("STRIDE_GPU_TIMINGS not set: timings run from scripts/gpu-check.sh")
+	}
+	d := needGPU(t)
+	reps := 3
+	if s := os.Getenv("STRIDE_GPU_REPS"); s != "" {
+		fmt.Sscan(s, &reps)
+	}
+	seed := SeedWorkload()
+	gqa := seed
+	gqa.KVHeads, gqa.DType = 8, tensor.F16
+	dec := seed
+	dec.Phase = Decode
+	split := dec
+	split.Partition = 512
+	for _, w := range []Workload{seed, gqa, dec, split} {
+		c, err := w.Measure(d, reps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println()
+		if err := c.Report(false, d.Info.Name).Write(os.Stdout, "table"); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

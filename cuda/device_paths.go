@@ -71,7 +71,7 @@ func (d *Device) NaiveAttention(q, k, v, kCache, vCache *DeviceTensor, s *Device
 	var temps []*DeviceTensor
 	var ints []*DeviceInts
 	cleanup := func() {
-		rtSync()
+		d.rt.sync()
 		for _, t := range temps {
 			t.Free()
 		}

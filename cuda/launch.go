@@ -46,6 +46,9 @@ type Launch struct {
 	// (slot mapping, block tables, sequence lengths) rather than tensor
 	// data.
 	MetaBytes int64 `json:"meta_bytes"`
+	// Measured is the kernel's time on a GPU in milliseconds, when it was
+	// run with Device.Measure on (0: not measured).
+	Measured float64 `json:"measured_ms,omitempty"`
 }
 
 // DataHBMBytes is HBMBytes without the metadata: the tensor bytes.

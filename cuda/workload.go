@@ -109,6 +109,7 @@ func (p PathReport) Total() Launch {
 		t.Loads = t.Loads.Add(l.Loads)
 		t.Stores = t.Stores.Add(l.Stores)
 		t.MetaBytes += l.MetaBytes
+		t.Measured += l.Measured
 	}
 	return t
 }
@@ -130,6 +131,7 @@ func (p PathReport) Kernels() []Launch {
 		g.Loads = g.Loads.Add(l.Loads)
 		g.Stores = g.Stores.Add(l.Stores)
 		g.MetaBytes += l.MetaBytes
+		g.Measured += l.Measured
 		g.Vectorized = g.Vectorized || l.Vectorized
 		var n int
 		fmt.Sscan(g.Note, &n)
