@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -241,7 +242,15 @@ func (r Report) Write(w io.Writer, format string) error {
 	return t.flush()
 }
 
-func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+// pct formats a fraction as a percentage with at most 2 decimals:
+// 100%, 12.5%, 6.25%.
+func pct(f float64) string {
+	s := strconv.FormatFloat(100*f, 'f', 2, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s + "%"
+}
 
 // table writes aligned columns, or a Markdown table.
 type table struct {
