@@ -146,32 +146,6 @@ func TestGPURepeatAndTranspose(t *testing.T) {
 	}
 }
 
-// attnCase is one attention step with real data: a fused QKV buffer whose
-// q, k, v views feed the kernels, and caches whose earlier-context slots
-// hold random values.
-type attnCase struct {
-	dt           tensor.DType
-	H, KVH, D    int
-	bs, nb       int
-	s            *Seqs
-	qkv, q, k, v *tensor.Tensor
-	kc, vc       *tensor.Tensor
-}
-
-func newAttnCase(t testing.TB, r *rand.Rand, dt tensor.DType, H, KVH, D, bs int, qlens []int, extra int) *attnCase {
-	s, nb := randomSeqs(r, qlens, extra, bs)
-	T := len(s.SlotMapping)
-	c := &attnCase{dt: dt, H: H, KVH: KVH, D: D, bs: bs, nb: nb, s: s}
-	c.qkv = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), T, (H+2*KVH)*D))
-	view := func(col, heads int) *tensor.Tensor {
-		return tensor.Must(tensor.Must(c.qkv.Narrow(1, col, heads*D)).View(T, heads, D))
-	}
-	c.q, c.k, c.v = view(0, H), view(H*D, KVH), view((H+KVH)*D, KVH)
-	c.kc = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), nb, bs, KVH, D))
-	c.vc = tensor.Must(tensor.Randn(nil, dt, r.Uint64(), nb, bs, KVH, D))
-	return c
-}
-
 type deviceCase struct {
 	q, k, v, kc, vc *DeviceTensor
 	s               *DeviceSeqs
@@ -192,70 +166,6 @@ func (dc *deviceCase) free() {
 	dc.kc.Free()
 	dc.vc.Free()
 	dc.s.Free()
-}
-
-func at(t testing.TB, x *tensor.Tensor, idx ...int) float64 {
-	return float64(must(x.At(idx...)))
-}
-
-// kvAt returns K or V of position p of sequence i, head g, element e as
-// the cache holds it after this step: the new tokens' rows come from k, v,
-// earlier positions from the initial cache.
-func (c *attnCase) kvAt(t testing.TB, val bool, i, p, g, e int) float64 {
-	ql, C := c.s.QueryLen[i], c.s.ContextLen[i]
-	if p >= C-ql {
-		row := c.s.QueryStart[i] + p - (C - ql)
-		if val {
-			return at(t, c.v, row, g, e)
-		}
-		return at(t, c.k, row, g, e)
-	}
-	slot := c.s.physSlot(i, p, c.bs)
-	cache := c.kc
-	if val {
-		cache = c.vc
-	}
-	return at(t, cache, int(slot)/c.bs, int(slot)%c.bs, g, e)
-}
-
-// reference is causal attention in float64: out[row, h·D+e].
-func (c *attnCase) reference(t testing.TB) []float64 {
-	T := len(c.s.SlotMapping)
-	out := make([]float64, T*c.H*c.D)
-	G := c.H / c.KVH
-	scale := 1 / math.Sqrt(float64(c.D))
-	for i := range c.s.QueryLen {
-		ql, C := c.s.QueryLen[i], c.s.ContextLen[i]
-		for j := 0; j < ql; j++ {
-			row, pos := c.s.QueryStart[i]+j, C-ql+j
-			for h := 0; h < c.H; h++ {
-				g := h / G
-				sc := make([]float64, pos+1)
-				m := math.Inf(-1)
-				for p := 0; p <= pos; p++ {
-					var dot float64
-					for e := 0; e < c.D; e++ {
-						dot += at(t, c.q, row, h, e) * c.kvAt(t, false, i, p, g, e)
-					}
-					sc[p] = dot * scale
-					m = math.Max(m, sc[p])
-				}
-				var sum float64
-				for p := range sc {
-					sc[p] = math.Exp(sc[p] - m)
-					sum += sc[p]
-				}
-				for e := 0; e < c.D; e++ {
-					var acc float64
-					for p := range sc {
-						acc += sc[p] * c.kvAt(t, true, i, p, g, e)
-					}
-					out[(row*c.H+h)*c.D+e] = acc / sum
-				}
-			}
-		}
-	}
-	return out
 }
 
 func tolerance(dt tensor.DType, naive bool) float64 {
