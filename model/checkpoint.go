@@ -2,14 +2,17 @@ package model
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"unsafe"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // Format is the on-disk layout of a llama2.c checkpoint.
@@ -26,6 +29,12 @@ const (
 	// (magic, version, the same seven int32, a shared-classifier byte, zero
 	// padding), then float32 tensors with the norms first and no RoPE tables.
 	FormatV1
+	// FormatV2 is llama2.c export.py's "version 2" (what runq.c reads): the
+	// version-1 header with version 2 and an int32 group size after the
+	// shared-classifier byte, then the float32 norms, then every weight
+	// matrix as Q8_0: its int8 values followed by its float32 group scales.
+	// See checkpoint_v2.go.
+	FormatV2
 )
 
 // String names the format.
@@ -35,6 +44,8 @@ func (f Format) String() string {
 		return "llama2.c legacy"
 	case FormatV1:
 		return "llama2.c version 1"
+	case FormatV2:
+		return "llama2.c version 2"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
@@ -58,8 +69,20 @@ type LoadOptions struct {
 	// F16 and BF16 round each value once, at load, to halve the bytes the
 	// matmuls stream. The RMSNorm gains always stay float32: they are
 	// Dim floats each and their precision matters more than their size.
+	//
+	// A version-2 (Q8_0) file keeps its int8 weights (Model.Quantized) when
+	// WeightDType is F32, the default; F16 or BF16 dequantize every weight
+	// (q·scale in float32, as the kernels compute it) and round it once.
 	WeightDType tensor.DType
-	// Ctx receives the allocations of the weights (may be nil).
+	// NoMmap makes Load read the file into Go memory instead of mapping
+	// it. By default (false) Load maps the checkpoint (where the platform
+	// has mmap and the host is little-endian) and the float32 weight
+	// tensors are views of the mapping; see Load.
+	NoMmap bool
+	// Ctx receives the allocations of the weights (may be nil). With a
+	// mapped file only the memory the loader allocates is counted (the
+	// fused WQKV, converted dtypes), and the bytes it copies out of the
+	// mapping are recorded as copies.
 	Ctx *tensor.Context
 }
 
@@ -69,10 +92,36 @@ type Header struct {
 	Format Format
 	Config Config
 	Size   int64
+	// GroupSize is the Q8_0 group size of a version-2 file (0 otherwise).
+	GroupSize int
 }
 
-// Load reads a llama2.c checkpoint (legacy or version 1) from path.
-// Errors read "checkpoint <path>: <problem>".
+// Load reads a llama2.c checkpoint (legacy, version 1 or version 2) from
+// path. Errors read "checkpoint <path>: <problem>".
+//
+// Unless opts.NoMmap is set, the file is memory-mapped (private,
+// copy-on-write: the file is never modified, and a caller that writes a
+// weight gets its own copy of that page instead of a crash) and the
+// weights are zero-copy views of the mapping: a float32 tensor's storage
+// is the file's bytes reinterpreted as []float32, and a Q8_0 matrix's int8
+// values and scales are slices of it. That needs the file's little-endian
+// floats to be the host's, so a big-endian host reads instead; the
+// offsets are 4-byte aligned by construction (headers of 28 and 256
+// bytes, float32 blocks), and a block that is not (a Q8_0 scale block
+// after an int8 block of odd length) is copied. Nothing is read at load
+// but the header and the fused WQKV: the kernel pages the weights in on
+// first use, from the page cache, shared with every other process that
+// maps the same file.
+//
+// The one copy is the QKV fusion: the file stores all layers' wq, then all
+// wk, then all wv, but Layer.WQKV must be one contiguous
+// ((n_heads+2·n_kv_heads)·head_dim, dim) block, so each layer's three
+// matrices are copied into a new WQKV (n_layers·QKVRows·dim·4 bytes for
+// float32; Model.MappedBytes reports it). F16/BF16 weights are converted,
+// hence copied, too. The mapping lives as long as the Model: Model.Close
+// releases it.
+//
+// When mapping is unavailable or fails, Load falls back to Read.
 func Load(path string, opts LoadOptions) (*Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -86,7 +135,72 @@ func Load(path string, opts LoadOptions) (*Model, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("checkpoint %s: not a regular file", path)
 	}
-	return Read(f, st.Size(), path, opts)
+	size := st.Size()
+	if opts.NoMmap || !mmapSupported || !hostLittleEndian {
+		return Read(f, size, path, opts)
+	}
+	if opts.WeightDType > tensor.BF16 {
+		return nil, fmt.Errorf("checkpoint %s: unknown weight dtype %d", path, opts.WeightDType)
+	}
+	// Validate the header before mapping anything.
+	h, err := ReadHeader(f, size, path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := mapFile(f, size)
+	if err != nil {
+		return Read(f, size, path, opts) // no mmap here: read instead
+	}
+	mp := &mapping{data: data}
+	m, err := buildModel(h, &source{data: data, mp: mp}, path, opts)
+	if err != nil {
+		unmapFile(data)
+		return nil, err
+	}
+	m.mapping = mp
+	return m, nil
+}
+
+// hostLittleEndian reports whether the host stores numbers as the
+// checkpoint files do; only then can a mapped float32 be used in place.
+var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// mapping is a memory-mapped checkpoint that a Model's weights view.
+type mapping struct {
+	data   []byte // the whole file, as mapFile returned it
+	copied int64  // bytes the loader copied out of it into new memory
+}
+
+// MappedBytes reports where m's weights live: mapped is the size of the
+// memory-mapped checkpoint they view (0 when they were read into Go
+// memory, synthesized, or m was closed) and copied is how many bytes the
+// loader still had to copy out of the mapping (the QKV fusion, dtype
+// conversions).
+func (m *Model) MappedBytes() (mapped, copied int64) {
+	if m == nil || m.mapping == nil {
+		return 0, 0
+	}
+	return int64(len(m.mapping.data)), m.mapping.copied
+}
+
+// Close releases the memory-mapped checkpoint behind m's weights, if
+// any, and drops m's weights, so later use fails with an error instead of
+// touching unmapped memory. Engines and Forwards built over m, and any
+// weight tensor taken from it, must not be used after Close. A model that
+// was read or synthesized has nothing to release: Close leaves it as it
+// is. Close is idempotent but not safe for concurrent use.
+func (m *Model) Close() error {
+	if m == nil || m.mapping == nil {
+		return nil
+	}
+	data := m.mapping.data
+	m.mapping = nil
+	m.Weights = Weights{}
+	m.Quantized = nil
+	if err := unmapFile(data); err != nil {
+		return fmt.Errorf("model: unmap checkpoint: %w", err)
+	}
+	return nil
 }
 
 // Read reads a checkpoint of size bytes from r; name is used in errors.
@@ -116,56 +230,174 @@ func Read(r io.ReaderAt, size int64, name string, opts LoadOptions) (*Model, err
 	if n, err := r.ReadAt(last[:], size-1); n != 1 {
 		return nil, fail("truncated: cannot read byte %d of the %d the header requires (%v)", size-1, size, err)
 	}
+	return buildModel(h, &source{r: r}, name, opts)
+}
+
+// source is where the loader takes a checkpoint's bytes from: a memory
+// mapping of the whole file (weights become views of it) or an
+// io.ReaderAt (weights are read into new memory).
+type source struct {
+	data []byte      // the mapped file, or nil
+	mp   *mapping    // accounting of the mapping (with data)
+	r    io.ReaderAt // when data is nil
+	buf  []byte      // conversion scratch
+}
+
+// reader returns an io.ReaderAt over the source.
+func (s *source) reader() io.ReaderAt {
+	if s.r == nil {
+		s.r = bytes.NewReader(s.data)
+	}
+	return s.r
+}
+
+// scratch returns the conversion buffer, allocated on first use.
+func (s *source) scratch() []byte {
+	if s.buf == nil {
+		s.buf = make([]byte, readChunk)
+	}
+	return s.buf
+}
+
+// f32View returns the n float32s at byte off of a mapped file as a slice
+// of the mapping itself, or nil when that is not possible: not mapped,
+// or off not 4-byte aligned (the mapping starts on a page boundary, so
+// alignment is the offset's). Load maps only on little-endian hosts, where
+// the file's bytes are already the host's float32s.
+func (s *source) f32View(off, n int64) []float32 {
+	if s.data == nil || off%4 != 0 || off < 0 || n < 0 || off+4*n > int64(len(s.data)) {
+		return nil
+	}
+	if n == 0 {
+		return []float32{}
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&s.data[off])), n)
+}
+
+// copied records n bytes copied out of a mapping into new memory.
+func (s *source) copied(ctx *tensor.Context, n int64) {
+	if s.mp != nil {
+		s.mp.copied += n
+		ctx.RecordCopy(n)
+	}
+}
+
+// tensor returns the tensor of dtype dt and shape whose float32s start at
+// byte off: a view of the mapping when the file is mapped and dt is F32,
+// otherwise a new tensor filled by reading and converting.
+func (s *source) tensor(ctx *tensor.Context, off int64, dt tensor.DType, shape ...int) (*tensor.Tensor, error) {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	if dt == tensor.F32 {
+		if v := s.f32View(off, n); v != nil {
+			return tensor.WrapFloat32(ctx, v, shape...)
+		}
+	}
+	t, err := tensor.Empty(ctx, dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fill(ctx, off, n, t.Storage(), 0); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// fill reads n float32s at byte off into st from element dstOff on,
+// converting to st's dtype.
+func (s *source) fill(ctx *tensor.Context, off, n int64, st *tensor.Storage, dstOff int) error {
+	if v := s.f32View(off, n); v != nil && st.DType() == tensor.F32 && int64(dstOff)+n <= int64(st.Len()) {
+		copy(st.Float32s()[dstOff:], v)
+	} else if err := readFloats(s.reader(), off, n, st, dstOff, s.scratch()); err != nil {
+		return err
+	}
+	s.copied(ctx, n*int64(st.DType().Size()))
+	return nil
+}
+
+// buildModel makes the model of a validated header from its source.
+func buildModel(h Header, src *source, name string, opts LoadOptions) (*Model, error) {
+	if h.Format == FormatV2 {
+		return buildV2(h, src, name, opts)
+	}
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("checkpoint %s: %s", name, fmt.Sprintf(format, a...))
+	}
 	cfg := h.Config
 	cfg.WeightDType = opts.WeightDType
-	m, err := allocWeights(opts.Ctx, cfg)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fail("%v", err)
 	}
 	blocks, _, err := fileLayout(h.Format, cfg)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	buf := make([]byte, readChunk)
-	hs := int64(cfg.HeadDim())
-	qRows, kvRows := int64(cfg.NHeads)*hs, int64(cfg.NKVHeads)*hs
+	ctx, dt := opts.Ctx, cfg.WeightDType
+	hs := cfg.HeadDim()
+	qRows, kvRows := int64(cfg.NHeads*hs), int64(cfg.NKVHeads*hs)
+	m := &Model{Config: cfg}
+	w := &m.Weights
+	w.Layers = make([]Layer, cfg.NLayers)
 	for _, b := range blocks {
 		for l := 0; l < b.count(cfg); l++ {
-			var dst *tensor.Tensor
-			var at int64
+			off := b.off + int64(l)*b.elems*4
+			var (
+				dst   **tensor.Tensor
+				tdt   = dt
+				shape []int
+				at    int64 = -1 // row offset (in elements) into WQKV
+			)
 			switch b.kind {
 			case kindEmbedding:
-				dst = m.Weights.TokenEmbedding
+				dst, shape = &w.TokenEmbedding, []int{cfg.VocabSize, cfg.Dim}
 			case kindAttnNorm:
-				dst = m.Weights.Layers[l].AttnNorm
+				dst, tdt, shape = &w.Layers[l].AttnNorm, tensor.F32, []int{cfg.Dim}
 			case kindWQ:
-				dst = m.Weights.Layers[l].WQKV
+				at = 0
 			case kindWK:
-				dst, at = m.Weights.Layers[l].WQKV, qRows*int64(cfg.Dim)
+				at = qRows * int64(cfg.Dim)
 			case kindWV:
-				dst, at = m.Weights.Layers[l].WQKV, (qRows+kvRows)*int64(cfg.Dim)
+				at = (qRows + kvRows) * int64(cfg.Dim)
 			case kindWO:
-				dst = m.Weights.Layers[l].WO
+				dst, shape = &w.Layers[l].WO, []int{cfg.Dim, cfg.NHeads * hs}
 			case kindFFNNorm:
-				dst = m.Weights.Layers[l].FFNNorm
+				dst, tdt, shape = &w.Layers[l].FFNNorm, tensor.F32, []int{cfg.Dim}
 			case kindW1:
-				dst = m.Weights.Layers[l].W1
+				dst, shape = &w.Layers[l].W1, []int{cfg.HiddenDim, cfg.Dim}
 			case kindW2:
-				dst = m.Weights.Layers[l].W2
+				dst, shape = &w.Layers[l].W2, []int{cfg.Dim, cfg.HiddenDim}
 			case kindW3:
-				dst = m.Weights.Layers[l].W3
+				dst, shape = &w.Layers[l].W3, []int{cfg.HiddenDim, cfg.Dim}
 			case kindFinalNorm:
-				dst = m.Weights.FinalNorm
+				dst, tdt, shape = &w.FinalNorm, tensor.F32, []int{cfg.Dim}
 			case kindClassifier:
-				dst = m.Weights.Classifier
+				dst, shape = &w.Classifier, []int{cfg.VocabSize, cfg.Dim}
 			case kindRope:
 				continue // run.c skips the tables and computes RoPE itself
 			}
-			off := b.off + int64(l)*b.elems*4
-			if err := readFloats(r, off, b.elems, dst.Storage(), int(at), buf); err != nil {
+			var err error
+			if at >= 0 {
+				// wq, wk, wv rows go into this layer's fused WQKV: the
+				// file keeps them apart, so this is a copy even when mapped.
+				L := &w.Layers[l]
+				if L.WQKV == nil {
+					if L.WQKV, err = tensor.Empty(ctx, dt, cfg.QKVRows(), cfg.Dim); err != nil {
+						return nil, fail("%v", err)
+					}
+				}
+				err = src.fill(ctx, off, b.elems, L.WQKV.Storage(), int(at))
+			} else {
+				*dst, err = src.tensor(ctx, off, tdt, shape...)
+			}
+			if err != nil {
 				return nil, fail("truncated or unreadable %s at byte %d: %v", b.label(l), off, err)
 			}
 		}
+	}
+	if cfg.SharedClassifier {
+		w.Classifier = w.TokenEmbedding
 	}
 	return m, nil
 }
@@ -190,21 +422,29 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (Header, error) {
 	ints := hdr[0:legacyHeaderSize]
 	var sharedByte byte = 1
 	if le.Uint32(hdr[0:]) == v1Magic {
-		h.Format = FormatV1
 		if size < v1HeaderSize {
-			return fail("file is %d bytes, too short for a version-1 header (%d)", size, v1HeaderSize)
+			return fail("file is %d bytes, too short for a version-1/2 header (%d)", size, v1HeaderSize)
 		}
-		if v := int32(le.Uint32(hdr[4:])); v != 1 {
-			return fail("unsupported export version %d (only version 1, float32, is supported)", v)
+		// magic(4) version(4) seven int32 (28) shared(1) [group_size(4)] padding
+		padFrom := 8 + legacyHeaderSize + 1
+		switch v := int32(le.Uint32(hdr[4:])); v {
+		case 1:
+			h.Format = FormatV1
+		case 2:
+			h.Format = FormatV2
+			h.GroupSize = int(int32(le.Uint32(hdr[padFrom:])))
+			padFrom += 4
+		default:
+			return fail("unsupported export version %d (supported: 1, float32; 2, Q8_0)", v)
 		}
 		ints = hdr[8 : 8+legacyHeaderSize]
 		sharedByte = hdr[8+legacyHeaderSize]
 		if sharedByte > 1 {
-			return fail("version-1 header: shared_classifier byte is %d, want 0 or 1", sharedByte)
+			return fail("%s header: shared_classifier byte is %d, want 0 or 1", h.Format, sharedByte)
 		}
-		for i := 8 + legacyHeaderSize + 1; i < v1HeaderSize; i++ {
+		for i := padFrom; i < v1HeaderSize; i++ {
 			if hdr[i] != 0 {
-				return fail("version-1 header: padding byte %d is %#x, want 0", i, hdr[i])
+				return fail("%s header: padding byte %d is %#x, want 0", h.Format, i, hdr[i])
 			}
 		}
 	}
@@ -230,7 +470,18 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (Header, error) {
 	if err := cfg.Validate(); err != nil {
 		return fail("invalid %s header: %v", h.Format, err)
 	}
-	_, want, err := fileLayout(h.Format, cfg)
+	var want int64
+	var err error
+	if h.Format == FormatV2 {
+		if err := checkGroupSize(cfg, h.GroupSize); err != nil {
+			return fail("invalid %s header: %v", h.Format, err)
+		}
+		var lay v2File
+		lay, err = v2Layout(cfg, h.GroupSize)
+		want = lay.size
+	} else {
+		_, want, err = fileLayout(h.Format, cfg)
+	}
 	if err != nil {
 		return fail("invalid %s header: %v", h.Format, err)
 	}
@@ -244,8 +495,12 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (Header, error) {
 					sharedWord(!shared), sharedWord(shared))
 			}
 		}
-		return fail("file is %d bytes but its %s header (%s) requires exactly %d bytes (%s)%s",
-			size, h.Format, describe(cfg), want, humanBytes(want), hint)
+		extra := ""
+		if h.Format == FormatV2 {
+			extra = fmt.Sprintf(", group size %d", h.GroupSize)
+		}
+		return fail("file is %d bytes but its %s header (%s%s) requires exactly %d bytes (%s)%s",
+			size, h.Format, describe(cfg), extra, want, humanBytes(want), hint)
 	}
 	h.Config = cfg
 	h.Size = want
@@ -483,8 +738,9 @@ func readFloats(r io.ReaderAt, off, n int64, st *tensor.Storage, dstOff int, buf
 	return nil
 }
 
-// checkWeights verifies that every tensor of m is present, has data and has
-// the shape m.Config implies (1-D norms, 2-D (out, in) matrices).
+// checkWeights verifies that every tensor of m is present, has data (or a
+// Q8_0 form in m.Quantized) and has the shape m.Config implies (1-D norms,
+// 2-D (out, in) matrices).
 func checkWeights(m *Model) error {
 	if m == nil {
 		return errors.New("nil model")
@@ -498,9 +754,6 @@ func checkWeights(m *Model) error {
 		if t == nil {
 			return fmt.Errorf("%s is missing", name)
 		}
-		if t.IsMeta() {
-			return fmt.Errorf("%s is a meta tensor (no data)", name)
-		}
 		got := t.Shape()
 		ok := len(got) == len(shape)
 		for i := 0; ok && i < len(shape); i++ {
@@ -508,6 +761,18 @@ func checkWeights(m *Model) error {
 		}
 		if !ok {
 			return fmt.Errorf("%s has shape %s, want %s", name, tensor.FormatInts(got), tensor.FormatInts(shape))
+		}
+		if q, found := m.Quantized[t]; found {
+			if err := q.Validate(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if len(shape) != 2 || q.Rows != shape[0] || q.Cols != shape[1] {
+				return fmt.Errorf("%s is quantized as (%d, %d), want %s", name, q.Rows, q.Cols, tensor.FormatInts(shape))
+			}
+			return nil
+		}
+		if t.IsMeta() {
+			return fmt.Errorf("%s is a meta tensor (no data)", name)
 		}
 		return nil
 	}
@@ -548,6 +813,11 @@ func checkWeights(m *Model) error {
 // each) are computed as llama2.c's legacy export computed them, in float32
 // the way PyTorch does: freq_i = 1 / θ^(2i/head_dim) and cos, sin of
 // pos·freq_i, with θ = Config.RopeTheta. run.c and Read skip them.
+//
+// Q8_0 weights (Model.Quantized, e.g. from a version-2 file) are
+// dequantized: each weight is written as q·scale computed in float32,
+// exactly the value the kernels use, so the legacy file runs the same
+// model (and is 4/(1+4/group) times larger).
 func WriteLegacy(w io.Writer, m *Model) error {
 	fail := func(err error) error { return fmt.Errorf("write legacy checkpoint: %w", err) }
 	if err := checkWeights(m); err != nil {
@@ -564,7 +834,7 @@ func WriteLegacy(w io.Writer, m *Model) error {
 	if err := binary.Write(bw, binary.LittleEndian, hdr); err != nil {
 		return fail(err)
 	}
-	fw := &floatWriter{w: bw}
+	fw := &floatWriter{w: bw, quant: m.Quantized}
 	L := m.Weights.Layers
 	hs := c.HeadDim()
 	q, kv := c.NHeads*hs, c.NKVHeads*hs
@@ -638,12 +908,15 @@ func legacyRopeTables(c Config) (cos, sin []float32) {
 }
 
 // floatWriter writes float32s little-endian through a small buffer and
-// keeps the first error, like bufio.Writer.
+// keeps the first error, like bufio.Writer. Tensors found in quant are
+// written dequantized.
 type floatWriter struct {
-	w   io.Writer
-	buf [4096]byte
-	n   int
-	err error
+	w     io.Writer
+	quant map[*tensor.Tensor]*kernels.Matrix
+	buf   [4096]byte
+	n     int
+	row   []float32 // dequantization scratch
+	err   error
 }
 
 func (fw *floatWriter) put(v float32) {
@@ -671,8 +944,24 @@ func (fw *floatWriter) floats(v []float32) {
 // rows writes rows [r0, r1) of a 2-D tensor (or the whole of a 1-D tensor
 // when r0, r1 = 0, 1), reading element (i, j) at
 // offset + i·stride0 + j·stride1, so any strided layout is written in
-// logical row-major order.
+// logical row-major order. A quantized tensor is written as its
+// dequantized rows.
 func (fw *floatWriter) rows(t *tensor.Tensor, r0, r1 int) {
+	if q := fw.quant[t]; q != nil {
+		if cap(fw.row) < q.Cols {
+			fw.row = make([]float32, q.Cols)
+		}
+		row := fw.row[:q.Cols]
+		for i := r0; i < r1 && fw.err == nil; i++ {
+			if fw.err = q.Row(i, row); fw.err == nil {
+				for _, x := range row {
+					fw.put(x)
+				}
+			}
+		}
+		fw.flush()
+		return
+	}
 	st := t.Storage()
 	off, shape, strides := t.Offset(), t.Shape(), t.Strides()
 	cols, s0, s1 := shape[0], 0, strides[0]

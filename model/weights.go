@@ -36,4 +36,8 @@ type Model struct {
 	// runs with Q8_0 weights: the kernels read the int8 values and group
 	// scales instead of the tensor (which then only describes the shape).
 	Quantized map[*tensor.Tensor]*kernels.Matrix
+
+	// mapping is the memory-mapped checkpoint the weights are views of
+	// (see Load); nil when they live in Go memory. Close releases it.
+	mapping *mapping
 }
