@@ -178,3 +178,17 @@ func FuzzParseNcuCSV(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadProfiledLaunches(f *testing.F) {
+	f.Add(`[{"case":"c","launch":{"kernel":"strided_copy","grid":[1,1,1],"block":[256,1,1],"loads":{"requests":1,"sectors":4}}}]`)
+	f.Add(`[]`)
+	f.Add(`{`)
+	f.Fuzz(func(t *testing.T, s string) {
+		ls, err := ReadProfiledLaunches(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		// whatever decoded can be compared without panicking
+		_, _ = CompareNcu(ls, nil, 0.05)
+	})
+}

@@ -81,6 +81,13 @@ __global__ void __launch_bounds__(PREFILL_THREADS)
 			if (j0 + c < kv_end) {
 				load_to_float(Ks + c * DP + d, k_cache + a.k_offset + row_off[c] + d, kvv);
 				load_to_float(Vs + c * D + d, v_cache + a.v_offset + row_off[c] + d, kvv);
+			} else {
+				// rows past kv_end get weight 0, but 0 × (stale or never
+				// written shared memory, possibly NaN) is not 0: clear them
+				for (int i = 0; i < kvv; ++i) {
+					Ks[c * DP + d + i] = 0.f;
+					Vs[c * D + d + i] = 0.f;
+				}
 			}
 		}
 		__syncthreads();
