@@ -91,6 +91,10 @@ type flashArgs struct {
 // kernels.MatMul on staged tiles rather than the direct loops.
 const mmMinRows = 4
 
+// simdPad is the key count a MatMul tile is padded to a multiple of: the
+// widest vector (AVX-512, 16 float32), which AVX2's 8 divides.
+const simdPad = 16
+
 // workItem is one (sequence, KV head, token range) of the kernel.
 type workItem struct {
 	seq, kvHead, t0, t1 int32
@@ -152,6 +156,7 @@ func (k *flashKernel) run(a *flashArgs) error {
 	tpt := k.plan(a)
 	g := a.numHeads / a.numKVHeads
 	rows, kt, D := tpt*g, k.opts.keyTile(), a.headDim
+	ktPad := (kt + simdPad - 1) / simdPad * simdPad // scratch room for padded tiles
 	n := len(k.items)
 	if n == 0 {
 		return nil
@@ -163,11 +168,11 @@ func (k *flashKernel) run(a *flashArgs) error {
 	}
 	for len(k.scratch) < workers {
 		k.scratch = append(k.scratch, &scratch{
-			q: make([]float32, rows*D), s: make([]float32, rows*kt), acc: make([]float32, rows*D),
+			q: make([]float32, rows*D), s: make([]float32, rows*ktPad), acc: make([]float32, rows*D),
 			m: make([]float32, rows), l: make([]float32, rows), pos: make([]int, rows),
 			krow: make([]int, kt), vrow: make([]int, kt),
-			kt: make([]float32, kt*D), vt: make([]float32, kt*D),
-			vT: make([]float32, D*kt), pv: make([]float32, rows*D),
+			kt: make([]float32, ktPad*D), vt: make([]float32, kt*D),
+			vT: make([]float32, D*ktPad), pv: make([]float32, rows*D),
 		})
 	}
 	var next atomic.Int64
@@ -260,10 +265,18 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			kBuf, vBuf = sc.kt, sc.vt
 		}
 
-		// s[r, j] = q[r]·k[j] with row stride nk.
-		s := sc.s[:rows*nk]
+		// s[r, j] = q[r]·k[j] with row stride ns. MatMul tiles pad the key
+		// count to a multiple of the widest SIMD vector with zero keys, so
+		// the P·V product has no scalar remainder; the padding's
+		// probabilities are set to 0 below.
+		ns := nk
 		if useMM {
-			sc.kMat = kernels.Matrix{Format: kernels.F32, Rows: nk, Cols: D, F32: sc.kt[:nk*D]}
+			ns = (nk + simdPad - 1) / simdPad * simdPad
+		}
+		s := sc.s[:rows*ns]
+		if useMM {
+			clear(sc.kt[nk*D : ns*D])
+			sc.kMat = kernels.Matrix{Format: kernels.F32, Rows: ns, Cols: D, F32: sc.kt[:ns*D]}
 			if err := kernels.MatMul(nil, s, sc.q[:rows*D], &sc.kMat, rows); err != nil {
 				return err
 			}
@@ -271,18 +284,18 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			for j, o := range krow {
 				k := kBuf[o : o+D]
 				for r := 0; r < rows; r++ {
-					s[r*nk+j] = kernels.Dot(sc.q[r*D:r*D+D], k)
+					s[r*ns+j] = kernels.Dot(sc.q[r*D:r*D+D], k)
 				}
 			}
 		} else {
-			scoreTile(s, nk, sc.q, rows, D, kBuf, krow)
+			scoreTile(s, ns, sc.q, rows, D, kBuf, krow)
 		}
 
 		// Online softmax over this key tile, row by row. Only tiles that
 		// reach past the tile's first position need a causal mask.
 		masked := k0+nk-1 > minPos
 		for r := 0; r < rows; r++ {
-			srow := s[r*nk : r*nk+nk]
+			srow := s[r*ns : r*ns+ns]
 			lim := nk
 			if masked {
 				lim = min(max(sc.pos[r]-k0+1, 0), nk)
@@ -316,8 +329,8 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 
 		// acc[r] += Σ_j p[r, j]·v[j]
 		if useMM {
-			stageTransposed(sc.vT[:D*nk], a.vCache, a.vF32, vrow, D)
-			sc.vMat = kernels.Matrix{Format: kernels.F32, Rows: D, Cols: nk, F32: sc.vT[:D*nk]}
+			stageTransposed(sc.vT[:D*ns], a.vCache, a.vF32, vrow, D, ns)
+			sc.vMat = kernels.Matrix{Format: kernels.F32, Rows: D, Cols: ns, F32: sc.vT[:D*ns]}
 			pv := sc.pv[:rows*D]
 			if err := kernels.MatMul(nil, pv, s, &sc.vMat, rows); err != nil {
 				return err
@@ -330,13 +343,13 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			for j, o := range vrow {
 				v := vBuf[o : o+D]
 				for r := 0; r < rows; r++ {
-					if p := s[r*nk+j]; p != 0 {
+					if p := s[r*ns+j]; p != 0 {
 						kernels.Axpy(p, v, sc.acc[r*D:r*D+D])
 					}
 				}
 			}
 		} else {
-			pvTile(sc.acc, rows, D, s, nk, vBuf, vrow)
+			pvTile(sc.acc, rows, D, s, ns, vBuf, vrow)
 		}
 	}
 
@@ -370,13 +383,33 @@ func stageRows(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D i
 }
 
 // stageTransposed writes the D-element rows at rows[j] of a cache as the
-// columns of dst [D, len(rows)]: dst[x·n + j] = row_j[x].
-func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D int) {
-	n := len(rows)
-	for j, o := range rows {
+// columns of dst [D, n]: dst[x·n + j] = row_j[x], and zeroes the padding
+// columns len(rows) ≤ j < n (a zero weight times them must stay zero).
+func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D, n int) {
+	if len(rows) < n {
+		for x := 0; x < D; x++ {
+			clear(dst[x*n+len(rows) : x*n+n])
+		}
+	}
+	j := 0
+	if f32 != nil {
+		// Four rows at a time: each dst line gets four adjacent stores.
+		for ; j+4 <= len(rows); j += 4 {
+			r0 := f32[rows[j] : rows[j]+D]
+			r1 := f32[rows[j+1] : rows[j+1]+D]
+			r2 := f32[rows[j+2] : rows[j+2]+D]
+			r3 := f32[rows[j+3] : rows[j+3]+D]
+			r1, r2, r3 = r1[:len(r0)], r2[:len(r0)], r3[:len(r0)]
+			for x, v := range r0 {
+				d := dst[x*n+j : x*n+j+4]
+				d[0], d[1], d[2], d[3] = v, r1[x], r2[x], r3[x]
+			}
+		}
+	}
+	for ; j < len(rows); j++ {
+		o := rows[j]
 		if f32 != nil {
-			src := f32[o : o+D]
-			for x, v := range src {
+			for x, v := range f32[o : o+D] {
 				dst[x*n+j] = v
 			}
 			continue
