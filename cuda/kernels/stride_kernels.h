@@ -1,6 +1,6 @@
 /*
- * stride_kernels.h — the C ABI between Stride's Go binding (cuda/*_cuda.go,
- * cgo) and its CUDA kernels (cuda/kernels/*.cu).
+ * stride_kernels.h — the C ABI between Stride's Go binding (cuda/backend_cuda.go,
+ * cgo) and its CUDA kernels (the .cu files beside this header).
  *
  * Every tensor is passed as the device pointer of its storage's element 0
  * plus an element offset, exactly as the traffic model addresses it
