@@ -150,3 +150,14 @@ func TestPrefillSharedBytes(t *testing.T) {
 		t.Errorf("D=256 needs %d bytes", b)
 	}
 }
+
+// BenchmarkSeedModel counts both paths of the seed's layer (2^31 score
+// elements) in Aggregate mode.
+func BenchmarkSeedModel(b *testing.B) {
+	w := SeedWorkload()
+	for i := 0; i < b.N; i++ {
+		if _, err := w.Model(Aggregate); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
