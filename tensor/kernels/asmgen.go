@@ -525,11 +525,11 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		d.WriteString("\t},\n")
 	}
 	d.WriteString("}\n\n")
-	d.WriteString("// callBlock runs the generated kernel for (impl, format, shape).\n")
-	d.WriteString("func callBlock(impl Impl, f Format, shape int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {\n")
-	d.WriteString("\tswitch {\n")
+	d.WriteString("// callBlock runs the generated kernel kernelID(impl, format, shape); the\n// constant cases compile to a jump table.\n")
+	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {\n")
+	d.WriteString("\tswitch kid {\n")
 	for _, e := range table {
-		fmt.Fprintf(&d, "\tcase impl == Impl%s && f == %s && shape == %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out)\n", e.isa, e.f, e.shape, e.name)
+		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out)\n", e.isa, e.f, e.shape, e.name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {

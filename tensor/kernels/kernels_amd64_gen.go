@@ -121,56 +121,57 @@ var simdGeometry = [...][4]geometry{
 	},
 }
 
-// callBlock runs the generated kernel for (impl, format, shape).
-func callBlock(impl Impl, f Format, shape int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {
-	switch {
-	case impl == ImplAVX2 && f == F32 && shape == shape1x1:
+// callBlock runs the generated kernel kernelID(impl, format, shape); the
+// constant cases compile to a jump table.
+func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {
+	switch kid {
+	case (int(ImplAVX2)*4+int(F32))*3 + shape1x1:
 		f32Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == F32 && shape == shapeMV:
+	case (int(ImplAVX2)*4+int(F32))*3 + shapeMV:
 		f32Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == F32 && shape == shapeMM:
+	case (int(ImplAVX2)*4+int(F32))*3 + shapeMM:
 		f32Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == BF16 && shape == shape1x1:
+	case (int(ImplAVX2)*4+int(BF16))*3 + shape1x1:
 		bf16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == BF16 && shape == shapeMV:
+	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMV:
 		bf16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == BF16 && shape == shapeMM:
+	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMM:
 		bf16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == F16 && shape == shape1x1:
+	case (int(ImplAVX2)*4+int(F16))*3 + shape1x1:
 		f16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == F16 && shape == shapeMV:
+	case (int(ImplAVX2)*4+int(F16))*3 + shapeMV:
 		f16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == F16 && shape == shapeMM:
+	case (int(ImplAVX2)*4+int(F16))*3 + shapeMM:
 		f16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == Q8_0 && shape == shape1x1:
+	case (int(ImplAVX2)*4+int(Q8_0))*3 + shape1x1:
 		q8Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == Q8_0 && shape == shapeMV:
+	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMV:
 		q8Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX2 && f == Q8_0 && shape == shapeMM:
+	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMM:
 		q8Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F32 && shape == shape1x1:
+	case (int(ImplAVX512)*4+int(F32))*3 + shape1x1:
 		f32Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F32 && shape == shapeMV:
+	case (int(ImplAVX512)*4+int(F32))*3 + shapeMV:
 		f32Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F32 && shape == shapeMM:
+	case (int(ImplAVX512)*4+int(F32))*3 + shapeMM:
 		f32Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == BF16 && shape == shape1x1:
+	case (int(ImplAVX512)*4+int(BF16))*3 + shape1x1:
 		bf16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == BF16 && shape == shapeMV:
+	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMV:
 		bf16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == BF16 && shape == shapeMM:
+	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMM:
 		bf16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F16 && shape == shape1x1:
+	case (int(ImplAVX512)*4+int(F16))*3 + shape1x1:
 		f16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F16 && shape == shapeMV:
+	case (int(ImplAVX512)*4+int(F16))*3 + shapeMV:
 		f16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == F16 && shape == shapeMM:
+	case (int(ImplAVX512)*4+int(F16))*3 + shapeMM:
 		f16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == Q8_0 && shape == shape1x1:
+	case (int(ImplAVX512)*4+int(Q8_0))*3 + shape1x1:
 		q8Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == Q8_0 && shape == shapeMV:
+	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMV:
 		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
-	case impl == ImplAVX512 && f == Q8_0 && shape == shapeMM:
+	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMM:
 		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out)
 	default:
 		panic("kernels: no generated kernel for this impl/format/shape")

@@ -139,11 +139,15 @@ type blockArgs struct {
 	ws, ss, xs uintptr // row, scale-row and token strides in bytes
 	nArg, gArg int     // the kernel's n and g (asmgen.go contract)
 	nAsm       int     // columns the kernel covers; [nAsm, Cols) is the Go tail
+	kid        int     // kernelID(impl, format, 0)
 }
+
+// kernelID numbers the generated kernels for callBlock's jump table.
+func kernelID(impl Impl, f Format, shape int) int { return (int(impl)*4+int(f))*3 + shape }
 
 func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 	W := vecWidth(impl)
-	a := blockArgs{m: m, x: x, impl: impl, esize: uintptr(m.Format.elemBytes())}
+	a := blockArgs{m: m, x: x, impl: impl, esize: uintptr(m.Format.elemBytes()), kid: kernelID(impl, m.Format, 0)}
 	a.ws = uintptr(m.Cols) * a.esize
 	a.xs = uintptr(m.Cols) * 4
 	if m.Format == Q8_0 {
@@ -172,7 +176,7 @@ func (a *blockArgs) call(shape, r, t int, buf *float32) {
 		wp = unsafe.Pointer(&m.Q[off])
 		sp = &m.Scales[off/m.GroupSize]
 	}
-	callBlock(a.impl, m.Format, shape, wp, a.ws, sp, a.ss, &a.x[t*m.Cols], a.xs, a.nArg, a.gArg, buf)
+	callBlock(a.kid+shape, wp, a.ws, sp, a.ss, &a.x[t*m.Cols], a.xs, a.nArg, a.gArg, buf)
 }
 
 // tail is Σ_{j ≥ nAsm} w[r, j]·x[t, j], the columns past the last whole
@@ -213,20 +217,35 @@ func (a *blockArgs) tail(r, t int) float32 {
 func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 	geo := simdGeometry[impl][m.Format]
 	a := newBlockArgs(impl, m, x)
+	hasTail := a.nAsm < m.Cols
 	rows := m.Rows
 	var buf [64]float32
 
 	if T >= geo.mmTok && r1-r0 >= geo.mmRows {
 		MR, NT := geo.mmRows, geo.mmTok
-		for r := r0; r < r1; r += MR {
-			rs := min(r, r1-MR)
-			for t := 0; t < T; t += NT {
-				ts := min(t, T-NT)
-				a.call(shapeMM, rs, ts, &buf[0])
-				for tt := 0; tt < NT; tt++ {
-					o := out[(ts+tt)*rows+rs : (ts+tt)*rows+rs+MR]
-					for rr := range o {
-						o[rr] = buf[tt*MR+rr] + a.tail(rs+rr, ts+tt)
+		tp, G := prefillBlocking(m, MR, NT)
+		nblocks := (r1 - r0 + MR - 1) / MR
+		for t0 := 0; t0 < T; t0 += tp {
+			// Token panel [t0, t1): its x rows stay in L2 while every row
+			// block of the range streams past once.
+			t1 := min(t0+tp, T)
+			pt0 := min(t0, t1-NT) // a short last panel shifts back
+			for b0 := 0; b0 < nblocks; b0 += G {
+				// G row blocks (G·MR rows, in L1) share each x tile.
+				for t := pt0; t < t1; t += NT {
+					ts := min(t, t1-NT)
+					for b := b0; b < min(b0+G, nblocks); b++ {
+						rs := min(r0+b*MR, r1-MR)
+						a.call(shapeMM, rs, ts, &buf[0])
+						for tt := 0; tt < NT; tt++ {
+							o := out[(ts+tt)*rows+rs : (ts+tt)*rows+rs+MR]
+							copy(o, buf[tt*MR:tt*MR+MR])
+							if hasTail {
+								for rr := range o {
+									o[rr] += a.tail(rs+rr, ts+tt)
+								}
+							}
+						}
 					}
 				}
 			}
@@ -249,9 +268,31 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 		for t := 0; t < T; t++ {
 			a.call(shapeMV, rs, t, &buf[0])
 			o := out[t*rows+rs : t*rows+rs+MR]
-			for rr := range o {
-				o[rr] = buf[rr] + a.tail(rs+rr, t)
+			copy(o, buf[:MR])
+			if hasTail {
+				for rr := range o {
+					o[rr] += a.tail(rs+rr, t)
+				}
 			}
 		}
 	}
+}
+
+// Cache budgets for prefill blocking. L1 holds the G row blocks being
+// reused plus one x tile; L2 holds a panel of token rows. The values fit
+// the smallest common cores (32 KiB L1D, 1 MiB L2) with room to spare.
+const (
+	l1Budget = 32 << 10
+	l2Budget = 512 << 10
+)
+
+// prefillBlocking picks the token panel tp (a multiple of NT, at least NT)
+// whose x rows fit l2Budget, and the number G of MR-row weight blocks that
+// fit l1Budget next to one NT-token x tile.
+func prefillBlocking(m *Matrix, MR, NT int) (tp, G int) {
+	xrow := m.Cols * 4
+	tp = max(l2Budget/xrow/NT*NT, NT)
+	wblock := MR * m.Cols * m.Format.elemBytes()
+	G = min(max((l1Budget-NT*xrow)/wblock, 1), 8)
+	return tp, G
 }

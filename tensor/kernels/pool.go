@@ -74,6 +74,11 @@ type panicValue struct{ v any }
 
 const closedTicket = 1 << 63
 
+// testHookLastWorker, when set by a test, runs in the last worker to finish
+// a loop between its completion count and its wake-up signal: the window in
+// which the caller may already have moved on to the next loop.
+var testHookLastWorker func()
+
 // NewPool starts a pool of threads workers (including the caller);
 // threads <= 0 means runtime.NumCPU().
 func NewPool(threads int) *Pool {
@@ -224,21 +229,24 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 	}
 }
 
-// waitWorkers polls pending for spinFor, then parks until the last worker
-// signals done. The sleeping flag is claimed by exactly one side with a CAS,
-// so the channel send happens only when the caller is committed to receive.
+// waitWorkers polls pending for spinFor, then parks until a worker signals
+// done. The callerAsleep flag is claimed by exactly one side with a CAS, so
+// a send happens only when the caller is committed to receive. A worker
+// that was preempted between its decrement and its CAS may signal during a
+// later loop; that token is harmless because the caller re-checks pending
+// after every wake-up and re-arms.
 func (s *poolState) waitWorkers() {
 	start := time.Now()
 	for i := 0; s.pending.Load() != 0; i++ {
-		if i&63 == 63 && time.Since(start) > spinFor {
-			s.callerAsleep.Store(true)
-			if s.pending.Load() == 0 && s.callerAsleep.CompareAndSwap(true, false) {
-				return
-			}
-			<-s.done
+		if i&63 != 63 || time.Since(start) <= spinFor {
+			runtime.Gosched()
+			continue
+		}
+		s.callerAsleep.Store(true)
+		if s.pending.Load() == 0 && s.callerAsleep.CompareAndSwap(true, false) {
 			return
 		}
-		runtime.Gosched()
+		<-s.done
 	}
 }
 
@@ -258,8 +266,13 @@ func (s *poolState) work(i int, w *worker) {
 			continue
 		}
 		s.runPart(i, k)
-		if s.pending.Add(-1) == 0 && s.callerAsleep.CompareAndSwap(true, false) {
-			s.done <- struct{}{}
+		if s.pending.Add(-1) == 0 {
+			if testHookLastWorker != nil {
+				testHookLastWorker()
+			}
+			if s.callerAsleep.CompareAndSwap(true, false) {
+				s.done <- struct{}{}
+			}
 		}
 	}
 }

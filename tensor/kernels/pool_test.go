@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -174,8 +175,10 @@ func TestPoolNilAndClosed(t *testing.T) {
 	if got := collect(p, 10, 1); !slices.Equal(got, want) {
 		t.Fatalf("closed pool ranges %v, want %v", got, want)
 	}
-	if NewPool(0).Threads() < 1 {
-		t.Fatal("NewPool(0) has no threads")
+	p0 := NewPool(0)
+	defer p0.Close()
+	if p0.Threads() != runtime.NumCPU() {
+		t.Fatalf("NewPool(0) has %d threads, want NumCPU %d", p0.Threads(), runtime.NumCPU())
 	}
 	p.ParallelFor(0, 1, func(int, int) { t.Fatal("called for n=0") })
 }
@@ -209,4 +212,44 @@ func ExamplePool_ParallelFor() {
 	})
 	fmt.Println(squares)
 	// Output: [0 1 4 9 16 25 36 49]
+}
+
+// TestPoolStress runs many short loops on an oversubscribed pool (more
+// threads than Ps, so goroutines are preempted at arbitrary points,
+// including between a worker's completion count and its wake-up signal)
+// with pauses that let workers and the caller park. A lost or stale wake-up
+// shows up as a hang (test timeout) or a wrong count.
+func TestPoolStress(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	var delays atomic.Int32
+	testHookLastWorker = func() {
+		if delays.Add(1)%5 == 0 {
+			time.Sleep(3 * spinFor) // the caller moves on and parks meanwhile
+		}
+	}
+	defer func() { testHookLastWorker = nil }()
+	p := NewPool(4)
+	defer p.Close()
+	iters := 3000
+	if testing.Short() {
+		iters = 500
+	}
+	var counts [64]int32
+	for it := 0; it < iters; it++ {
+		n := 1 + it%64
+		p.ParallelFor(n, 1, func(s, e int) {
+			for i := s; i < e; i++ {
+				atomic.AddInt32(&counts[i], 1)
+			}
+			if (s+it)%7 == 0 {
+				time.Sleep(time.Duration(it%3) * spinFor)
+			}
+		})
+		for i := 0; i < n; i++ {
+			if c := atomic.SwapInt32(&counts[i], 0); c != 1 {
+				t.Fatalf("iteration %d: index %d ran %d times", it, i, c)
+			}
+		}
+	}
 }
