@@ -1,6 +1,9 @@
 package attention
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Validate checks that b describes tokens packed rows over a cache of
 // numBlocks blocks of blockSize slots, so a kernel can walk it without
@@ -93,6 +96,9 @@ func NewLinearBatch(queryLens, contextLens []int, blockSize int) (*Batch, int, e
 	b := &Batch{}
 	row, next := 0, 0
 	for i, ql := range queryLens {
+		if next > math.MaxInt32/blockSize-contextLens[i]/blockSize-2 {
+			return nil, 0, fmt.Errorf("attention: %d blocks of %d slots overflow int32 slot numbers", next, blockSize)
+		}
 		cl := contextLens[i]
 		if ql < 1 || ql > cl {
 			return nil, 0, fmt.Errorf("attention: sequence %d has query length %d and context length %d; want 1 ≤ query ≤ context", i, ql, cl)
@@ -109,7 +115,7 @@ func NewLinearBatch(queryLens, contextLens []int, blockSize int) (*Batch, int, e
 		b.BlockTables = append(b.BlockTables, table)
 		for j := 0; j < ql; j++ {
 			p := cl - ql + j
-			b.SlotMapping = append(b.SlotMapping, table[p/blockSize]*int32(blockSize)+int32(p%blockSize))
+			b.SlotMapping = append(b.SlotMapping, int32(int(table[p/blockSize])*blockSize+p%blockSize))
 		}
 		row += ql
 	}

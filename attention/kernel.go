@@ -39,9 +39,10 @@ import (
 //     S = Q·Kᵀ and O += P·V through kernels.MatMul's register-blocked SIMD
 //     kernel. Staging costs KeyTile·D loads per tile, shared by all the
 //     tile's rows; nothing larger than one tile is ever copied.
-//   - decode items (a single token: g rows) read K and V straight from the
-//     cache blocks, since staging a tile that only one row uses would
-//     double its memory traffic: with kernels' SIMD Dot and Axpy per K/V
+//   - smaller items (decode: one token, so g rows; fewer than mmMinRows
+//     for MHA and most GQA) read K and V straight from the cache blocks,
+//     since staging a tile that so few rows use would add memory traffic
+//     instead of saving it: with kernels' SIMD Dot and Axpy per K/V
 //     row when the CPU has them, else with the scalar 2×4 / 1×4
 //     register-blocked loops below.
 //
