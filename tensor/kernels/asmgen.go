@@ -12,7 +12,7 @@
 // Register-block kernel contract (all formats):
 //
 //	func k(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr,
-//	       x *float32, xs uintptr, n int, cpg int, out *float32)
+//	       x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 //
 //	w, ws   first element of weight row 0, and the row stride in bytes
 //	s, ss   Q8_0 only: first scale of row 0, and the per-row scale stride in bytes
@@ -21,6 +21,7 @@
 //	        Q8_0: number of groups to process
 //	cpg     Q8_0 only: vector chunks per group (GroupSize / W)
 //	out     out[t*MR + r] = Σ_j w[r, j] · x[t, j] for r < MR, t < NT
+//	pf      8×1 kernels: start of the next 8-row block to prefetch, or nil
 //
 // Each (r, t) pair owns one vector accumulator. Chunk k (W columns) is added
 // as acc = w_chunk·x_chunk + acc with one FMA; after the last chunk the W
@@ -34,6 +35,7 @@ import (
 	"go/format"
 	"log"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -74,6 +76,26 @@ var fmts = []wfmt{
 	{name: "Q8_0", short: "q8", esize: 1, q8: true},
 }
 
+// prefetchOn enables the matvec kernels' software prefetch of the next row
+// block (PF=0 go run asmgen.go disables it, for measurements); prefetchOp is
+// the instruction (PFOP=PREFETCHT1 ...).
+var prefetchOn = envInt("PF", 1) == 1
+var prefetchOp = envStr("PFOP", "PREFETCHT0")
+
+func envStr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return v
+	}
+	return def
+}
+
 // General-purpose registers. R14 (g) and BP (frame pointer) are left alone.
 const (
 	rWP  = "SI"  // weight row 0 pointer, advanced by W elements per chunk
@@ -89,6 +111,7 @@ const (
 	rSP4 = "R15" // scale pointer of row 4
 	rN   = "CX"  // remaining chunks (or groups)
 	rGC  = "AX"  // remaining chunks in the current group
+	rPF  = "R9"  // matvec: prefetch pointer into the next row block (shares XS, unused when NT = 1)
 )
 
 // addr returns the address of element block i (row or token) for a
@@ -224,11 +247,11 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	if next > is.nregs {
 		log.Fatalf("%s needs %d vector registers", name, next)
 	}
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)\n\n", name)
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)\n\n", name)
 
-	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)\n", name)
+	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)\n", name)
 	fmt.Fprintf(&g.s, "// %d rows × %d tokens of %s weights, %d-lane vectors.\n", MR, NT, f.name, is.W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	g.p("MOVQ w+0(FP), %s", rWP)
 	g.p("MOVQ ws+8(FP), %s", rWS)
 	g.p("LEAQ (%s)(%s*2), %s", rWS, rWS, rWS3)
@@ -248,6 +271,9 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 			g.p("LEAQ (%s)(%s*4), %s", rSP, rSS, rSP4)
 		}
 	}
+	// Matvec blocks prefetch the next block of rows (see body).
+	pf := NT == 1 && MR == 8 && prefetchOn
+	pfLines := MR * is.W * f.esize / 64
 	g.p("MOVQ n+48(FP), %s", rN)
 	for i := 0; i < nacc; i++ {
 		g.zero(g.v(i))
@@ -258,9 +284,17 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	g.p("TESTQ %s, %s", rN, rN)
 	g.p("JZ %s_reduce", name)
 
-	body := func() {
+	body := func(prefetch bool) {
 		if NT == 1 {
 			g.p("VMOVUPS (%s), %s", rXP, g.v(xv))
+			if prefetch {
+				// The next 8-row block is contiguous: prefetch its lines in
+				// order, as many per chunk as this chunk consumes.
+				for l := 0; l < pfLines; l++ {
+					g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
+				}
+				g.p("ADDQ $%d, %s", 64*pfLines, rPF)
+			}
 			for r := 0; r < MR; r++ {
 				if f.short == "f32" {
 					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(sum(r, 0)))
@@ -287,38 +321,53 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 		g.p("ADDQ $%d, %s", is.W*4, rXP)
 	}
 
-	if f.q8 {
-		g.label(name + "_group")
-		g.p("MOVQ cpg+56(FP), %s", rGC)
-		if gacc {
-			for i := 0; i < nacc; i++ {
-				g.zero(g.v(nacc + i))
-			}
-		}
-		g.label(name + "_chunk")
-		body()
-		g.p("DECQ %s", rGC)
-		g.p("JNZ %s_chunk", name)
-		if gacc {
-			// acc += gacc · scale[row]: one FMA per group with the scale
-			// broadcast from memory.
-			for t := 0; t < NT; t++ {
-				for r := 0; r < MR; r++ {
-					g.p("VFMADD231PS.BCST %s, %s, %s", addr(r, rSP, rSS, rSS3, rSP4, 0), g.v(sum(r, t)), g.v(acc(r, t)))
+	// loops emits the column loop; with prefetch it is the copy that also
+	// prefetches the next row block.
+	loops := func(l string, prefetch bool) {
+		if f.q8 {
+			g.label(l + "_group")
+			g.p("MOVQ cpg+56(FP), %s", rGC)
+			if gacc {
+				for i := 0; i < nacc; i++ {
+					g.zero(g.v(nacc + i))
 				}
 			}
+			g.label(l + "_chunk")
+			body(prefetch)
+			g.p("DECQ %s", rGC)
+			g.p("JNZ %s_chunk", l)
+			if gacc {
+				// acc += gacc · scale[row]: one FMA per group with the scale
+				// broadcast from memory.
+				for t := 0; t < NT; t++ {
+					for r := 0; r < MR; r++ {
+						g.p("VFMADD231PS.BCST %s, %s, %s", addr(r, rSP, rSS, rSS3, rSP4, 0), g.v(sum(r, t)), g.v(acc(r, t)))
+					}
+				}
+			}
+			g.p("ADDQ $4, %s", rSP)
+			if MR > 4 {
+				g.p("ADDQ $4, %s", rSP4)
+			}
+			g.p("DECQ %s", rN)
+			g.p("JNZ %s_group", l)
+		} else {
+			g.label(l + "_loop")
+			body(prefetch)
+			g.p("DECQ %s", rN)
+			g.p("JNZ %s_loop", l)
 		}
-		g.p("ADDQ $4, %s", rSP)
-		if MR > 4 {
-			g.p("ADDQ $4, %s", rSP4)
-		}
-		g.p("DECQ %s", rN)
-		g.p("JNZ %s_group", name)
-	} else {
-		g.label(name + "_loop")
-		body()
-		g.p("DECQ %s", rN)
-		g.p("JNZ %s_loop", name)
+	}
+	if pf {
+		g.p("MOVQ pf+72(FP), %s", rPF)
+		g.p("TESTQ %s, %s", rPF, rPF)
+		g.p("JNZ %s_pf_start", name)
+	}
+	loops(name, false)
+	if pf {
+		g.p("JMP %s_reduce", name)
+		g.label(name + "_pf_start")
+		loops(name+"_pf", true)
 	}
 	g.label(name + "_reduce")
 	g.p("MOVQ out+64(FP), SI")
@@ -526,10 +575,10 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	}
 	d.WriteString("}\n\n")
 	d.WriteString("// callBlock runs the generated kernel kernelID(impl, format, shape); the\n// constant cases compile to a jump table.\n")
-	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {\n")
+	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {\n")
 	d.WriteString("\tswitch kid {\n")
 	for _, e := range table {
-		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out)\n", e.isa, e.f, e.shape, e.name)
+		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, pf)\n", e.isa, e.f, e.shape, e.name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {

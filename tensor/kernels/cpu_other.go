@@ -13,7 +13,7 @@ var simdGeometry [3][4]geometry
 // The SIMD entry points below are unreachable off amd64 (available[] is
 // false for every SIMD Impl); they exist so the dispatch code compiles.
 
-func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {
+func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {
 	panic("kernels: SIMD kernel called without SIMD support")
 }
 

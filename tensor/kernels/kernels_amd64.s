@@ -12,9 +12,9 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	MOVL CX, ret+0(FP)
 	RET
 
-// func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block1x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·f32Block1x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -43,9 +43,9 @@ f32Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -63,6 +63,9 @@ TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-72
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ f32Block8x1AVX2_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ f32Block8x1AVX2_pf_start
 f32Block8x1AVX2_loop:
 	VMOVUPS (DI), Y9
 	VFMADD231PS (SI), Y9, Y0
@@ -78,6 +81,28 @@ f32Block8x1AVX2_loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ f32Block8x1AVX2_loop
+	JMP f32Block8x1AVX2_reduce
+f32Block8x1AVX2_pf_start:
+f32Block8x1AVX2_pf_loop:
+	VMOVUPS (DI), Y9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ $256, R9
+	VFMADD231PS (SI), Y9, Y0
+	VFMADD231PS (SI)(BX*1), Y9, Y1
+	VFMADD231PS (SI)(BX*2), Y9, Y2
+	VFMADD231PS (SI)(DX*1), Y9, Y3
+	VFMADD231PS (R8), Y9, Y4
+	VFMADD231PS (R8)(BX*1), Y9, Y5
+	VFMADD231PS (R8)(BX*2), Y9, Y6
+	VFMADD231PS (R8)(DX*1), Y9, Y7
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ f32Block8x1AVX2_pf_loop
 f32Block8x1AVX2_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF128 $1, Y0, X9
@@ -139,9 +164,9 @@ f32Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 3 rows × 4 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block3x4AVX2(SB), NOSPLIT, $0-72
+TEXT ·f32Block3x4AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -277,9 +302,9 @@ f32Block3x4AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block1x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·bf16Block1x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -310,9 +335,9 @@ bf16Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -330,6 +355,9 @@ TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-72
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ bf16Block8x1AVX2_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ bf16Block8x1AVX2_pf_start
 bf16Block8x1AVX2_loop:
 	VMOVUPS (DI), Y9
 	VPMOVZXWD (SI), Y8
@@ -361,6 +389,42 @@ bf16Block8x1AVX2_loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ bf16Block8x1AVX2_loop
+	JMP bf16Block8x1AVX2_reduce
+bf16Block8x1AVX2_pf_start:
+bf16Block8x1AVX2_pf_loop:
+	VMOVUPS (DI), Y9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	ADDQ $128, R9
+	VPMOVZXWD (SI), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y0
+	VPMOVZXWD (SI)(BX*1), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y1
+	VPMOVZXWD (SI)(BX*2), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y2
+	VPMOVZXWD (SI)(DX*1), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y3
+	VPMOVZXWD (R8), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y4
+	VPMOVZXWD (R8)(BX*1), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y5
+	VPMOVZXWD (R8)(BX*2), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y6
+	VPMOVZXWD (R8)(DX*1), Y8
+	VPSLLD $16, Y8, Y8
+	VFMADD231PS Y8, Y9, Y7
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ bf16Block8x1AVX2_pf_loop
 bf16Block8x1AVX2_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF128 $1, Y0, X9
@@ -422,9 +486,9 @@ bf16Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 3 rows × 4 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block3x4AVX2(SB), NOSPLIT, $0-72
+TEXT ·bf16Block3x4AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -563,9 +627,9 @@ bf16Block3x4AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block1x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·f16Block1x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -595,9 +659,9 @@ f16Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -615,6 +679,9 @@ TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-72
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ f16Block8x1AVX2_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ f16Block8x1AVX2_pf_start
 f16Block8x1AVX2_loop:
 	VMOVUPS (DI), Y9
 	VCVTPH2PS (SI), Y8
@@ -638,6 +705,34 @@ f16Block8x1AVX2_loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ f16Block8x1AVX2_loop
+	JMP f16Block8x1AVX2_reduce
+f16Block8x1AVX2_pf_start:
+f16Block8x1AVX2_pf_loop:
+	VMOVUPS (DI), Y9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	ADDQ $128, R9
+	VCVTPH2PS (SI), Y8
+	VFMADD231PS Y8, Y9, Y0
+	VCVTPH2PS (SI)(BX*1), Y8
+	VFMADD231PS Y8, Y9, Y1
+	VCVTPH2PS (SI)(BX*2), Y8
+	VFMADD231PS Y8, Y9, Y2
+	VCVTPH2PS (SI)(DX*1), Y8
+	VFMADD231PS Y8, Y9, Y3
+	VCVTPH2PS (R8), Y8
+	VFMADD231PS Y8, Y9, Y4
+	VCVTPH2PS (R8)(BX*1), Y8
+	VFMADD231PS Y8, Y9, Y5
+	VCVTPH2PS (R8)(BX*2), Y8
+	VFMADD231PS Y8, Y9, Y6
+	VCVTPH2PS (R8)(DX*1), Y8
+	VFMADD231PS Y8, Y9, Y7
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $32, DI
+	DECQ CX
+	JNZ f16Block8x1AVX2_pf_loop
 f16Block8x1AVX2_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF128 $1, Y0, X9
@@ -699,9 +794,9 @@ f16Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 3 rows × 4 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block3x4AVX2(SB), NOSPLIT, $0-72
+TEXT ·f16Block3x4AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -837,9 +932,9 @@ f16Block3x4AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block1x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·q8Block1x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -879,9 +974,9 @@ q8Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-72
+TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -902,6 +997,9 @@ TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-72
 	VXORPS Y7, Y7, Y7
 	TESTQ CX, CX
 	JZ q8Block8x1AVX2_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ q8Block8x1AVX2_pf_start
 q8Block8x1AVX2_group:
 	MOVQ cpg+56(FP), AX
 q8Block8x1AVX2_chunk:
@@ -955,6 +1053,63 @@ q8Block8x1AVX2_chunk:
 	ADDQ $4, R15
 	DECQ CX
 	JNZ q8Block8x1AVX2_group
+	JMP q8Block8x1AVX2_reduce
+q8Block8x1AVX2_pf_start:
+q8Block8x1AVX2_pf_group:
+	MOVQ cpg+56(FP), AX
+q8Block8x1AVX2_pf_chunk:
+	VMOVUPS (DI), Y9
+	PREFETCHT0 0(R9)
+	ADDQ $64, R9
+	VPMOVSXBD (SI), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R11), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y0
+	VPMOVSXBD (SI)(BX*1), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R11)(R12*1), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y1
+	VPMOVSXBD (SI)(BX*2), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R11)(R12*2), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y2
+	VPMOVSXBD (SI)(DX*1), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R11)(R13*1), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y3
+	VPMOVSXBD (R8), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R15), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y4
+	VPMOVSXBD (R8)(BX*1), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R15)(R12*1), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y5
+	VPMOVSXBD (R8)(BX*2), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R15)(R12*2), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y6
+	VPMOVSXBD (R8)(DX*1), Y8
+	VCVTDQ2PS Y8, Y8
+	VBROADCASTSS (R15)(R13*1), Y10
+	VMULPS Y10, Y8, Y8
+	VFMADD231PS Y8, Y9, Y7
+	ADDQ $8, SI
+	ADDQ $8, R8
+	ADDQ $32, DI
+	DECQ AX
+	JNZ q8Block8x1AVX2_pf_chunk
+	ADDQ $4, R11
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q8Block8x1AVX2_pf_group
 q8Block8x1AVX2_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF128 $1, Y0, X9
@@ -1016,9 +1171,9 @@ q8Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 3 rows × 4 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block3x4AVX2(SB), NOSPLIT, $0-72
+TEXT ·q8Block3x4AVX2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1289,9 +1444,9 @@ scaleAVX2_done:
 	VZEROUPPER
 	RET
 
-// func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block1x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·f32Block1x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1322,9 +1477,9 @@ f32Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1342,6 +1497,9 @@ TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-72
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ f32Block8x1AVX512_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ f32Block8x1AVX512_pf_start
 f32Block8x1AVX512_loop:
 	VMOVUPS (DI), Z9
 	VFMADD231PS (SI), Z9, Z0
@@ -1357,6 +1515,32 @@ f32Block8x1AVX512_loop:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ f32Block8x1AVX512_loop
+	JMP f32Block8x1AVX512_reduce
+f32Block8x1AVX512_pf_start:
+f32Block8x1AVX512_pf_loop:
+	VMOVUPS (DI), Z9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	PREFETCHT0 256(R9)
+	PREFETCHT0 320(R9)
+	PREFETCHT0 384(R9)
+	PREFETCHT0 448(R9)
+	ADDQ $512, R9
+	VFMADD231PS (SI), Z9, Z0
+	VFMADD231PS (SI)(BX*1), Z9, Z1
+	VFMADD231PS (SI)(BX*2), Z9, Z2
+	VFMADD231PS (SI)(DX*1), Z9, Z3
+	VFMADD231PS (R8), Z9, Z4
+	VFMADD231PS (R8)(BX*1), Z9, Z5
+	VFMADD231PS (R8)(BX*2), Z9, Z6
+	VFMADD231PS (R8)(DX*1), Z9, Z7
+	ADDQ $64, SI
+	ADDQ $64, R8
+	ADDQ $64, DI
+	DECQ CX
+	JNZ f32Block8x1AVX512_pf_loop
 f32Block8x1AVX512_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF64X4 $1, Z0, Y9
@@ -1434,9 +1618,9 @@ f32Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 4 rows × 4 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block4x4AVX512(SB), NOSPLIT, $0-72
+TEXT ·f32Block4x4AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1641,9 +1825,9 @@ f32Block4x4AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block1x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·bf16Block1x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1676,9 +1860,9 @@ bf16Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1696,6 +1880,9 @@ TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-72
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ bf16Block8x1AVX512_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ bf16Block8x1AVX512_pf_start
 bf16Block8x1AVX512_loop:
 	VMOVUPS (DI), Z9
 	VPMOVZXWD (SI), Z8
@@ -1727,6 +1914,44 @@ bf16Block8x1AVX512_loop:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ bf16Block8x1AVX512_loop
+	JMP bf16Block8x1AVX512_reduce
+bf16Block8x1AVX512_pf_start:
+bf16Block8x1AVX512_pf_loop:
+	VMOVUPS (DI), Z9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ $256, R9
+	VPMOVZXWD (SI), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z0
+	VPMOVZXWD (SI)(BX*1), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z1
+	VPMOVZXWD (SI)(BX*2), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z2
+	VPMOVZXWD (SI)(DX*1), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z3
+	VPMOVZXWD (R8), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z4
+	VPMOVZXWD (R8)(BX*1), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z5
+	VPMOVZXWD (R8)(BX*2), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z6
+	VPMOVZXWD (R8)(DX*1), Z8
+	VPSLLD $16, Z8, Z8
+	VFMADD231PS Z8, Z9, Z7
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $64, DI
+	DECQ CX
+	JNZ bf16Block8x1AVX512_pf_loop
 bf16Block8x1AVX512_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF64X4 $1, Z0, Y9
@@ -1804,9 +2029,9 @@ bf16Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 4 rows × 4 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block4x4AVX512(SB), NOSPLIT, $0-72
+TEXT ·bf16Block4x4AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2015,9 +2240,9 @@ bf16Block4x4AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block1x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·f16Block1x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2049,9 +2274,9 @@ f16Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2069,6 +2294,9 @@ TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-72
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ f16Block8x1AVX512_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ f16Block8x1AVX512_pf_start
 f16Block8x1AVX512_loop:
 	VMOVUPS (DI), Z9
 	VCVTPH2PS (SI), Z8
@@ -2092,6 +2320,36 @@ f16Block8x1AVX512_loop:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ f16Block8x1AVX512_loop
+	JMP f16Block8x1AVX512_reduce
+f16Block8x1AVX512_pf_start:
+f16Block8x1AVX512_pf_loop:
+	VMOVUPS (DI), Z9
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ $256, R9
+	VCVTPH2PS (SI), Z8
+	VFMADD231PS Z8, Z9, Z0
+	VCVTPH2PS (SI)(BX*1), Z8
+	VFMADD231PS Z8, Z9, Z1
+	VCVTPH2PS (SI)(BX*2), Z8
+	VFMADD231PS Z8, Z9, Z2
+	VCVTPH2PS (SI)(DX*1), Z8
+	VFMADD231PS Z8, Z9, Z3
+	VCVTPH2PS (R8), Z8
+	VFMADD231PS Z8, Z9, Z4
+	VCVTPH2PS (R8)(BX*1), Z8
+	VFMADD231PS Z8, Z9, Z5
+	VCVTPH2PS (R8)(BX*2), Z8
+	VFMADD231PS Z8, Z9, Z6
+	VCVTPH2PS (R8)(DX*1), Z8
+	VFMADD231PS Z8, Z9, Z7
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $64, DI
+	DECQ CX
+	JNZ f16Block8x1AVX512_pf_loop
 f16Block8x1AVX512_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF64X4 $1, Z0, Y9
@@ -2169,9 +2427,9 @@ f16Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 4 rows × 4 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block4x4AVX512(SB), NOSPLIT, $0-72
+TEXT ·f16Block4x4AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2376,9 +2634,9 @@ f16Block4x4AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 1 rows × 1 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block1x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·q8Block1x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2420,9 +2678,9 @@ q8Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 8 rows × 1 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-72
+TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2443,6 +2701,9 @@ TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-72
 	VPXORD Z7, Z7, Z7
 	TESTQ CX, CX
 	JZ q8Block8x1AVX512_reduce
+	MOVQ pf+72(FP), R9
+	TESTQ R9, R9
+	JNZ q8Block8x1AVX512_pf_start
 q8Block8x1AVX512_group:
 	MOVQ cpg+56(FP), AX
 	VPXORD Z8, Z8, Z8
@@ -2496,6 +2757,64 @@ q8Block8x1AVX512_chunk:
 	ADDQ $4, R15
 	DECQ CX
 	JNZ q8Block8x1AVX512_group
+	JMP q8Block8x1AVX512_reduce
+q8Block8x1AVX512_pf_start:
+q8Block8x1AVX512_pf_group:
+	MOVQ cpg+56(FP), AX
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q8Block8x1AVX512_pf_chunk:
+	VMOVUPS (DI), Z17
+	PREFETCHT0 0(R9)
+	PREFETCHT0 64(R9)
+	ADDQ $128, R9
+	VPMOVSXBD (SI), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z8
+	VPMOVSXBD (SI)(BX*1), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z9
+	VPMOVSXBD (SI)(BX*2), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z10
+	VPMOVSXBD (SI)(DX*1), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z11
+	VPMOVSXBD (R8), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z12
+	VPMOVSXBD (R8)(BX*1), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z13
+	VPMOVSXBD (R8)(BX*2), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z14
+	VPMOVSXBD (R8)(DX*1), Z16
+	VCVTDQ2PS Z16, Z16
+	VFMADD231PS Z16, Z17, Z15
+	ADDQ $16, SI
+	ADDQ $16, R8
+	ADDQ $64, DI
+	DECQ AX
+	JNZ q8Block8x1AVX512_pf_chunk
+	VFMADD231PS.BCST (R11), Z8, Z0
+	VFMADD231PS.BCST (R11)(R12*1), Z9, Z1
+	VFMADD231PS.BCST (R11)(R12*2), Z10, Z2
+	VFMADD231PS.BCST (R11)(R13*1), Z11, Z3
+	VFMADD231PS.BCST (R15), Z12, Z4
+	VFMADD231PS.BCST (R15)(R12*1), Z13, Z5
+	VFMADD231PS.BCST (R15)(R12*2), Z14, Z6
+	VFMADD231PS.BCST (R15)(R13*1), Z15, Z7
+	ADDQ $4, R11
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q8Block8x1AVX512_pf_group
 q8Block8x1AVX512_reduce:
 	MOVQ out+64(FP), SI
 	VEXTRACTF64X4 $1, Z0, Y17
@@ -2573,9 +2892,9 @@ q8Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+// func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 // 4 rows × 3 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block4x3AVX512(SB), NOSPLIT, $0-72
+TEXT ·q8Block4x3AVX512(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX

@@ -10,40 +10,40 @@ import "unsafe"
 func cpuidECX1() uint32
 
 //go:noescape
-func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
@@ -58,40 +58,40 @@ func axpyAVX2(a float32, x, y *float32, n int)
 func scaleAVX2(a float32, x *float32, n int)
 
 //go:noescape
-func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32)
+func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
 func dotAVX512(a, b *float32, n int) float32
@@ -123,56 +123,56 @@ var simdGeometry = [...][4]geometry{
 
 // callBlock runs the generated kernel kernelID(impl, format, shape); the
 // constant cases compile to a jump table.
-func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32) {
+func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {
 	switch kid {
 	case (int(ImplAVX2)*4+int(F32))*3 + shape1x1:
-		f32Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(F32))*3 + shapeMV:
-		f32Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(F32))*3 + shapeMM:
-		f32Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shape1x1:
-		bf16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMV:
-		bf16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMM:
-		bf16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shape1x1:
-		f16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shapeMV:
-		f16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shapeMM:
-		f16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shape1x1:
-		q8Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMV:
-		q8Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMM:
-		q8Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shape1x1:
-		f32Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shapeMV:
-		f32Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shapeMM:
-		f32Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f32Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shape1x1:
-		bf16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMV:
-		bf16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMM:
-		bf16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		bf16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shape1x1:
-		f16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shapeMV:
-		f16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shapeMM:
-		f16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		f16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shape1x1:
-		q8Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMV:
-		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMM:
-		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out)
+		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	default:
 		panic("kernels: no generated kernel for this impl/format/shape")
 	}

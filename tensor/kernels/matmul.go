@@ -26,7 +26,7 @@ const minWorkPerPart = 1 << 14
 // T vectors of Rows values (out_stride = Rows), llama2.c's matmul(xout, x, w,
 // n=Cols, d=Rows) repeated over tokens. T == 1 is the decode matvec; T > 1
 // is prefill, where each block of weight rows is loaded once and used for
-// a block of tokens (4 on AVX-512, 4 on AVX2) straight from registers, so
+// a block of tokens (4, or 3 for AVX-512 Q8_0) straight from registers, so
 // the weights stream from memory once per call instead of once per token.
 //
 // All arithmetic is float32: F16/BF16 weights are widened exactly and Q8_0
@@ -140,6 +140,7 @@ type blockArgs struct {
 	nArg, gArg int     // the kernel's n and g (asmgen.go contract)
 	nAsm       int     // columns the kernel covers; [nAsm, Cols) is the Go tail
 	kid        int     // kernelID(impl, format, 0)
+	pfOK       bool    // the matvec kernel may prefetch the next block
 }
 
 // kernelID numbers the generated kernels for callBlock's jump table.
@@ -158,25 +159,39 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 		a.nAsm = m.Cols &^ (W - 1)
 		a.nArg = a.nAsm
 	}
+	a.pfOK = 8*int(a.ws) <= pfMaxBlock
 	return a
+}
+
+// pfMaxBlock bounds the software prefetch of the matvec kernels: they
+// prefetch the next 8-row block while computing this one, which keeps more
+// bytes in flight than the out-of-order window alone (compressed formats
+// spend several instructions per 64-byte line). For long rows the next
+// block is far enough ahead that prefetched lines would be evicted before
+// use, and the hardware streamers already do well, so it is skipped.
+const pfMaxBlock = 32 << 10
+
+// wptr returns the address of weight row r and, for Q8_0, of its scales.
+func (a *blockArgs) wptr(r int) (unsafe.Pointer, *float32) {
+	m := a.m
+	off := r * m.Cols
+	switch m.Format {
+	case F32:
+		return unsafe.Pointer(&m.F32[off]), nil
+	case F16, BF16:
+		return unsafe.Pointer(&m.U16[off]), nil
+	}
+	return unsafe.Pointer(&m.Q[off]), &m.Scales[off/m.GroupSize]
 }
 
 // call runs kernel shape at weight row r and token t into buf.
 func (a *blockArgs) call(shape, r, t int, buf *float32) {
-	m := a.m
-	off := r * m.Cols
-	var wp unsafe.Pointer
-	var sp *float32
-	switch m.Format {
-	case F32:
-		wp = unsafe.Pointer(&m.F32[off])
-	case F16, BF16:
-		wp = unsafe.Pointer(&m.U16[off])
-	case Q8_0:
-		wp = unsafe.Pointer(&m.Q[off])
-		sp = &m.Scales[off/m.GroupSize]
+	wp, sp := a.wptr(r)
+	var pf unsafe.Pointer
+	if shape == shapeMV && a.pfOK && r+8 < a.m.Rows {
+		pf, _ = a.wptr(r + 8)
 	}
-	callBlock(a.kid+shape, wp, a.ws, sp, a.ss, &a.x[t*m.Cols], a.xs, a.nArg, a.gArg, buf)
+	callBlock(a.kid+shape, wp, a.ws, sp, a.ss, &a.x[t*a.m.Cols], a.xs, a.nArg, a.gArg, buf, pf)
 }
 
 // tail is Σ_{j ≥ nAsm} w[r, j]·x[t, j], the columns past the last whole
