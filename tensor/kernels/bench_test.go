@@ -238,3 +238,17 @@ func BenchmarkDot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParallelForHandoff is the fixed cost of one ParallelFor over two
+// threads with (almost) no work: publish, wake a polling worker, run, and
+// collect. MatMul's minWorkPerPart is sized from it.
+func BenchmarkParallelForHandoff(b *testing.B) {
+	p := NewPool(2)
+	defer p.Close()
+	var sink [2][16]int // one cache line per range
+	f := func(s, e int) { sink[s][0] += e }
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.ParallelFor(2, 1, f)
+	}
+}

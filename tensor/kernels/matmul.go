@@ -14,9 +14,11 @@ const (
 )
 
 // minWorkPerPart is the smallest number of multiply-adds worth handing to
-// another thread: below it the hand-off (an atomic store, a cache-line
-// transfer, and for a parked worker a wake-up) costs more than it saves.
-const minWorkPerPart = 1 << 14
+// another thread: a hand-off to a polling worker costs about 1 µs here (two
+// cross-core cache-line round trips plus bookkeeping), which is what 64K
+// multiply-adds take on one core from L2. So a 288×288 matvec stays on one
+// thread and a 768×288 one is split.
+const minWorkPerPart = 1 << 16
 
 // MatMul computes out = x · wᵀ for a batch of T tokens:
 //
@@ -67,7 +69,9 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 	}
 
 	job := matmulJob{out: out, x: x, w: w, T: T, impl: implFor(CurrentImpl(), w)}
-	align := 8
+	// Ranges start on multiples of 16 rows: whole 8-row blocks, and each
+	// thread's slice of out starts on a 64-byte line (no false sharing).
+	align := 16
 	minRows := (minWorkPerPart + w.Cols*T - 1) / (w.Cols * T)
 	if p == nil {
 		job.run(0, w.Rows)
@@ -159,7 +163,7 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 		a.nAsm = m.Cols &^ (W - 1)
 		a.nArg = a.nAsm
 	}
-	a.pfOK = 8*int(a.ws) <= pfMaxBlock
+	a.pfOK = 8*int(a.ws) <= pfMaxBlock && m.Bytes() >= pfMinMatrix
 	return a
 }
 
@@ -169,7 +173,12 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 // spend several instructions per 64-byte line). For long rows the next
 // block is far enough ahead that prefetched lines would be evicted before
 // use, and the hardware streamers already do well, so it is skipped.
-const pfMaxBlock = 32 << 10
+// Matrices under pfMinMatrix (1 MiB) skip it too: small models keep their
+// weights in cache, where the extra instructions only cost time.
+const (
+	pfMaxBlock  = 32 << 10
+	pfMinMatrix = 1 << 20
+)
 
 // wptr returns the address of weight row r and, for Q8_0, of its scales.
 func (a *blockArgs) wptr(r int) (unsafe.Pointer, *float32) {

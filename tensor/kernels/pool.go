@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/cpu"
 )
 
 // spinFor is how long an idle worker (or a caller waiting for workers)
@@ -14,6 +16,14 @@ import (
 // µs; a parked one costs a scheduler wake-up (~5-20 µs). 50 µs keeps the
 // workers hot through one token while costing an idle process nothing.
 const spinFor = 50 * time.Microsecond
+
+// spinMask: pollers check the clock and yield (runtime.Gosched) once every
+// spinMask+1 atomic loads (a few µs). Yielding on every poll costs ~0.5 µs
+// of scheduler work per hand-off; never yielding would starve other
+// goroutines when there are fewer Ps than threads. The clock starts at the
+// first check, so a hand-off that lands within the first round reads no
+// clock at all.
+const spinMask = 31
 
 // Pool is a persistent set of worker goroutines for data-parallel loops.
 // Workers are started once by NewPool and live until Close; the goroutine
@@ -40,34 +50,48 @@ type funcRunner func(start, end int)
 
 func (f funcRunner) run(start, end int) { f(start, end) }
 
+// worker is padded to its own cache line so that one worker's flag
+// traffic does not invalidate another's.
 type worker struct {
 	sleeping atomic.Bool
 	wake     chan struct{} // capacity 1: a wake-up is never lost or blocking
+	_        cpu.CacheLinePad
 }
 
 // poolState is shared with the workers; Pool wraps it so that an unreachable
 // Pool can be closed by a cleanup even though workers still reference this.
+//
+// Fields are grouped by who writes them, each group on its own cache line:
+// a hand-off then moves one line to the workers (the job) and one line back
+// (the completion count), instead of bouncing a shared line several times.
 type poolState struct {
-	threads int
+	_ cpu.CacheLinePad
 
-	mu sync.Mutex // held by the goroutine that owns the workers for a loop
-
-	// ticket publishes a loop: seq<<16 | parts. Workers with index < parts
-	// read the fields below (written before the Store) and run their part.
+	// Written by the dispatching caller, read by workers. ticket publishes
+	// a loop: seq<<16 | parts. Workers with index < parts read n, align and
+	// r (written before the Store) and run their part.
 	ticket atomic.Uint64
-	seq    uint64
 	n      int
 	align  int
 	r      runner
+	_      cpu.CacheLinePad
 
-	pending      atomic.Int32 // parts still running on workers
-	callerAsleep atomic.Bool
-	done         chan struct{}
-	panicked     atomic.Pointer[panicValue]
-	workers      []*worker
-	wg           sync.WaitGroup
-	closed       bool      // guarded by mu
-	mm           matmulJob // MatMul's job, reused so a call allocates nothing
+	// Written by workers, read by the caller.
+	pending atomic.Int32 // parts still running on workers
+	_       cpu.CacheLinePad
+
+	callerAsleep atomic.Bool // set by the caller before it parks on done
+	_            cpu.CacheLinePad
+
+	threads  int
+	seq      uint64
+	mu       sync.Mutex // held by the goroutine that owns the workers for a loop
+	done     chan struct{}
+	panicked atomic.Pointer[panicValue]
+	workers  []*worker
+	wg       sync.WaitGroup
+	closed   bool      // guarded by mu
+	mm       matmulJob // MatMul's job, reused so a call allocates nothing
 }
 
 type panicValue struct{ v any }
@@ -207,7 +231,8 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 	s.seq++
 	s.ticket.Store(s.seq<<16 | uint64(k))
 	for _, w := range s.workers[:k-1] {
-		if w.sleeping.CompareAndSwap(true, false) {
+		// Load first: a CAS takes the line exclusive even when it fails.
+		if w.sleeping.Load() && w.sleeping.CompareAndSwap(true, false) {
 			w.wake <- struct{}{}
 		}
 	}
@@ -224,8 +249,10 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 	if callerPanic != nil {
 		panic(callerPanic)
 	}
-	if pv := s.panicked.Swap(nil); pv != nil {
-		panic(pv.v)
+	if s.panicked.Load() != nil {
+		if pv := s.panicked.Swap(nil); pv != nil {
+			panic(pv.v)
+		}
 	}
 }
 
@@ -236,10 +263,16 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 // later loop; that token is harmless because the caller re-checks pending
 // after every wake-up and re-arms.
 func (s *poolState) waitWorkers() {
-	start := time.Now()
+	var start time.Time
 	for i := 0; s.pending.Load() != 0; i++ {
-		if i&63 != 63 || time.Since(start) <= spinFor {
-			runtime.Gosched()
+		if i&spinMask != spinMask {
+			continue // pure spin: a change is seen within ~100 ns
+		}
+		if i == spinMask {
+			start = time.Now()
+		}
+		if time.Since(start) <= spinFor {
+			runtime.Gosched() // let other goroutines on this P run
 			continue
 		}
 		s.callerAsleep.Store(true)
@@ -270,7 +303,7 @@ func (s *poolState) work(i int, w *worker) {
 			if testHookLastWorker != nil {
 				testHookLastWorker()
 			}
-			if s.callerAsleep.CompareAndSwap(true, false) {
+			if s.callerAsleep.Load() && s.callerAsleep.CompareAndSwap(true, false) {
 				s.done <- struct{}{}
 			}
 		}
@@ -291,15 +324,20 @@ func (s *poolState) runPart(i, k int) {
 // waitTicket returns the first ticket different from last, polling for
 // spinFor and then parking on w.wake.
 func (s *poolState) waitTicket(w *worker, last uint64) uint64 {
-	start := time.Now()
+	var start time.Time
 	for i := 0; ; i++ {
 		if t := s.ticket.Load(); t != last {
 			return t
 		}
-		if i&63 == 63 && time.Since(start) > spinFor {
-			break
+		if i&spinMask == spinMask {
+			if i == spinMask {
+				start = time.Now()
+			}
+			if time.Since(start) > spinFor {
+				break
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 	w.sleeping.Store(true)
 	if t := s.ticket.Load(); t != last && w.sleeping.CompareAndSwap(true, false) {
