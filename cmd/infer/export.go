@@ -12,23 +12,39 @@ import (
 )
 
 func init() {
-	registerKeys(configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"})
+	registerKeys(
+		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
+		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2"},
+			Help: "checkpoint format: legacy (float32, run.c) or v2 (Q8_0, runq.c)"},
+		configKey{Name: "export.group_size", Kind: kindInt, Default: 0,
+			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
+	)
 	register(newExportCmd)
 }
 
 func newExportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Write the model as a llama2.c legacy checkpoint",
+		Short: "Write the model as a llama2.c checkpoint (legacy float32 or version-2 Q8_0)",
 		Long: `export writes the model (a loaded checkpoint, or the synthetic model of the
-synthetic.* keys) in llama2.c's legacy format, which run.c and Stride both
-read: the fused QKV weight is split back into wq, wk and wv, half-precision
-weights are widened to float32. Use it to hand the very same weights to
-another engine, or to make benchmark models of a real model's shape.
+synthetic.* keys) as a llama2.c checkpoint that both llama2.c and Stride read.
+
+--format legacy (the default) is the float32 format run.c reads: the fused QKV
+weight is split back into wq, wk and wv, half-precision weights are widened to
+float32 (exactly), Q8_0 weights (from a v2 checkpoint) are dequantized.
+
+--format v2 is export.py's version 2, the format runq.c reads: float32 norms,
+and every weight matrix as int8 values with one float32 scale per
+--group-size weights (scale = max|w|/127, q = round(w/scale)): about a
+quarter of the float32 size. The group size must divide dim and hidden_dim so
+that no group straddles two rows; 0 picks 64 and halves it until it does
+(stories260K, hidden_dim 172, gets 4). A v2 checkpoint re-exported with its
+own group size is copied byte for byte.
 
 The file is written to a temporary name beside --out and renamed at the
 end, so a failed export never leaves a truncated checkpoint behind.`,
 		Example: `  infer export --out tiny.bin
+  infer export --checkpoint stories15M.bin --format v2 --out stories15M-q80.bin
   infer export --synthetic.dim 288 --synthetic.hidden_dim 768 --synthetic.n_layers 6 \
       --synthetic.n_heads 6 --synthetic.n_kv_heads 6 --synthetic.vocab_size 32000 \
       --synthetic.seq_len 256 --out stories15M-shape.bin`,
@@ -38,27 +54,51 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 			if out == "" {
 				return fmt.Errorf("export: --out FILE is required")
 			}
+			format, gs := a.getString("export.format"), a.getInt("export.group_size")
+			if gs < 0 {
+				return fmt.Errorf("export: --group-size must be >= 0 (got %d)", gs)
+			}
+			if format != "v2" && gs != 0 {
+				return fmt.Errorf("export: --group-size applies to --format v2 only")
+			}
 			lm, err := loadModel(a)
 			if err != nil {
 				return err
 			}
-			if err := writeCheckpoint(out, lm.m); err != nil {
+			defer lm.m.Close()
+			c := lm.m.Config
+			desc := "llama2.c legacy, float32"
+			write := func(w *bufio.Writer) error { return model.WriteLegacy(w, lm.m) }
+			if format == "v2" {
+				if gs == 0 {
+					gs = model.Q8GroupSize(c, 0)
+				}
+				desc = fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs)
+				write = func(w *bufio.Writer) error { return model.WriteV2(w, lm.m, gs) }
+			}
+			if err := writeCheckpoint(out, write); err != nil {
 				return err
 			}
-			c := lm.m.Config
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
-				out, c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen, c.Params())
+			size := int64(0)
+			if st, err := os.Stat(out); err == nil {
+				size = st.Size()
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %d bytes): dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
+				out, desc, size, c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen, c.Params())
 			return nil
 		},
 	}
 	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint to re-export; empty = the synthetic model")
 	a.flag(cmd, "out", "export.out", "output file")
+	a.flag(cmd, "format", "export.format", "checkpoint format")
+	a.flag(cmd, "group-size", "export.group_size", "Q8_0 group size of --format v2; 0 = auto")
 	syntheticFlags(a, cmd)
 	return cmd
 }
 
-// writeCheckpoint writes m to path atomically (temp file + rename).
-func writeCheckpoint(path string, m *model.Model) (err error) {
+// writeCheckpoint runs write over a temporary file beside path and renames
+// it to path once complete (atomic on POSIX file systems).
+func writeCheckpoint(path string, write func(*bufio.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -70,7 +110,7 @@ func writeCheckpoint(path string, m *model.Model) (err error) {
 		}
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if err = model.WriteLegacy(w, m); err != nil {
+	if err = write(w); err != nil {
 		return fmt.Errorf("export %s: %w", path, err)
 	}
 	if err = w.Flush(); err != nil {
