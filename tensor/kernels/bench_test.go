@@ -106,7 +106,7 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefill compares T = 64 (batched) with T = 1 on the same matrix:
+// BenchmarkPrefill compares T = 64 and 512 (batched) with T = 1 on the same matrix:
 // µs/token is the number to compare; GB/s for T = 64 is weight bytes per
 // call, so it drops as compute takes over.
 func BenchmarkPrefill(b *testing.B) {
@@ -118,7 +118,7 @@ func BenchmarkPrefill(b *testing.B) {
 				m := benchMatrix(b, f, sh.rows, sh.cols)
 				b.Run(f.String(), func(b *testing.B) {
 					benchImpls(b, func(b *testing.B) {
-						for _, T := range []int{1, 64} {
+						for _, T := range []int{1, 64, 512} {
 							b.Run(fmt.Sprintf("T%d", T), func(b *testing.B) { runMatMul(b, p, m, T) })
 						}
 					})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -284,4 +285,50 @@ func ExampleMatMul() {
 	}
 	fmt.Println(out[:2], out[2:])
 	// Output: [1 4] [6 15]
+}
+
+// TestMatMulConcurrentCallers: goroutines sharing one Pool get the same
+// bits as a serial call (a caller that finds the pool busy runs alone).
+func TestMatMulConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	pool := NewPool(2)
+	defer pool.Close()
+	m := makeMatrix(t, rng, BF16, 200, 96, 0, 0)
+	const T = 3
+	x := make([]float32, T*m.Cols)
+	randF32(rng, x)
+	want := make([]float32, T*m.Rows)
+	if err := MatMul(nil, want, x, m, T); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]float32, T*m.Rows)
+			for i := 0; i < 30; i++ {
+				if err := MatMul(pool, out, x, m, T); err != nil {
+					t.Error(err)
+					return
+				}
+				for k := range out {
+					if math.Float32bits(out[k]) != math.Float32bits(want[k]) {
+						t.Errorf("out[%d] = %v, serial %v", k, out[k], want[k])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func ExampleMatrix_Bytes() {
+	data := make([]float32, 768*768) // a stories110M attention projection
+	f32, _ := NewF32(768, 768, data)
+	bf16, _ := ToBF16(768, 768, data)
+	q8, _ := QuantizeQ8_0(768, 768, data, 32)
+	fmt.Println(f32.Bytes(), bf16.Bytes(), q8.Bytes())
+	// Output: 2359296 1179648 663552
 }
