@@ -205,6 +205,9 @@ func TestGenerateTinyPoolErrorsBeforeWork(t *testing.T) {
 // batch of other prompts, through the scheduler, on both paths: it must
 // still be llama2.c's output token for token.
 func TestGoldenStories260KBatched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the batched golden run (4 sequences, both paths) runs in the full suite")
+	}
 	dir := sharedDir(t)
 	m, err := Load(filepath.Join(dir, "models", "stories260K.bin"), LoadOptions{})
 	if err != nil {
