@@ -194,6 +194,16 @@ func (t *Tensor) Shape() []int { return append([]int(nil), t.shape...) }
 // Strides returns a copy of the strides, in elements.
 func (t *Tensor) Strides() []int { return append([]int(nil), t.strides...) }
 
+// AppendShape appends the sizes to dst and returns the extended slice.
+// It is Shape without the copy's allocation: a hot path passes a stack
+// array (var buf [4]int; sh := t.AppendShape(buf[:0])), so reading the
+// layout of a step's tensors costs nothing per token.
+func (t *Tensor) AppendShape(dst []int) []int { return append(dst, t.shape...) }
+
+// AppendStrides appends the strides (in elements) to dst and returns the
+// extended slice; see AppendShape.
+func (t *Tensor) AppendStrides(dst []int) []int { return append(dst, t.strides...) }
+
 // Offset returns the storage offset, in elements.
 func (t *Tensor) Offset() int { return t.offset }
 
