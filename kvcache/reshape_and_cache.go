@@ -34,7 +34,8 @@ func ReshapeAndCache(key, value, kCache, vCache *tensor.Tensor, slotMapping []in
 	written := writeSlots(key, kCache, slotMapping)
 	writeSlots(value, vCache, slotMapping)
 	if written > 0 {
-		sh := kCache.Shape()
+		var buf [4]int
+		sh := kCache.AppendShape(buf[:0])
 		bytes := int64(written) * int64(sh[2]*sh[3]*kCache.DType().Size())
 		kCache.Context().RecordCopy(bytes)
 		vCache.Context().RecordCopy(bytes)
@@ -47,10 +48,8 @@ func checkCacheArgs(key, value, kCache, vCache *tensor.Tensor, slots []int32) er
 		return fmt.Errorf("reshape_and_cache: nil tensor (key %v, value %v, k_cache %v, v_cache %v)",
 			key != nil, value != nil, kCache != nil, vCache != nil)
 	}
-	for _, t := range []*tensor.Tensor{key, value, kCache, vCache} {
-		if t.IsMeta() {
-			return fmt.Errorf("reshape_and_cache: %w", tensor.ErrMeta)
-		}
+	if key.IsMeta() || value.IsMeta() || kCache.IsMeta() || vCache.IsMeta() {
+		return fmt.Errorf("reshape_and_cache: %w", tensor.ErrMeta)
 	}
 	if key.Dim() != 3 || value.Dim() != 3 {
 		return fmt.Errorf("reshape_and_cache: key and value must be [T, n_kv_heads, head_dim], got %v and %v",
@@ -63,7 +62,11 @@ func checkCacheArgs(key, value, kCache, vCache *tensor.Tensor, slots []int32) er
 	if kCache.DType() != vCache.DType() {
 		return fmt.Errorf("reshape_and_cache: k_cache is %v but v_cache is %v", kCache.DType(), vCache.DType())
 	}
-	ks, vs, kc, vc := key.Shape(), value.Shape(), kCache.Shape(), vCache.Shape()
+	// The layouts are read into stack arrays: this check runs for every
+	// layer of every decode step, which must not allocate.
+	var ksb, vsb, kcb, vcb [4]int
+	ks, vs := key.AppendShape(ksb[:0]), value.AppendShape(vsb[:0])
+	kc, vc := kCache.AppendShape(kcb[:0]), vCache.AppendShape(vcb[:0])
 	if !equal(ks, vs) || !equal(kc, vc) || ks[1] != kc[2] || ks[2] != kc[3] {
 		return fmt.Errorf("reshape_and_cache: key %v / value %v do not match caches %v / %v", ks, vs, kc, vc)
 	}
@@ -73,33 +76,58 @@ func checkCacheArgs(key, value, kCache, vCache *tensor.Tensor, slots []int32) er
 	if overlap(kCache, vCache) {
 		return fmt.Errorf("reshape_and_cache: k_cache and v_cache overlap in memory")
 	}
-	for _, pair := range []struct {
-		name string
-		t    *tensor.Tensor
-	}{{"key", key}, {"value", value}} {
-		if overlap(pair.t, kCache) || overlap(pair.t, vCache) {
-			return fmt.Errorf("reshape_and_cache: %s overlaps a cache tensor; writing would clobber its own input", pair.name)
-		}
+	if overlap(key, kCache) || overlap(key, vCache) {
+		return fmt.Errorf("reshape_and_cache: key overlaps a cache tensor; writing would clobber its own input")
+	}
+	if overlap(value, kCache) || overlap(value, vCache) {
+		return fmt.Errorf("reshape_and_cache: value overlaps a cache tensor; writing would clobber its own input")
 	}
 	capacity := kc[0] * kc[1]
-	var seen map[int32]int
-	if len(slots) > 1 {
-		seen = make(map[int32]int, len(slots))
-	}
 	for t, s := range slots {
 		if int(s) >= capacity {
 			return fmt.Errorf("reshape_and_cache: slot %d of token %d is out of range (cache holds %d slots = %d blocks × %d)",
 				s, t, capacity, kc[0], kc[1])
 		}
-		if s < 0 || seen == nil {
+	}
+	if t0, t1, dup := duplicateSlot(slots); dup {
+		return fmt.Errorf("reshape_and_cache: slot %d is given to tokens %d and %d; one would overwrite the other", slots[t1], t0, t1)
+	}
+	return nil
+}
+
+// smallSlots is the slot count up to which duplicateSlot compares pairs
+// instead of building a map: a decode step of a batch has one slot per
+// sequence, and at most smallSlots²/2 comparisons are cheaper than
+// hashing (and allocate nothing).
+const smallSlots = 64
+
+// duplicateSlot finds two tokens t0 < t1 given the same non-negative slot,
+// reporting the first such t1 in token order and its earliest partner.
+func duplicateSlot(slots []int32) (t0, t1 int, dup bool) {
+	if len(slots) <= smallSlots {
+		for j := 1; j < len(slots); j++ {
+			if slots[j] < 0 {
+				continue
+			}
+			for i := 0; i < j; i++ {
+				if slots[i] == slots[j] {
+					return i, j, true
+				}
+			}
+		}
+		return 0, 0, false
+	}
+	seen := make(map[int32]int, len(slots))
+	for t, s := range slots {
+		if s < 0 {
 			continue
 		}
-		if prev, dup := seen[s]; dup {
-			return fmt.Errorf("reshape_and_cache: slot %d is given to tokens %d and %d; one would overwrite the other", s, prev, t)
+		if prev, ok := seen[s]; ok {
+			return prev, t, true
 		}
 		seen[s] = t
 	}
-	return nil
+	return 0, 0, false
 }
 
 // overlap reports whether the storage ranges a and b span intersect (same
@@ -116,8 +144,9 @@ func overlap(a, b *tensor.Tensor) bool {
 
 func span(t *tensor.Tensor) (lo, hi int) {
 	lo, hi = t.Offset(), t.Offset()
-	st := t.Strides()
-	for i, s := range t.Shape() {
+	var shb, stb [8]int
+	st := t.AppendStrides(stb[:0])
+	for i, s := range t.AppendShape(shb[:0]) {
 		hi += (s - 1) * st[i]
 	}
 	return lo, hi
@@ -139,7 +168,8 @@ func equal(a, b []int) bool {
 // src's strides, into cache slot slots[t]. It returns the tokens written.
 // The arguments were checked by checkCacheArgs.
 func writeSlots(src, cache *tensor.Tensor, slots []int32) int {
-	shape, st := src.Shape(), src.Strides()
+	var shb, stb [4]int
+	shape, st := src.AppendShape(shb[:0]), src.AppendStrides(stb[:0])
 	nKV, hd := shape[1], shape[2]
 	keyStride, keyHeadStride, elemStride := st[0], st[1], st[2]
 	tokenStride := nKV * hd // kv_token_stride of the cache
