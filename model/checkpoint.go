@@ -122,6 +122,11 @@ type Header struct {
 // releases it.
 //
 // When mapping is unavailable or fails, Load falls back to Read.
+//
+// As with any mapping, the file must not be truncated or rewritten in
+// place while the model is in use: a page beyond a shrunken file faults
+// (SIGBUS). Replace checkpoints by writing a new file and renaming it, as
+// infer export does; the mapping keeps the old file alive.
 func Load(path string, opts LoadOptions) (*Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -203,7 +208,8 @@ func (m *Model) Close() error {
 	return nil
 }
 
-// Read reads a checkpoint of size bytes from r; name is used in errors.
+// Read reads a checkpoint (legacy, version 1 or version 2) of size bytes
+// from r into Go memory; name is used in errors.
 //
 // The header is validated before anything is allocated: the configuration
 // must pass Config.Validate and the byte size it implies (computed in int64
