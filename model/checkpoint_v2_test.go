@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -652,4 +653,13 @@ func FuzzCheckpointReadV2(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Q8GroupSize halves 64 until it divides dim and hidden_dim.
+func ExampleQ8GroupSize() {
+	stories15M := Config{Dim: 288, HiddenDim: 768}
+	stories260K := Config{Dim: 64, HiddenDim: 172}
+	stories110M := Config{Dim: 768, HiddenDim: 2048}
+	fmt.Println(Q8GroupSize(stories15M, 64), Q8GroupSize(stories260K, 64), Q8GroupSize(stories110M, 0))
+	// Output: 32 4 64
 }
