@@ -38,7 +38,16 @@ func (b *Batch) Validate(tokens, numBlocks, blockSize int) error {
 	if blockSize <= 0 || numBlocks < 0 {
 		return fmt.Errorf("attention: cache of %d blocks of size %d", numBlocks, blockSize)
 	}
-	owner := make([]int32, tokens) // sequence index + 1 owning each row; 0 = padding
+	// owner[t] is the sequence index + 1 owning row t; 0 = padding. Steps
+	// of up to ownerStack rows (every decode step of a modest batch) keep
+	// it on the stack: Validate runs for every layer of every step.
+	var stack [ownerStack]int32
+	var owner []int32
+	if tokens <= ownerStack {
+		owner = stack[:tokens]
+	} else {
+		owner = make([]int32, tokens)
+	}
 	for i := 0; i < n; i++ {
 		qs, ql, cl := b.QueryStart[i], b.QueryLen[i], b.ContextLen[i]
 		if ql < 1 || ql > cl {
@@ -79,6 +88,10 @@ func (b *Batch) Validate(tokens, numBlocks, blockSize int) error {
 	}
 	return nil
 }
+
+// ownerStack is the largest step whose row owners Validate tracks in a
+// stack array instead of allocating.
+const ownerStack = 256
 
 // NewLinearBatch builds the Batch of sequences whose new tokens are packed
 // in order (sequence i's rows follow sequence i−1's) and whose blocks are

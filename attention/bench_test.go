@@ -9,12 +9,13 @@ import (
 	"github.com/stride-lm/stride/tensor/kernels"
 )
 
-// benchShapes are the head layouts benchmarked: stories15M's MHA and a
-// GQA layer.
+// benchShapes are the head layouts benchmarked: stories260K's small GQA
+// heads (head_dim 8), stories15M's MHA and a GQA layer.
 var benchShapes = []struct {
 	name      string
 	H, KVH, D int
 }{
+	{"stories260K-H8-KVH4-D8", 8, 4, 8},
 	{"stories15M-H6-D48", 6, 6, 48},
 	{"gqa-H12-KVH4-D64", 12, 4, 64},
 }

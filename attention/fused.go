@@ -34,11 +34,17 @@ import (
 // buffer is allocated once and reused: the returned tensor is valid until
 // the next Attend call on the same Fused, which therefore is not safe for
 // concurrent use (give each goroutine its own Fused).
+//
+// A steady decode loop allocates nothing in Attend: the kernel arguments,
+// work list, scratch and output buffer are all kept here, and so is the
+// [T, H·D] tensor wrapping the output, rebuilt only when T changes.
 type Fused struct {
 	opts   Options
 	kernel flashKernel
+	args   flashArgs
 	out    []float32
 	outCtx *tensor.Context // Context the output buffer's bytes were recorded in
+	outT   *tensor.Tensor  // the last output tensor: f.out[:T·H·D] as [T, H·D]
 }
 
 // NewFused returns a fused path.
@@ -79,17 +85,21 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 			}
 			f.out = make([]float32, n)
 			f.outCtx = q.Context()
+			f.outT = nil
 			allocated = int64(n) * 4
 			f.outCtx.RecordAlloc(allocated)
 		}
 		buf := f.out[:n]
 		zeroPadding(buf, b, d.T, d.H*d.D)
-		a := newFlashArgs(q, kCache, vCache, d, 1/float32(math.Sqrt(float64(d.D))), buf)
+		a := &f.args
+		fillFlashArgs(a, q, kCache, vCache, d, 1/float32(math.Sqrt(float64(d.D))), buf)
 		a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
-		if err := f.kernel.run(a); err != nil {
+		err := f.kernel.run(a)
+		f.args = flashArgs{} // do not keep the caller's tensors alive
+		if err != nil {
 			return nil, fmt.Errorf("fused attention: %w", err)
 		}
-		if out, err = tensor.WrapFloat32(q.Context(), buf, d.T, d.H*d.D); err != nil {
+		if out, err = f.output(q.Context(), buf, d.T, d.H*d.D); err != nil {
 			return nil, err
 		}
 	}
@@ -103,14 +113,39 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 	return out, nil
 }
 
-// newFlashArgs fills the kernel arguments from the tensors' layouts: the
-// strides of q as given, and the cache strides of a contiguous
-// [num_blocks, block_size, KVH, D] cache.
-func newFlashArgs(q, kCache, vCache *tensor.Tensor, d dims, scale float32, out []float32) *flashArgs {
-	qs := q.Strides()
-	return &flashArgs{
+// output returns buf as a [T, width] tensor in ctx, reusing the previous
+// call's tensor when it already is exactly that (same T, same buffer, same
+// Context): tensors are immutable as metadata, so handing out the same one
+// again is safe, and a decode loop then builds no tensor per layer.
+func (f *Fused) output(ctx *tensor.Context, buf []float32, T, width int) (*tensor.Tensor, error) {
+	if o := f.outT; o != nil && o.Context() == ctx && o.Dim() == 2 {
+		r, _ := o.Size(0)
+		c, _ := o.Size(1)
+		if r == T && c == width && o.Offset() == 0 {
+			if f32 := o.Storage().Float32s(); len(f32) == len(buf) && len(buf) > 0 && &f32[0] == &buf[0] {
+				return o, nil
+			}
+		}
+	}
+	out, err := tensor.WrapFloat32(ctx, buf, T, width)
+	if err != nil {
+		return nil, err
+	}
+	f.outT = out
+	return out, nil
+}
+
+// fillFlashArgs fills the kernel arguments a from the tensors' layouts:
+// the strides of q as given, and the cache strides of a contiguous
+// [num_blocks, block_size, KVH, D] cache. q is 3-D (checked by the
+// caller), so its Stride calls cannot fail.
+func fillFlashArgs(a *flashArgs, q, kCache, vCache *tensor.Tensor, d dims, scale float32, out []float32) {
+	qs0, _ := q.Stride(0)
+	qs1, _ := q.Stride(1)
+	qs2, _ := q.Stride(2)
+	*a = flashArgs{
 		q: q.Storage(), qF32: q.Storage().Float32s(), qOffset: q.Offset(),
-		q_stride: qs[0], q_head_stride: qs[1], qElemStride: qs[2],
+		q_stride: qs0, q_head_stride: qs1, qElemStride: qs2,
 		kCache: kCache.Storage(), vCache: vCache.Storage(),
 		kF32: kCache.Storage().Float32s(), vF32: vCache.Storage().Float32s(),
 		kOffset: kCache.Offset(), vOffset: vCache.Offset(),
@@ -191,7 +226,8 @@ func PagedDecode(out, query, kCache, vCache *tensor.Tensor, blockTables [][]int3
 		}
 	}
 	buf := out.Storage().Float32s()[out.Offset() : out.Offset()+out.Numel()]
-	a := newFlashArgs(query, kCache, vCache, d, scale, buf)
+	a := new(flashArgs)
+	fillFlashArgs(a, query, kCache, vCache, d, scale, buf)
 	a.qStart, a.qLen, a.ctxLen, a.blockTables = b.QueryStart, b.QueryLen, b.ContextLen, b.BlockTables
 	kernel := flashKernel{opts: opts}
 	if err := kernel.run(a); err != nil {

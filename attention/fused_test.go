@@ -215,7 +215,9 @@ func TestExpf(t *testing.T) {
 	}
 }
 
-// expSub agrees with math.Exp on every argument softmax gives it.
+// expSub agrees with math.Exp on every argument softmax gives it down to
+// expCut, gives exactly 0 below it (never a subnormal weight), and drops
+// nothing float32 could have added to the row's sum.
 func TestExpSub(t *testing.T) {
 	s := make([]float32, 0, 4001)
 	for i := 0; i <= 4000; i++ {
@@ -224,13 +226,27 @@ func TestExpSub(t *testing.T) {
 	mx := s[len(s)-1]
 	in := append([]float32(nil), s...)
 	sum := expSub(s, mx)
-	var want float64
+	var want, dropped float64
 	for i, x := range in {
 		w := math.Exp(float64(x - mx))
 		want += w
-		if e := math.Abs(float64(s[i]) - w); e > 3e-7*w+1e-37 {
+		if x-mx < expCut {
+			if s[i] != 0 {
+				t.Fatalf("exp(%v) = %v below the cut %v; want 0", x-mx, s[i], expCut)
+			}
+			dropped += w
+			continue
+		}
+		if e := math.Abs(float64(s[i]) - w); e > 3e-7*w {
 			t.Fatalf("exp(%v) = %v, want %v", x-mx, s[i], w)
 		}
+		if s[i] < 0x1p-65 {
+			t.Fatalf("exp(%v) = %v: a weight this small should have been cut", x-mx, s[i])
+		}
+	}
+	// Everything cut is far below float32 resolution of the sum (≥ 1).
+	if dropped > 0x1p-40*want {
+		t.Fatalf("cut weights sum to %v of %v", dropped, want)
 	}
 	if math.Abs(float64(sum)-want) > 1e-5*want {
 		t.Fatalf("sum %v, want %v", sum, want)
@@ -238,6 +254,25 @@ func TestExpSub(t *testing.T) {
 	nan := []float32{0, float32(math.NaN())}
 	if sum := expSub(nan, 0); !math.IsNaN(float64(sum)) || !math.IsNaN(float64(nan[1])) {
 		t.Fatalf("NaN score gave %v (sum %v)", nan, sum)
+	}
+}
+
+// Peaked softmax rows, where most weights fall below expCut and are
+// dropped (and rescaling factors of the running max underflow to 0),
+// still match the float64 reference, on the inline small-head loops, the
+// SIMD loops and the MatMul tiles.
+func TestFusedPeakedScores(t *testing.T) {
+	for _, s := range []caseSpec{
+		{H: 8, KVH: 4, D: 8, bs: 16, seqs: []seqSpec{{1, 65}, {1, 200}, {1, 3}}, fusedQKV: true, qScale: 40, seed: 61},
+		{H: 4, KVH: 4, D: 48, bs: 5, seqs: []seqSpec{{1, 90}, {2, 40}}, qScale: 20, seed: 62},
+		{H: 12, KVH: 4, D: 16, bs: 16, seqs: []seqSpec{{40, 40}, {9, 60}}, qScale: 30, seed: 63},
+	} {
+		tc := buildCase(t, s)
+		out, err := NewFused(Options{Threads: 1, KeyTile: 32}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutput(t, tc, out, 1e-5)
 	}
 }
 

@@ -21,6 +21,7 @@ type caseSpec struct {
 	padding       bool         // put a padding row (slot −1) before every sequence and at the end
 	fusedQKV      bool         // q, k, v as Narrow+View of one [T, (H+2·KVH)·D] buffer
 	cacheDType    tensor.DType // F32 unless set
+	qScale        float64      // scale of the N(0, 1) query entries (0 = 1): large values make peaked softmax rows
 	seed          uint64
 }
 
@@ -137,8 +138,12 @@ func buildCase(t testing.TB, s caseSpec) *testCase {
 	qbuf := make([]float32, T*qw)
 	kbuf := make([]float32, T*kw)
 	vbuf := make([]float32, T*kw)
+	qScale := s.qScale
+	if qScale == 0 {
+		qScale = 1
+	}
 	for j := range qbuf {
-		qbuf[j] = float32(r.NormFloat64())
+		qbuf[j] = float32(r.NormFloat64() * qScale)
 	}
 	for _, pr := range padRows { // padding rows carry junk the cache must not see
 		for x := 0; x < kw; x++ {

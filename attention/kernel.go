@@ -92,6 +92,13 @@ type flashArgs struct {
 // kernels.MatMul on staged tiles rather than the direct loops.
 const mmMinRows = 4
 
+// smallHeadDim is the head width up to which the direct (decode) loops
+// stay in Go even when the CPU has SIMD: at head_dim 8 (stories260K) a
+// kernels.Dot or Axpy call costs more than the eight multiply-adds it
+// does, while scoreTile and pvTile below keep 2 rows × 4 keys in
+// registers with no call per key.
+const smallHeadDim = 16
+
 // simdPad is the key count a MatMul tile is padded to a multiple of: the
 // widest vector (AVX-512, 16 float32), which AVX2's 8 divides.
 const simdPad = 16
@@ -122,12 +129,23 @@ type scratch struct {
 
 // flashKernel holds the reusable state of the kernel: work list and
 // per-worker scratch.
+//
+// A run's arguments and progress live here too rather than in a closure,
+// so that dispatching a run allocates nothing: the workers' entry point
+// body is a method value made once, and they pick items off next.
 type flashKernel struct {
 	opts    Options
 	items   []workItem
 	scratch []*scratch
 	rows    int // query rows per tile the scratch was sized for
 	dim     int
+
+	a    *flashArgs   // the run in progress
+	kt   int          // its key tile
+	next atomic.Int64 // next item to hand out
+	mu   sync.Mutex   // guards err
+	err  error        // first error of the run
+	body func(start, end int)
 }
 
 // plan lists the work items of a, heaviest first: with causal attention a
@@ -163,7 +181,7 @@ func (k *flashKernel) run(a *flashArgs) error {
 		return nil
 	}
 	workers := min(k.opts.threads(), n)
-	if rows != k.rows || D != k.dim || len(k.scratch) < workers || len(k.scratch[0].krow) != kt {
+	if rows != k.rows || D != k.dim || (len(k.scratch) > 0 && len(k.scratch[0].krow) != kt) {
 		k.scratch = k.scratch[:0]
 		k.rows, k.dim = rows, D
 	}
@@ -176,33 +194,49 @@ func (k *flashKernel) run(a *flashArgs) error {
 			vT: make([]float32, D*ktPad), pv: make([]float32, rows*D),
 		})
 	}
-	var next atomic.Int64
-	var errOnce sync.Once
-	var firstErr error
-	work := func(w int) {
-		sc := k.scratch[w]
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return
-			}
-			if err := runItem(a, k.items[i], sc, kt); err != nil {
-				errOnce.Do(func() { firstErr = err })
-				next.Store(int64(n)) // stop handing out items
-				return
-			}
-		}
-	}
+	k.a, k.kt, k.err = a, kt, nil
+	k.next.Store(0)
 	if workers == 1 {
-		work(0)
-		return firstErr
-	}
-	k.opts.runner().ParallelFor(workers, 1, func(start, end int) {
-		for w := start; w < end; w++ {
-			work(w)
+		k.work(0)
+	} else {
+		if k.body == nil {
+			k.body = k.workRange
 		}
-	})
-	return firstErr
+		k.opts.runner().ParallelFor(workers, 1, k.body)
+	}
+	err := k.err
+	k.a = nil // do not keep the caller's tensors alive
+	return err
+}
+
+// workRange runs workers [start, end) one after another; the Runner
+// calls it once per chunk.
+func (k *flashKernel) workRange(start, end int) {
+	for w := start; w < end; w++ {
+		k.work(w)
+	}
+}
+
+// work is worker w's loop: take the next unclaimed item until none is
+// left. Which worker runs which item varies; what an item computes does
+// not.
+func (k *flashKernel) work(w int) {
+	sc, n := k.scratch[w], int64(len(k.items))
+	for {
+		i := k.next.Add(1) - 1
+		if i >= n {
+			return
+		}
+		if err := runItem(k.a, k.items[i], sc, k.kt); err != nil {
+			k.mu.Lock()
+			if k.err == nil {
+				k.err = err
+			}
+			k.mu.Unlock()
+			k.next.Store(n) // stop handing out items
+			return
+		}
+	}
 }
 
 // runItem computes one work item: the rows of tokens [t0, t1) of sequence
@@ -242,15 +276,25 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 	bs := a.blockSize
 	half := a.kF32 == nil
 	useMM := rows >= mmMinRows
+	// SIMD Dot and Axpy per key pay a call and a horizontal sum each,
+	// which only a wide head amortizes; small heads use the inline loops.
+	simd := a.simd && D > smallHeadDim
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
 		// Walk the block table: key position p lives in block
-		// table[p/block_size] at slot p%block_size.
-		for j := 0; j < nk; j++ {
+		// table[p/block_size] at slot p%block_size, so one division per
+		// block finds it and the block's next keys follow kv_token_stride
+		// apart.
+		for j := 0; j < nk; {
 			p := k0 + j
-			o := int(table[p/bs])*a.kv_block_stride + (p%bs)*a.kv_token_stride + kvh*a.kv_head_stride
-			sc.krow[j] = a.kOffset + o
-			sc.vrow[j] = a.vOffset + o
+			slot := p % bs
+			o := int(table[p/bs])*a.kv_block_stride + slot*a.kv_token_stride + kvh*a.kv_head_stride
+			end := min(j+bs-slot, nk)
+			for ; j < end; j++ {
+				sc.krow[j] = a.kOffset + o
+				sc.vrow[j] = a.vOffset + o
+				o += a.kv_token_stride
+			}
 		}
 		krow, vrow := sc.krow[:nk], sc.vrow[:nk]
 		kBuf, vBuf := a.kF32, a.vF32
@@ -281,7 +325,7 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			if err := kernels.MatMul(nil, s, sc.q[:rows*D], &sc.kMat, rows); err != nil {
 				return err
 			}
-		} else if a.simd {
+		} else if simd {
 			for j, o := range krow {
 				k := kBuf[o : o+D]
 				for r := 0; r < rows; r++ {
@@ -315,7 +359,10 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			if mx > mOld {
 				// Rescale what was accumulated under the old max.
 				if sc.l[r] != 0 {
-					c := expf(mOld - mx)
+					c := float32(0) // below expCut: see there
+					if d := mOld - mx; d >= expCut {
+						c = expf(d)
+					}
 					sc.l[r] *= c
 					acc := sc.acc[r*D : r*D+D]
 					for d := range acc {
@@ -340,7 +387,7 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			for i, x := range pv {
 				acc[i] += x
 			}
-		} else if a.simd {
+		} else if simd {
 			for j, o := range vrow {
 				v := vBuf[o : o+D]
 				for r := 0; r < rows; r++ {

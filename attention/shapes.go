@@ -23,33 +23,41 @@ func (d dims) group() int { return d.H / d.KVH }
 // is a meta tensor (a layout-only run) or none is.
 func checkInputs(q, k, v, kCache, vCache *tensor.Tensor) (dims, error) {
 	var d dims
-	for _, x := range []struct {
-		name string
-		t    *tensor.Tensor
-	}{{"q", q}, {"k", k}, {"v", v}, {"k_cache", kCache}, {"v_cache", vCache}} {
-		if x.t == nil {
-			return d, fmt.Errorf("attention: %s is nil", x.name)
-		}
+	switch {
+	case q == nil:
+		return d, fmt.Errorf("attention: q is nil")
+	case k == nil:
+		return d, fmt.Errorf("attention: k is nil")
+	case v == nil:
+		return d, fmt.Errorf("attention: v is nil")
+	case kCache == nil:
+		return d, fmt.Errorf("attention: k_cache is nil")
+	case vCache == nil:
+		return d, fmt.Errorf("attention: v_cache is nil")
 	}
 	if q.Dim() != 3 || k.Dim() != 3 || v.Dim() != 3 {
 		return d, fmt.Errorf("attention: q, k, v must be [T, H, D], [T, KVH, D], [T, KVH, D]; got %v, %v, %v",
 			q.Shape(), k.Shape(), v.Shape())
 	}
-	qs, ks, vs := q.Shape(), k.Shape(), v.Shape()
+	// Shapes go into stack arrays: this runs for every layer of every
+	// decode step, which must not allocate.
+	var qsb, ksb, vsb [3]int
+	qs, ks, vs := q.AppendShape(qsb[:0]), k.AppendShape(ksb[:0]), v.AppendShape(vsb[:0])
 	d.T, d.H, d.D, d.KVH = qs[0], qs[1], qs[2], ks[1]
 	if !sameInts(ks, vs) || ks[0] != d.T || ks[2] != d.D {
-		return d, fmt.Errorf("attention: k %v and v %v must both be [T=%d, KVH, D=%d] to match q %v", ks, vs, d.T, d.D, qs)
+		return d, fmt.Errorf("attention: k %v and v %v must both be [T=%d, KVH, D=%d] to match q %v", k.Shape(), v.Shape(), d.T, d.D, q.Shape())
 	}
 	if d.H == 0 || d.KVH == 0 || d.D == 0 || d.H%d.KVH != 0 {
 		return d, fmt.Errorf("attention: %d query heads cannot share %d KV heads of width %d (need H a positive multiple of KVH, D > 0)",
 			d.H, d.KVH, d.D)
 	}
-	if kCache.Dim() != 4 || !sameInts(kCache.Shape(), vCache.Shape()) {
+	var csb, vcb [4]int
+	cs, vc := kCache.AppendShape(csb[:0]), vCache.AppendShape(vcb[:0])
+	if kCache.Dim() != 4 || !sameInts(cs, vc) {
 		return d, fmt.Errorf("attention: k_cache %v and v_cache %v must be equal [num_blocks, block_size, KVH, D]", kCache.Shape(), vCache.Shape())
 	}
-	cs := kCache.Shape()
 	if cs[2] != d.KVH || cs[3] != d.D {
-		return d, fmt.Errorf("attention: cache %v holds %d heads of width %d; k has %d of width %d", cs, cs[2], cs[3], d.KVH, d.D)
+		return d, fmt.Errorf("attention: cache %v holds %d heads of width %d; k has %d of width %d", kCache.Shape(), cs[2], cs[3], d.KVH, d.D)
 	}
 	if !kCache.IsContiguous() || !vCache.IsContiguous() {
 		return d, fmt.Errorf("attention: caches must be contiguous (kv_block_stride, kv_token_stride, kv_head_stride are derived from the shape); got strides %v and %v",
@@ -57,10 +65,8 @@ func checkInputs(q, k, v, kCache, vCache *tensor.Tensor) (dims, error) {
 	}
 	d.numBlocks, d.blockSize = cs[0], cs[1]
 	d.meta = q.IsMeta()
-	for _, t := range []*tensor.Tensor{k, v, kCache, vCache} {
-		if t.IsMeta() != d.meta {
-			return d, fmt.Errorf("attention: meta and real tensors mixed (q meta=%v); trace layouts with all-meta inputs", d.meta)
-		}
+	if k.IsMeta() != d.meta || v.IsMeta() != d.meta || kCache.IsMeta() != d.meta || vCache.IsMeta() != d.meta {
+		return d, fmt.Errorf("attention: meta and real tensors mixed (q meta=%v); trace layouts with all-meta inputs", d.meta)
 	}
 	return d, nil
 }

@@ -68,7 +68,7 @@ func checkCacheArgs(key, value, kCache, vCache *tensor.Tensor, slots []int32) er
 	ks, vs := key.AppendShape(ksb[:0]), value.AppendShape(vsb[:0])
 	kc, vc := kCache.AppendShape(kcb[:0]), vCache.AppendShape(vcb[:0])
 	if !equal(ks, vs) || !equal(kc, vc) || ks[1] != kc[2] || ks[2] != kc[3] {
-		return fmt.Errorf("reshape_and_cache: key %v / value %v do not match caches %v / %v", ks, vs, kc, vc)
+		return fmt.Errorf("reshape_and_cache: key %v / value %v do not match caches %v / %v", key.Shape(), value.Shape(), kCache.Shape(), vCache.Shape())
 	}
 	if len(slots) != ks[0] {
 		return fmt.Errorf("reshape_and_cache: slot mapping has %d entries for %d tokens", len(slots), ks[0])
