@@ -57,6 +57,14 @@ type Engine struct {
 	fwd    *Forward
 	pool   *kernels.Pool
 	nextID int
+
+	// step holds the packed inputs of one scheduler step. Its slices are
+	// truncated and refilled every step, so a steady decode loop reuses
+	// them instead of allocating a batch per token.
+	step struct {
+		batch                   attention.Batch
+		tokens, positions, rows []int
+	}
 }
 
 // NewEngine builds an engine for m.
@@ -195,6 +203,9 @@ type seqState struct {
 	computed int   // positions whose K/V are in the cache
 	res      *Result
 	admitted bool
+	// table is the sequence's block table as of its last step (nil until
+	// fetched): see Engine.blockTable.
+	table []int32
 }
 
 // Generate runs the requests together with continuous batching and
@@ -270,6 +281,7 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 			e.nextID++
 			waiting = waiting[1:]
 			s.computed = cached
+			s.table = nil // new id, new blocks
 			if !s.admitted {
 				s.admitted = true
 				s.res.CachedTokens = cached
@@ -369,10 +381,16 @@ func (e *Engine) emitForced(s *seqState, emit func(Event), n int) {
 // undoes the slots handed out in this step, preempts the most recently
 // admitted sequence (back to the front of the waiting queue, to be
 // recomputed), and tries again.
+//
+// The batch and the token, position and row slices are the engine's step
+// buffers (see Engine.step): they are valid until the next call.
 func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attention.Batch, []int, []int, []int, error) {
+	buf := &e.step
+	b := &buf.batch
 	for {
-		b := &attention.Batch{}
-		var tokens, positions, rows []int
+		b.QueryStart, b.QueryLen, b.ContextLen = b.QueryStart[:0], b.QueryLen[:0], b.ContextLen[:0]
+		b.BlockTables, b.SlotMapping = b.BlockTables[:0], b.SlotMapping[:0]
+		tokens, positions, rows := buf.tokens[:0], buf.positions[:0], buf.rows[:0]
 		failed := -1
 		for i, s := range *running {
 			n := len(s.tokens) - s.computed
@@ -384,7 +402,7 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			table, err := e.cache.BlockTable(s.id)
+			table, err := e.blockTable(s, slots)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
@@ -399,6 +417,7 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 			}
 			rows = append(rows, len(tokens)-1)
 		}
+		buf.tokens, buf.positions, buf.rows = tokens, positions, rows // keep grown capacity
 		if failed < 0 {
 			return b, tokens, positions, rows, nil
 		}
@@ -417,11 +436,46 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 			return nil, nil, nil, nil, err
 		}
 		victim.computed = 0
+		victim.table = nil
 		victim.res.Preemptions++
 		st.Preemptions++
 		*running = r[:len(r)-1]
 		*waiting = append([]*seqState{victim}, *waiting...)
 	}
+}
+
+// blockTable returns sequence s's block table for a step whose new
+// positions s.computed, s.computed+1, … got slots. The cache hands out a
+// copy of the table per call; instead the engine keeps the copy of the
+// sequence's last step and fetches a fresh one only when a slot lies in a
+// block that copy does not list at that index. That is exact, because
+// Slots changes a table only at the blocks of the positions it hands out
+// (growing it, or replacing a shared block by its copy-on-write copy), and
+// slot = table[p/block_size]·block_size + p%block_size names the block of
+// each of them; the other blocks of a running sequence change only by
+// Truncate (the rollback above), after which the next step's slots in the
+// truncated range are checked the same way. A decode step inside a block
+// therefore reuses the table, and Batch.Validate rechecks every slot
+// against it.
+func (e *Engine) blockTable(s *seqState, slots []int32) ([]int32, error) {
+	bs := e.cache.BlockSize()
+	ok := s.table != nil
+	for j, slot := range slots {
+		i := (s.computed + j) / bs
+		if i >= len(s.table) || int(s.table[i]) != int(slot)/bs {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s.table, nil
+	}
+	t, err := e.cache.BlockTable(s.id)
+	if err != nil {
+		return nil, err
+	}
+	s.table = t
+	return t, nil
 }
 
 // newBatch describes one sequence's step for Forward.Run: n new tokens
