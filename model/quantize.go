@@ -10,18 +10,14 @@ import (
 // QuantizeQ8_0 quantizes every weight matrix of m (embedding, WQKV, WO,
 // W1, W2, W3 and the classifier; norms stay float32) to Q8_0: int8 values
 // with one float32 scale per groupSize consecutive weights, scale =
-// max|w|/127, as llama2.c's version-2 export does. groupSize 0 picks 64
-// when every matrix's width divides by it, else 32. The kernels then read
-// about a quarter of the float32 bytes per token.
+// max|w|/127, as llama2.c's version-2 export does. groupSize 0 picks the
+// largest of 64, 32, 16, … that divides every matrix's width (as
+// Q8GroupSize does for a version-2 export), so groups never straddle rows.
+// The kernels then read about a quarter of the float32 bytes per token.
 func QuantizeQ8_0(m *Model, groupSize int) error {
 	c := m.Config
 	if groupSize == 0 {
-		groupSize = 64
-		for _, w := range []int{c.Dim, c.HiddenDim, c.NHeads * c.HeadDim()} {
-			if w%64 != 0 {
-				groupSize = 32
-			}
-		}
+		groupSize = Q8GroupSize(c, 64)
 	}
 	if m.Quantized == nil {
 		m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}

@@ -163,8 +163,12 @@ func runBench(a *app, cmd *cobra.Command) error {
 			if err != nil {
 				return err
 			}
+			weights := a.getString("weights")
+			if len(lm.m.Quantized) > 0 {
+				weights = "q8_0" // quantized at load, or read from a version-2 file
+			}
 			base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: c.Params(),
-				Weights: a.getString("weights"), Path: path, Threads: e.Threads()}
+				Weights: weights, Path: path, Threads: e.Threads()}
 			for _, t := range tests {
 				if t.kind == "pp" {
 					st, err := e.BenchPrompt(t.n, reps)
