@@ -2,6 +2,7 @@ package attention
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -27,16 +28,84 @@ func TestFusedMatchesReference(t *testing.T) {
 
 // Small tiles force every edge of the tiling: partial query tiles,
 // partial key tiles, masks that start inside a tile, odd row counts.
+//
+// D = 9 takes scoreTile and pvTile for items of few rows; D = 8 and 16
+// take the row-wise small-head loops (rowTile), masked where a tile
+// reaches past an item's first position; D = 48 the SIMD loops where the
+// CPU has them.
 func TestFusedTileEdges(t *testing.T) {
-	s := caseSpec{H: 6, KVH: 2, D: 9, bs: 5, seqs: []seqSpec{{17, 17}, {1, 23}, {6, 31}}, padding: true, fusedQKV: true, seed: 11}
-	for _, tiles := range [][2]int{{1, 1}, {2, 3}, {3, 4}, {5, 7}, {7, 64}, {64, 5}} {
-		tc := buildCase(t, s)
-		f := NewFused(Options{QueryTile: tiles[0], KeyTile: tiles[1]})
-		out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
-		if err != nil {
-			t.Fatal(err)
+	for _, D := range []int{9, 8, 16, 48} {
+		s := caseSpec{H: 6, KVH: 2, D: D, bs: 5, seqs: []seqSpec{{17, 17}, {1, 23}, {6, 31}}, padding: true, fusedQKV: true, seed: 11}
+		for _, tiles := range [][2]int{{1, 1}, {2, 3}, {3, 4}, {5, 7}, {7, 64}, {64, 5}} {
+			tc := buildCase(t, s)
+			f := NewFused(Options{QueryTile: tiles[0], KeyTile: tiles[1]})
+			out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOutput(t, tc, out, 1e-5)
 		}
-		checkOutput(t, tc, out, 1e-5)
+	}
+}
+
+// The row-wise small-head loops against float64 sums, for every D they
+// take (multiples of 8) and key counts around their two-at-a-time step,
+// with scattered key offsets and weight-0 keys.
+func TestRowKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, D := range []int{8, 16, 24} {
+		for _, nk := range []int{1, 2, 3, 8, 33} {
+			const stride = 40 // key rows scattered through a larger buffer
+			kb := make([]float32, (nk+3)*stride)
+			for i := range kb {
+				kb[i] = float32(r.NormFloat64())
+			}
+			krow := make([]int, nk)
+			for j, p := range r.Perm(nk + 3)[:nk] {
+				krow[j] = p*stride + r.IntN(stride-D+1)
+			}
+			q := make([]float32, D)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			s := make([]float32, nk)
+			mx := scoreRow8(s, q, kb, krow)
+			wantMax := math.Inf(-1)
+			for j, o := range krow {
+				var want float64
+				for d := range D {
+					want += float64(q[d]) * float64(kb[o+d])
+				}
+				if math.Abs(float64(s[j])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("D=%d nk=%d: score %d = %v, want %v", D, nk, j, s[j], want)
+				}
+				wantMax = math.Max(wantMax, float64(s[j]))
+			}
+			if float64(mx) != wantMax {
+				t.Fatalf("D=%d nk=%d: max %v, want %v", D, nk, mx, wantMax)
+			}
+
+			p := make([]float32, nk)
+			for j := range p {
+				if r.IntN(3) > 0 { // a third of the weights are 0
+					p[j] = r.Float32()
+				}
+			}
+			acc := make([]float32, D)
+			for d := range acc {
+				acc[d] = float32(d)
+			}
+			pvRow8(acc, p, kb, krow)
+			for d := range D {
+				want := float64(d)
+				for j, o := range krow {
+					want += float64(p[j]) * float64(kb[o+d])
+				}
+				if math.Abs(float64(acc[d])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("D=%d nk=%d: acc[%d] = %v, want %v", D, nk, d, acc[d], want)
+				}
+			}
+		}
 	}
 }
 
@@ -237,7 +306,7 @@ func TestExpSub(t *testing.T) {
 			dropped += w
 			continue
 		}
-		if e := math.Abs(float64(s[i]) - w); e > 3e-7*w {
+		if e := math.Abs(float64(s[i]) - w); e > 1.5e-7*w {
 			t.Fatalf("exp(%v) = %v, want %v", x-mx, s[i], w)
 		}
 		if s[i] < 0x1p-65 {
@@ -250,6 +319,20 @@ func TestExpSub(t *testing.T) {
 	}
 	if math.Abs(float64(sum)-want) > 1e-5*want {
 		t.Fatalf("sum %v, want %v", sum, want)
+	}
+	// A dense sweep of [expCut, 0]: within 1.5e-7 (about 1 ulp) everywhere,
+	// including across the 64 table entries and the integer exponents.
+	one := make([]float32, 1)
+	for i := 0; i <= 400000; i++ {
+		x := float32(expCut * float64(i) / 400000)
+		one[0] = x
+		if sum := expSub(one, 0); sum != one[0] {
+			t.Fatalf("sum of one weight %v is %v", one[0], sum)
+		}
+		w := math.Exp(float64(x))
+		if e := math.Abs(float64(one[0]) - w); e > 1.5e-7*w {
+			t.Fatalf("exp(%v) = %v, want %v (relative error %.3g)", x, one[0], w, e/w)
+		}
 	}
 	nan := []float32{0, float32(math.NaN())}
 	if sum := expSub(nan, 0); !math.IsNaN(float64(sum)) || !math.IsNaN(float64(nan[1])) {
@@ -266,6 +349,7 @@ func TestFusedPeakedScores(t *testing.T) {
 		{H: 8, KVH: 4, D: 8, bs: 16, seqs: []seqSpec{{1, 65}, {1, 200}, {1, 3}}, fusedQKV: true, qScale: 40, seed: 61},
 		{H: 4, KVH: 4, D: 48, bs: 5, seqs: []seqSpec{{1, 90}, {2, 40}}, qScale: 20, seed: 62},
 		{H: 12, KVH: 4, D: 16, bs: 16, seqs: []seqSpec{{40, 40}, {9, 60}}, qScale: 30, seed: 63},
+		{H: 4, KVH: 2, D: 16, bs: 5, seqs: []seqSpec{{1, 150}, {3, 70}}, qScale: 30, seed: 64},
 	} {
 		tc := buildCase(t, s)
 		out, err := NewFused(Options{Threads: 1, KeyTile: 32}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)

@@ -277,26 +277,37 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 	half := a.kF32 == nil
 	useMM := rows >= mmMinRows
 	// SIMD Dot and Axpy per key pay a call and a horizontal sum each,
-	// which only a wide head amortizes; small heads use the inline loops.
+	// which only a wide head amortizes; small heads use the inline loops,
+	// row by row when D is a multiple of 8 (see rowTile).
 	simd := a.simd && D > smallHeadDim
+	rowwise := !useMM && !half && !simd && D%8 == 0
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
 		// Walk the block table: key position p lives in block
 		// table[p/block_size] at slot p%block_size, so one division per
 		// block finds it and the block's next keys follow kv_token_stride
-		// apart.
+		// apart. The offsets are relative to the caches' storage offsets.
 		for j := 0; j < nk; {
 			p := k0 + j
 			slot := p % bs
 			o := int(table[p/bs])*a.kv_block_stride + slot*a.kv_token_stride + kvh*a.kv_head_stride
 			end := min(j+bs-slot, nk)
 			for ; j < end; j++ {
-				sc.krow[j] = a.kOffset + o
-				sc.vrow[j] = a.vOffset + o
+				sc.krow[j] = o
 				o += a.kv_token_stride
 			}
 		}
 		krow, vrow := sc.krow[:nk], sc.vrow[:nk]
+		// Only tiles that reach past the item's first position need a
+		// causal mask.
+		masked := k0+nk-1 > minPos
+		if rowwise {
+			rowTile(a, sc, rows, k0, masked, krow)
+			continue
+		}
+		for j, o := range krow {
+			krow[j], vrow[j] = a.kOffset+o, a.vOffset+o
+		}
 		kBuf, vBuf := a.kF32, a.vF32
 		if useMM || half {
 			// Stage the K rows in scratch (widening a 16-bit cache).
@@ -336,9 +347,7 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			scoreTile(s, ns, sc.q, rows, D, kBuf, krow)
 		}
 
-		// Online softmax over this key tile, row by row. Only tiles that
-		// reach past the tile's first position need a causal mask.
-		masked := k0+nk-1 > minPos
+		// Online softmax over this key tile, row by row.
 		for r := 0; r < rows; r++ {
 			srow := s[r*ns : r*ns+ns]
 			lim := nk
@@ -349,28 +358,13 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 				clear(srow)
 				continue
 			}
-			mOld := sc.m[r]
-			mx := mOld
+			mx := float32(math.Inf(-1))
 			for _, x := range srow[:lim] {
 				if x > mx {
 					mx = x
 				}
 			}
-			if mx > mOld {
-				// Rescale what was accumulated under the old max.
-				if sc.l[r] != 0 {
-					c := float32(0) // below expCut: see there
-					if d := mOld - mx; d >= expCut {
-						c = expf(d)
-					}
-					sc.l[r] *= c
-					acc := sc.acc[r*D : r*D+D]
-					for d := range acc {
-						acc[d] *= c
-					}
-				}
-				sc.m[r] = mx
-			}
+			mx = sc.raiseMax(r, D, mx)
 			sc.l[r] += expSub(srow[:lim], mx)
 			clear(srow[lim:])
 		}
@@ -531,6 +525,147 @@ func scoreTile(s []float32, sStride int, q []float32, rows, D int, kb []float32,
 		for ; j < nk; j++ {
 			s0[j] = dot(q0, kb[krow[j]:krow[j]+D])
 		}
+	}
+}
+
+// raiseMax folds a key tile's largest score mx of row r into the row's
+// running max, and when that grows rescales what the row accumulated so
+// far by exp(m_old − m_new): the FlashAttention correction. A factor
+// below expCut is 0 (the old terms are negligible next to the new max).
+// It returns the row's running max.
+func (sc *scratch) raiseMax(r, D int, mx float32) float32 {
+	mOld := sc.m[r]
+	if !(mx > mOld) { // also keeps the old max when mx is NaN
+		return mOld
+	}
+	if sc.l[r] != 0 {
+		c := float32(0)
+		if d := mOld - mx; d >= expCut {
+			c = expf(d)
+		}
+		sc.l[r] *= c
+		acc := sc.acc[r*D : r*D+D]
+		for i := range acc {
+			acc[i] *= c
+		}
+	}
+	sc.m[r] = mx
+	return mx
+}
+
+// rowTile runs one key tile of the small-head path (F32 cache, D a
+// multiple of 8 up to smallHeadDim, too few rows for MatMul tiles: every
+// decode step of a small model) one query row at a time: scores of the
+// row's keys (and their max, in the same pass), the online-softmax fold,
+// the exponentials, and P·V. A masked row only scores the keys it may see.
+// krow holds each key's element offset, relative to the caches' storage
+// offsets, for K and V alike.
+//
+// Everything is inline Go with the row's eight query (or accumulator)
+// values in registers while the keys stream past: at head_dim 8 a
+// kernels.Dot or Axpy call per key cost more than its eight
+// multiply-adds, and scoreTile's 2×4 register blocking spends more on
+// cutting four key slices per step than on arithmetic.
+func rowTile(a *flashArgs, sc *scratch, rows, k0 int, masked bool, krow []int) {
+	D := a.headDim
+	kb, vb := a.kF32[a.kOffset:], a.vF32[a.vOffset:]
+	for r := 0; r < rows; r++ {
+		lim := len(krow)
+		if masked {
+			lim = min(max(sc.pos[r]-k0+1, 0), lim)
+		}
+		if lim == 0 {
+			continue
+		}
+		srow := sc.s[:lim]
+		q := sc.q[r*D : r*D+D]
+		mx := scoreRow8(srow, q, kb, krow[:lim])
+		mx = sc.raiseMax(r, D, mx)
+		sc.l[r] += expSub(srow, mx)
+		pvRow8(sc.acc[r*D:r*D+D], srow, vb, krow[:lim])
+	}
+}
+
+// scoreRow8 sets s[j] = q·k_j, k_j = kb[krow[j] : krow[j]+D], for D =
+// len(q) a multiple of 8, and returns the largest score (NaNs skipped).
+// Eight query elements at a time stay in registers and each key's eight
+// products are summed as a tree, with no inner loop.
+func scoreRow8(s, q, kb []float32, krow []int) float32 {
+	D := len(q)
+	s = s[:len(krow)]
+	mx := float32(math.Inf(-1))
+	qc := (*[8]float32)(q[0:8])
+	q0, q1, q2, q3, q4, q5, q6, q7 := qc[0], qc[1], qc[2], qc[3], qc[4], qc[5], qc[6], qc[7]
+	if D == 8 {
+		for j, o := range krow {
+			k := (*[8]float32)(kb[o : o+8])
+			x := ((q0*k[0] + q1*k[1]) + (q2*k[2] + q3*k[3])) + ((q4*k[4] + q5*k[5]) + (q6*k[6] + q7*k[7]))
+			s[j] = x
+			if x > mx {
+				mx = x
+			}
+		}
+		return mx
+	}
+	for j, o := range krow {
+		k := (*[8]float32)(kb[o : o+8])
+		s[j] = ((q0*k[0] + q1*k[1]) + (q2*k[2] + q3*k[3])) + ((q4*k[4] + q5*k[5]) + (q6*k[6] + q7*k[7]))
+	}
+	for c := 8; c < D; c += 8 {
+		qc := (*[8]float32)(q[c : c+8])
+		q0, q1, q2, q3, q4, q5, q6, q7 := qc[0], qc[1], qc[2], qc[3], qc[4], qc[5], qc[6], qc[7]
+		for j, o := range krow {
+			k := (*[8]float32)(kb[o+c : o+c+8])
+			s[j] += ((q0*k[0] + q1*k[1]) + (q2*k[2] + q3*k[3])) + ((q4*k[4] + q5*k[5]) + (q6*k[6] + q7*k[7]))
+		}
+	}
+	for _, x := range s {
+		if x > mx {
+			mx = x
+		}
+	}
+	return mx
+}
+
+// pvRow8 adds Σ_j p[j]·v_j, v_j = vb[vrow[j] : vrow[j]+D], to acc, for
+// D = len(acc) a multiple of 8. Eight accumulators stay in registers
+// across all value rows, which are taken two at a time. Weight-0 keys
+// (below expCut) are not skipped: a test per pair costs more than the
+// pairs it would skip, and 0·v adds exactly 0.
+func pvRow8(acc, p, vb []float32, vrow []int) {
+	D := len(acc)
+	p = p[:len(vrow)]
+	for c := 0; c < D; c += 8 {
+		ac := (*[8]float32)(acc[c : c+8])
+		a0, a1, a2, a3, a4, a5, a6, a7 := ac[0], ac[1], ac[2], ac[3], ac[4], ac[5], ac[6], ac[7]
+		j := 0
+		for ; j+2 <= len(vrow); j += 2 {
+			w0, w1 := p[j], p[j+1]
+			o0, o1 := vrow[j]+c, vrow[j+1]+c
+			v0 := (*[8]float32)(vb[o0 : o0+8])
+			v1 := (*[8]float32)(vb[o1 : o1+8])
+			a0 += w0*v0[0] + w1*v1[0]
+			a1 += w0*v0[1] + w1*v1[1]
+			a2 += w0*v0[2] + w1*v1[2]
+			a3 += w0*v0[3] + w1*v1[3]
+			a4 += w0*v0[4] + w1*v1[4]
+			a5 += w0*v0[5] + w1*v1[5]
+			a6 += w0*v0[6] + w1*v1[6]
+			a7 += w0*v0[7] + w1*v1[7]
+		}
+		if j < len(vrow) {
+			w, o := p[j], vrow[j]+c
+			v := (*[8]float32)(vb[o : o+8])
+			a0 += w * v[0]
+			a1 += w * v[1]
+			a2 += w * v[2]
+			a3 += w * v[3]
+			a4 += w * v[4]
+			a5 += w * v[5]
+			a6 += w * v[6]
+			a7 += w * v[7]
+		}
+		ac[0], ac[1], ac[2], ac[3], ac[4], ac[5], ac[6], ac[7] = a0, a1, a2, a3, a4, a5, a6, a7
 	}
 }
 
