@@ -140,10 +140,10 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 		}
 	}
 	if stream {
-		fmt.Fprintln(out)
 		if res[0].Err != nil {
 			return res[0].Err
 		}
+		fmt.Fprintln(out) // run.c ends its text with a newline
 		if streamed > 1 {
 			fmt.Fprintf(stderr, "achieved tok/s: %f\n", float64(streamed-1)/time.Since(first).Seconds())
 		}
