@@ -50,14 +50,6 @@ type funcRunner func(start, end int)
 
 func (f funcRunner) run(start, end int) { f(start, end) }
 
-// worker is padded to its own cache line so that one worker's flag
-// traffic does not invalidate another's.
-type worker struct {
-	sleeping atomic.Bool
-	wake     chan struct{} // capacity 1: a wake-up is never lost or blocking
-	_        cpu.CacheLinePad
-}
-
 // poolState is shared with the workers; Pool wraps it so that an unreachable
 // Pool can be closed by a cleanup even though workers still reference this.
 //
@@ -80,15 +72,24 @@ type poolState struct {
 	pending atomic.Int32 // parts still running on workers
 	_       cpu.CacheLinePad
 
-	callerAsleep atomic.Bool // set by the caller before it parks on done
-	_            cpu.CacheLinePad
+	// Parking. A poller that gives up spinning takes park, announces itself
+	// (sleepers / callerWaiting) and re-checks its condition before
+	// Wait; the other side publishes first (ticket / pending) and then, if
+	// someone is announced, takes park and signals. Because the announcement
+	// and the re-check happen under park, and the publish precedes the
+	// check of the announcement, a wake-up cannot be lost; spurious ones are
+	// absorbed by the condition loops.
+	park          sync.Mutex
+	workCond      sync.Cond    // workers wait here for a new ticket
+	doneCond      sync.Cond    // the caller waits here for pending == 0
+	sleepers      atomic.Int32 // workers inside workCond.Wait's loop
+	callerWaiting atomic.Bool  // the caller is inside doneCond.Wait's loop
+	_             cpu.CacheLinePad
 
 	threads  int
 	seq      uint64
 	mu       sync.Mutex // held by the goroutine that owns the workers for a loop
-	done     chan struct{}
 	panicked atomic.Pointer[panicValue]
-	workers  []*worker
 	wg       sync.WaitGroup
 	closed   bool      // guarded by mu
 	mm       matmulJob // MatMul's job, reused so a call allocates nothing
@@ -100,7 +101,7 @@ const closedTicket = 1 << 63
 
 // testHookLastWorker, when set by a test, runs in the last worker to finish
 // a loop between its completion count and its wake-up signal: the window in
-// which the caller may already have moved on to the next loop.
+// which the caller may already have moved on to the next loop (and parked).
 var testHookLastWorker func()
 
 // NewPool starts a pool of threads workers (including the caller);
@@ -109,12 +110,12 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	s := &poolState{threads: threads, done: make(chan struct{}, 1)}
+	s := &poolState{threads: threads}
+	s.workCond.L = &s.park
+	s.doneCond.L = &s.park
 	for i := 1; i < threads; i++ {
-		w := &worker{wake: make(chan struct{}, 1)}
-		s.workers = append(s.workers, w)
 		s.wg.Add(1)
-		go s.work(i, w)
+		go s.work(i)
 	}
 	p := &Pool{s: s}
 	runtime.AddCleanup(p, func(s *poolState) { s.close() }, s)
@@ -145,11 +146,7 @@ func (s *poolState) close() {
 	}
 	s.closed = true
 	s.ticket.Store(closedTicket)
-	for _, w := range s.workers {
-		if w.sleeping.CompareAndSwap(true, false) {
-			w.wake <- struct{}{}
-		}
-	}
+	s.wakeWorkers()
 	s.mu.Unlock()
 	s.wg.Wait()
 }
@@ -230,12 +227,7 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 	s.pending.Store(int32(k - 1))
 	s.seq++
 	s.ticket.Store(s.seq<<16 | uint64(k))
-	for _, w := range s.workers[:k-1] {
-		// Load first: a CAS takes the line exclusive even when it fails.
-		if w.sleeping.Load() && w.sleeping.CompareAndSwap(true, false) {
-			w.wake <- struct{}{}
-		}
-	}
+	s.wakeWorkers()
 
 	var callerPanic any
 	func() {
@@ -256,12 +248,17 @@ func (s *poolState) dispatch(n, k, align int, r runner) {
 	}
 }
 
-// waitWorkers polls pending for spinFor, then parks until a worker signals
-// done. The callerAsleep flag is claimed by exactly one side with a CAS, so
-// a send happens only when the caller is committed to receive. A worker
-// that was preempted between its decrement and its CAS may signal during a
-// later loop; that token is harmless because the caller re-checks pending
-// after every wake-up and re-arms.
+// wakeWorkers wakes parked workers after a new ticket was stored.
+func (s *poolState) wakeWorkers() {
+	if s.sleepers.Load() > 0 {
+		s.park.Lock()
+		s.workCond.Broadcast()
+		s.park.Unlock()
+	}
+}
+
+// waitWorkers polls pending for spinFor, then parks on doneCond until the
+// last worker signals.
 func (s *poolState) waitWorkers() {
 	var start time.Time
 	for i := 0; s.pending.Load() != 0; i++ {
@@ -275,21 +272,24 @@ func (s *poolState) waitWorkers() {
 			runtime.Gosched() // let other goroutines on this P run
 			continue
 		}
-		s.callerAsleep.Store(true)
-		if s.pending.Load() == 0 && s.callerAsleep.CompareAndSwap(true, false) {
-			return
+		s.park.Lock()
+		s.callerWaiting.Store(true)
+		for s.pending.Load() != 0 {
+			s.doneCond.Wait()
 		}
-		<-s.done
+		s.callerWaiting.Store(false)
+		s.park.Unlock()
+		return
 	}
 }
 
 // work is worker i's loop: wait for a new ticket, run part i if the loop
 // has that many parts, report completion.
-func (s *poolState) work(i int, w *worker) {
+func (s *poolState) work(i int) {
 	defer s.wg.Done()
 	var last uint64
 	for {
-		t := s.waitTicket(w, last)
+		t := s.waitTicket(last)
 		last = t
 		if t == closedTicket {
 			return
@@ -303,8 +303,10 @@ func (s *poolState) work(i int, w *worker) {
 			if testHookLastWorker != nil {
 				testHookLastWorker()
 			}
-			if s.callerAsleep.Load() && s.callerAsleep.CompareAndSwap(true, false) {
-				s.done <- struct{}{}
+			if s.callerWaiting.Load() {
+				s.park.Lock()
+				s.doneCond.Signal()
+				s.park.Unlock()
 			}
 		}
 	}
@@ -322,8 +324,8 @@ func (s *poolState) runPart(i, k int) {
 }
 
 // waitTicket returns the first ticket different from last, polling for
-// spinFor and then parking on w.wake.
-func (s *poolState) waitTicket(w *worker, last uint64) uint64 {
+// spinFor and then parking on workCond.
+func (s *poolState) waitTicket(last uint64) uint64 {
 	var start time.Time
 	for i := 0; ; i++ {
 		if t := s.ticket.Load(); t != last {
@@ -339,10 +341,14 @@ func (s *poolState) waitTicket(w *worker, last uint64) uint64 {
 			runtime.Gosched()
 		}
 	}
-	w.sleeping.Store(true)
-	if t := s.ticket.Load(); t != last && w.sleeping.CompareAndSwap(true, false) {
-		return t
+	s.park.Lock()
+	s.sleepers.Add(1)
+	t := s.ticket.Load()
+	for t == last {
+		s.workCond.Wait()
+		t = s.ticket.Load()
 	}
-	<-w.wake // the dispatcher claimed our flag and is sending
-	return s.ticket.Load()
+	s.sleepers.Add(-1)
+	s.park.Unlock()
+	return t
 }
