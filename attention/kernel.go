@@ -633,33 +633,18 @@ func scoreRow8(s, q, kb []float32, krow []int) float32 {
 
 // pvRow8 adds Σ_j p[j]·v_j, v_j = vb[vrow[j] : vrow[j]+D], to acc, for
 // D = len(acc) a multiple of 8. Eight accumulators stay in registers
-// across all value rows, which are taken two at a time. Weight-0 keys
-// (below expCut) are not skipped: a test per pair costs more than the
-// pairs it would skip, and 0·v adds exactly 0.
+// across all value rows. Weight-0 keys (below expCut) are not skipped: a
+// test per key costs more than the keys it would skip, and 0·v adds
+// exactly 0.
 func pvRow8(acc, p, vb []float32, vrow []int) {
 	D := len(acc)
 	p = p[:len(vrow)]
 	for c := 0; c < D; c += 8 {
 		ac := (*[8]float32)(acc[c : c+8])
 		a0, a1, a2, a3, a4, a5, a6, a7 := ac[0], ac[1], ac[2], ac[3], ac[4], ac[5], ac[6], ac[7]
-		j := 0
-		for ; j+2 <= len(vrow); j += 2 {
-			w0, w1 := p[j], p[j+1]
-			o0, o1 := vrow[j]+c, vrow[j+1]+c
-			v0 := (*[8]float32)(vb[o0 : o0+8])
-			v1 := (*[8]float32)(vb[o1 : o1+8])
-			a0 += w0*v0[0] + w1*v1[0]
-			a1 += w0*v0[1] + w1*v1[1]
-			a2 += w0*v0[2] + w1*v1[2]
-			a3 += w0*v0[3] + w1*v1[3]
-			a4 += w0*v0[4] + w1*v1[4]
-			a5 += w0*v0[5] + w1*v1[5]
-			a6 += w0*v0[6] + w1*v1[6]
-			a7 += w0*v0[7] + w1*v1[7]
-		}
-		if j < len(vrow) {
-			w, o := p[j], vrow[j]+c
-			v := (*[8]float32)(vb[o : o+8])
+		for j, o := range vrow {
+			w := p[j]
+			v := (*[8]float32)(vb[o+c : o+c+8])
 			a0 += w * v[0]
 			a1 += w * v[1]
 			a2 += w * v[2]
