@@ -80,7 +80,10 @@ var exp2Frac = func() (t [128]uint32) {
 // truncation error r³/6 < 3.4e-9 is far below float32's 6e-8. Evaluated
 // as 2^(n+j/128) + 2^(n+j/128)·(r + r²/2), the result is rounded
 // essentially once: its relative error is ≤ 1.2e-7 (1 ulp) over
-// [expCut, 0], with about half the instructions of expf.
+// [expCut, 0]. It takes about as many instructions as the degree-7
+// polynomial (43 per score against 46), but its dependency chain is two
+// multiply-adds instead of seven, so more scores are in flight at once:
+// 1.2–1.6× faster in a micro-benchmark.
 //
 // mx must be at least every x (their running max), so every argument is
 // ≤ 0. Arguments below expCut give exactly 0 (see expCut), and a NaN
