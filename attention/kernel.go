@@ -42,9 +42,14 @@ import (
 //   - smaller items (decode: one token, so g rows; fewer than mmMinRows
 //     for MHA and most GQA) read K and V straight from the cache blocks,
 //     since staging a tile that so few rows use would add memory traffic
-//     instead of saving it: with kernels' SIMD Dot and Axpy per K/V
-//     row when the CPU has them, else with the scalar 2×4 / 1×4
-//     register-blocked loops below.
+//     instead of saving it: with kernels' SIMD Dot and Axpy per K/V row
+//     for heads wider than smallHeadDim when the CPU has them; else, for
+//     an F32 cache and D a multiple of 8, row by row with the inline
+//     loops of rowTile; else with the scalar 2×4 / 1×4 register-blocked
+//     loops scoreTile and pvTile.
+//
+// Softmax weights below e^expCut are exactly 0 (see expCut: subnormal
+// products would cost a microcode assist each).
 //
 // Each work item is computed start to finish by one worker, in a fixed
 // order, so the output does not depend on the number of workers or on
