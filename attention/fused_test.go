@@ -340,6 +340,33 @@ func TestExpSub(t *testing.T) {
 	}
 }
 
+// A steady fused step makes no Go allocation either (no tensor metadata,
+// kernel arguments, closures, or duplicate-slot map), for a decode batch
+// of several sequences (the rowTile and SIMD loops) and a prefill step
+// (MatMul tiles), on one worker and on two workers of a kernels.Pool.
+func TestFusedStepAllocatesNothing(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, s := range []caseSpec{
+		{H: 8, KVH: 4, D: 8, bs: 16, seqs: []seqSpec{{1, 65}, {1, 20}, {1, 33}}, fusedQKV: true, seed: 71},
+		{H: 6, KVH: 6, D: 48, bs: 16, seqs: []seqSpec{{1, 90}, {1, 17}}, fusedQKV: true, seed: 72},
+		{H: 12, KVH: 4, D: 16, bs: 5, seqs: []seqSpec{{20, 20}, {1, 50}}, seed: 73},
+	} {
+		for _, threads := range []int{1, 2} {
+			tc := buildCase(t, s)
+			f := NewFused(Options{Threads: threads, Runner: pool})
+			step := func() {
+				if _, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a := testing.AllocsPerRun(10, step); a != 0 {
+				t.Fatalf("D=%d threads=%d: a steady step allocates %v times; want 0", s.D, threads, a)
+			}
+		}
+	}
+}
+
 // Peaked softmax rows, where most weights fall below expCut and are
 // dropped (and rescaling factors of the running max underflow to 0),
 // still match the float64 reference, on the inline small-head loops, the
