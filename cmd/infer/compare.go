@@ -51,12 +51,7 @@ against the context length for both paths.`,
 		},
 	}
 	modelFlags(a, cmd)
-	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
-	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature")
-	a.flag(cmd, "topp", "topp", "top-p sampling")
-	a.flag(cmd, "seed", "seed", "RNG seed")
+	generationFlags(a, cmd)
 	a.flag(cmd, "contexts", "compare.contexts", "context lengths to sweep")
 	a.flag(cmd, "decode", "compare.decode", "decode steps per sweep point")
 	a.flag(cmd, "plot", "compare.plot", "PNG chart of the sweep")
@@ -217,10 +212,7 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []mod
 	}
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
 	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))
-	seed := uint64(a.getInt("seed"))
-	if seed == 0 {
-		seed = uint64(time.Now().Unix())
-	}
+	seed := samplerSeed(a)
 	return func() []model.Request {
 		reqs := make([]model.Request, len(prompts))
 		for i, p := range prompts {

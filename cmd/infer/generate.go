@@ -50,12 +50,7 @@ tokens, then generated ones); json prints one JSON object per sequence.`,
 		},
 	}
 	modelFlags(a, cmd)
-	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
-	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature")
-	a.flag(cmd, "topp", "topp", "top-p sampling")
-	a.flag(cmd, "seed", "seed", "RNG seed")
+	generationFlags(a, cmd)
 	a.flag(cmd, "output", "generate.output", "output format")
 	return cmd
 }
@@ -87,10 +82,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	if temp < 0 {
 		return fmt.Errorf("temperature must be >= 0 (got %g)", temp)
 	}
-	seed := uint64(a.getInt("seed"))
-	if seed == 0 {
-		seed = uint64(time.Now().Unix())
-	}
+	seed := samplerSeed(a)
 	var reqs []model.Request
 	var encodeErrs = make([]error, len(texts))
 	for i, text := range texts {

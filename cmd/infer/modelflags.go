@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,6 +64,25 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		}
 	}
 	syntheticFlags(a, cmd)
+}
+
+// generationFlags adds the prompt and sampler flags of generate and
+// compare.
+func generationFlags(a *app, cmd *cobra.Command) {
+	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
+	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature")
+	a.flag(cmd, "topp", "topp", "top-p sampling")
+	a.flag(cmd, "seed", "seed", "RNG seed")
+}
+
+// samplerSeed is the seed key, or the time when it is 0, as run.c does.
+func samplerSeed(a *app) uint64 {
+	if s := a.getInt("seed"); s != 0 {
+		return uint64(s)
+	}
+	return uint64(time.Now().Unix())
 }
 
 // syntheticFlags adds --synthetic.<key> flags for the synthetic model.
