@@ -460,25 +460,7 @@ func TestReadBadInput(t *testing.T) {
 			if size == 0 {
 				size = int64(len(tc.data))
 			}
-			ctx := tensor.NewContext()
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			m, err := Read(bytes.NewReader(tc.data), size, "bad.bin", LoadOptions{Ctx: ctx})
-			runtime.ReadMemStats(&ms1)
-			if err == nil {
-				t.Fatalf("accepted (%+v)", m.Config)
-			}
-			msg := err.Error()
-			if !strings.HasPrefix(msg, "checkpoint bad.bin: ") || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
-				t.Fatalf("error %q should be one line starting with the file name and mention %q", msg, tc.want)
-			}
-			if got := ctx.Stats().BytesAllocated; got != 0 {
-				t.Fatalf("allocated %d bytes of weights before rejecting the file", got)
-			}
-			if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 1<<20 {
-				t.Fatalf("allocated %d bytes while rejecting a %d-byte file", grew, len(tc.data))
-			}
-			t.Log(msg)
+			assertRejected(t, tc.data, size, tc.want)
 		})
 	}
 }
@@ -588,4 +570,30 @@ func BenchmarkReadStories15MShape(b *testing.B) {
 			}
 		})
 	}
+}
+
+// assertRejected reads data (claiming size bytes) as a checkpoint named
+// bad.bin and requires a one-line error that names the file and mentions
+// want, with no weight allocated and under 1 MiB allocated in all.
+func assertRejected(t *testing.T, data []byte, size int64, want string) {
+	t.Helper()
+	ctx := tensor.NewContext()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	m, err := Read(bytes.NewReader(data), size, "bad.bin", LoadOptions{Ctx: ctx})
+	runtime.ReadMemStats(&ms1)
+	if err == nil {
+		t.Fatalf("accepted (%+v)", m.Config)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "checkpoint bad.bin: ") || !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+		t.Fatalf("error %q should be one line starting with the file name and mention %q", msg, want)
+	}
+	if got := ctx.Stats().BytesAllocated; got != 0 {
+		t.Fatalf("allocated %d bytes of weights before rejecting the file", got)
+	}
+	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 1<<20 {
+		t.Fatalf("allocated %d bytes while rejecting a %d-byte file", grew, len(data))
+	}
+	t.Log(msg)
 }
