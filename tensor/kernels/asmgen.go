@@ -69,6 +69,14 @@ var isas = []isa{
 	{name: "AVX512", W: 16, log2W: 4, reg: "Z", nregs: 32, mvR: 8, mmR: 4, mmT: 4, q8mmR: 4, q8mmT: 3, gacc: true},
 }
 
+// vnniMMRows × vnniMMTok is the VNNI Q8_0 prefill block: 12 accumulators,
+// 4 lane-scale and 4 weight vectors, and the token's three; the aux
+// addressing (stride 2·xqs) reaches at most 3 tokens.
+const (
+	vnniMMRows = 4
+	vnniMMTok  = 3
+)
+
 var fmts = []wfmt{
 	{name: "F32", short: "f32", esize: 4},
 	{name: "BF16", short: "bf16", esize: 2},
@@ -382,6 +390,227 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	return name
 }
 
+// vnniBlock emits one AVX-512 VNNI register block for Q8_0 weights times
+// Q8_0-quantized activations (runq.c's integer dot products):
+//
+//	func k(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr,
+//	       aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+//
+//	w, ws   first int8 of weight row 0, row stride in bytes
+//	s, ss   first scale of row 0, scale-row stride in bytes
+//	xq, xqs first int8 of token 0's quantized x, token stride in bytes
+//	aux     token 0's per-chunk side data; token t at aux + t·2·xqs. Chunk c
+//	        (64 columns = 16 int32 lanes of 4 columns) holds 16 int32 biases
+//	        −128·Σ of the lane's 4 x values, then the lane's 16 float32 x scales
+//	n       grp: groups; sub: 64-column chunks
+//	cpg     grp: chunks per group (GroupSize/64); sub: unused
+//	sadv    sub: scale bytes per chunk (4·64/GroupSize); grp: unused
+//	prm     sub: lane → scale index table and the load mask of one chunk's scales
+//	out     out[t*MR + r], as in block
+//	pf      8×1: start of the next 8-row block to prefetch, or nil
+//
+// VPDPBUSD multiplies unsigned by signed bytes, so weights are flipped to
+// w+128 (XOR 0x80) and the bias lanes remove the 128·Σx this adds: each
+// lane then holds the exact int32 dot of its 4 columns. Per chunk and
+// (row, token): acc += float(dot) · xscale_lane · wscale_lane. grp kernels
+// (GroupSize a multiple of 64) broadcast one weight scale per group; sub
+// kernels (GroupSize 4…32) gather a chunk's 64/GroupSize scales with a
+// masked load (no read past the scale row) and VPERMPS. Every shape runs
+// the same per-lane operations in the same order, then block's reduction.
+func (g *gen) vnniBlock(MR, NT int, grp bool) string {
+	variant := "Sub"
+	if grp {
+		variant = "Grp"
+	}
+	name := fmt.Sprintf("q8vnni%sBlock%dx%d", variant, MR, NT)
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	nacc := MR * NT
+	acc := func(r, t int) int { return t*MR + r }
+	next := nacc
+	swl := next // MR lane-scale vectors
+	next += MR
+	wv := next // weight vectors (flipped): MR for NT > 1, one temp for NT == 1
+	if NT > 1 {
+		next += MR
+	} else {
+		next++
+	}
+	xv, bv, sv, tv, c80, idx := next, next+1, next+2, next+3, next+4, next+5
+	next += 6
+	if next > 32 {
+		log.Fatalf("%s needs %d vector registers", name, next)
+	}
+	const rAUX = "R10"
+	sig := "(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)"
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s%s\n\n", name, sig)
+	fmt.Fprintf(&g.s, "// func %s%s\n", name, sig)
+	fmt.Fprintf(&g.s, "// %d rows × %d tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.\n", MR, NT)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-104\n", name)
+	g.p("MOVQ w+0(FP), %s", rWP)
+	g.p("MOVQ ws+8(FP), %s", rWS)
+	g.p("LEAQ (%s)(%s*2), %s", rWS, rWS, rWS3)
+	if MR > 4 {
+		g.p("LEAQ (%s)(%s*4), %s", rWP, rWS, rWP4)
+	}
+	g.p("MOVQ s+16(FP), %s", rSP)
+	g.p("MOVQ ss+24(FP), %s", rSS)
+	g.p("LEAQ (%s)(%s*2), %s", rSS, rSS, rSS3)
+	if MR > 4 {
+		g.p("LEAQ (%s)(%s*4), %s", rSP, rSS, rSP4)
+	}
+	g.p("MOVQ xq+32(FP), %s", rXP)
+	if NT > 1 {
+		if NT > 3 {
+			log.Fatalf("%s: aux addressing supports at most 3 tokens", name)
+		}
+		g.p("MOVQ xqs+40(FP), %s", rXS)
+	}
+	g.p("MOVQ aux+48(FP), %s", rAUX)
+	g.p("MOVL $0x80808080, AX")
+	g.p("VPBROADCASTD AX, %s", z(c80))
+	if !grp {
+		g.p("MOVQ prm+80(FP), AX")
+		g.p("VMOVDQU32 (AX), %s", z(idx))
+		g.p("KMOVW 64(AX), K1")
+	}
+	g.p("MOVQ n+56(FP), %s", rN)
+	for i := 0; i < nacc; i++ {
+		g.zero(z(i))
+	}
+	g.p("TESTQ %s, %s", rN, rN)
+	g.p("JZ %s_reduce", name)
+
+	pf := NT == 1 && MR == 8 && prefetchOn
+	xaddr := func(t int) string { return addr(t, rXP, rXS, "", "", 0) }
+	auxAddr := func(t, disp int) string {
+		d := ""
+		if disp != 0 {
+			d = fmt.Sprint(disp)
+		}
+		switch t {
+		case 0:
+			return fmt.Sprintf("%s(%s)", d, rAUX)
+		case 1:
+			return fmt.Sprintf("%s(%s)(%s*2)", d, rAUX, rXS)
+		case 2:
+			return fmt.Sprintf("%s(%s)(%s*4)", d, rAUX, rXS)
+		}
+		panic("auxAddr")
+	}
+	// scales loads the lane scales of every row for this chunk (sub) or
+	// group (grp).
+	scales := func() {
+		for r := 0; r < MR; r++ {
+			sa := addr(r, rSP, rSS, rSS3, rSP4, 0)
+			if grp {
+				g.p("VBROADCASTSS %s, %s", sa, z(swl+r))
+			} else {
+				g.p("VMOVUPS.Z %s, K1, %s", sa, z(swl+r))
+				g.p("VPERMPS %s, %s, %s", z(swl+r), z(idx), z(swl+r))
+			}
+		}
+	}
+	// dotLane: tv = float(dot of w vector wreg with token t's chunk) · xscale.
+	dotLane := func(wreg string) {
+		g.p("VMOVDQA32 %s, %s", z(bv), z(tv))
+		g.p("VPDPBUSD %s, %s, %s", z(xv), wreg, z(tv))
+		g.p("VCVTDQ2PS %s, %s", z(tv), z(tv))
+		g.p("VMULPS %s, %s, %s", z(sv), z(tv), z(tv))
+	}
+	body := func(prefetch bool) {
+		if !grp {
+			scales()
+		}
+		if NT == 1 {
+			g.p("VMOVDQU32 (%s), %s", rXP, z(xv))
+			g.p("VMOVDQU32 (%s), %s", rAUX, z(bv))
+			g.p("VMOVUPS 64(%s), %s", rAUX, z(sv))
+			if prefetch {
+				// The next 8-row block is contiguous: 8 rows × 64 bytes
+				// per chunk, so prefetch as many lines as this chunk reads.
+				for l := 0; l < MR; l++ {
+					g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
+				}
+				g.p("ADDQ $%d, %s", 64*MR, rPF)
+			}
+			for r := 0; r < MR; r++ {
+				g.p("VPXORD %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv))
+				dotLane(z(wv))
+				g.p("VFMADD231PS %s, %s, %s", z(swl+r), z(tv), z(acc(r, 0)))
+			}
+		} else {
+			for r := 0; r < MR; r++ {
+				g.p("VPXORD %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv+r))
+			}
+			for t := 0; t < NT; t++ {
+				g.p("VMOVDQU32 %s, %s", xaddr(t), z(xv))
+				g.p("VMOVDQU32 %s, %s", auxAddr(t, 0), z(bv))
+				g.p("VMOVUPS %s, %s", auxAddr(t, 64), z(sv))
+				for r := 0; r < MR; r++ {
+					dotLane(z(wv + r))
+					g.p("VFMADD231PS %s, %s, %s", z(swl+r), z(tv), z(acc(r, t)))
+				}
+			}
+		}
+		g.p("ADDQ $64, %s", rWP)
+		if MR > 4 {
+			g.p("ADDQ $64, %s", rWP4)
+		}
+		g.p("ADDQ $64, %s", rXP)
+		g.p("ADDQ $128, %s", rAUX)
+		if !grp {
+			g.p("ADDQ sadv+72(FP), %s", rSP)
+			if MR > 4 {
+				g.p("ADDQ sadv+72(FP), %s", rSP4)
+			}
+		}
+	}
+	loops := func(l string, prefetch bool) {
+		if grp {
+			g.label(l + "_group")
+			scales()
+			g.p("MOVQ cpg+64(FP), %s", rGC)
+			g.label(l + "_chunk")
+			body(prefetch)
+			g.p("DECQ %s", rGC)
+			g.p("JNZ %s_chunk", l)
+			g.p("ADDQ $4, %s", rSP)
+			if MR > 4 {
+				g.p("ADDQ $4, %s", rSP4)
+			}
+			g.p("DECQ %s", rN)
+			g.p("JNZ %s_group", l)
+		} else {
+			g.label(l + "_loop")
+			body(prefetch)
+			g.p("DECQ %s", rN)
+			g.p("JNZ %s_loop", l)
+		}
+	}
+	if pf {
+		g.p("MOVQ pf+96(FP), %s", rPF)
+		g.p("TESTQ %s, %s", rPF, rPF)
+		g.p("JNZ %s_pf_start", name)
+	}
+	loops(name, false)
+	if pf {
+		g.p("JMP %s_reduce", name)
+		g.label(name + "_pf_start")
+		loops(name+"_pf", true)
+	}
+	g.label(name + "_reduce")
+	g.p("MOVQ out+88(FP), SI")
+	for t := 0; t < NT; t++ {
+		for r := 0; r < MR; r++ {
+			g.reduce(acc(r, t), tv, 4*(t*MR+r))
+		}
+	}
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+	return name
+}
+
 // vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
 // vectors only; Go handles the tail.
 func (g *gen) vecOps() {
@@ -542,6 +771,7 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 
 	type entry struct{ isa, f, shape, name string }
 	var table []entry
+	var vnni []string // sub 1×1, 8×1, MM; then grp 1×1, 8×1, MM
 	for _, is := range isas {
 		g := &gen{isa: is}
 		for _, f := range fmts {
@@ -554,6 +784,11 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 			table = append(table, entry{is.name, f.name, "shapeMM", g.block(f, mr, nt)})
 		}
 		g.vecOps()
+		if is.name == "AVX512" {
+			for _, grp := range []bool{false, true} {
+				vnni = append(vnni, g.vnniBlock(1, 1, grp), g.vnniBlock(8, 1, grp), g.vnniBlock(vnniMMRows, vnniMMTok, grp))
+			}
+		}
 		s.Write(g.s.Bytes())
 		d.Write(g.g.Bytes())
 	}
@@ -581,6 +816,13 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, pf)\n", e.isa, e.f, e.shape, e.name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
+	fmt.Fprintf(&d, "// vnniMMRows and vnniMMTok are the VNNI Q8_0 prefill block (rows × tokens).\nconst (\n\tvnniMMRows = %d\n\tvnniMMTok = %d\n)\n\n", vnniMMRows, vnniMMTok)
+	d.WriteString("// callVNNI runs VNNI kernel vnniKernelID(grp, shape).\n")
+	d.WriteString("func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {\n\tswitch kid {\n")
+	for i, name := range vnni {
+		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)\n", i, name)
+	}
+	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no VNNI kernel for this shape\")\n\t}\n}\n\n")
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {
 		var sig, call string
 		switch op {

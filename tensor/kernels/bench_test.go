@@ -54,12 +54,20 @@ func benchMatrix(b *testing.B, f Format, rows, cols int) *Matrix {
 	return m
 }
 
-func benchImpls(b *testing.B, f func(b *testing.B)) {
+// benchImpls runs f per implementation. For Q8_0 on a VNNI CPU, avx512 is
+// the VNNI integer kernels and avx512-float the float32 kernels on
+// dequantized activations (useVNNI off), measured side by side.
+func benchImpls(b *testing.B, format Format, f func(b *testing.B)) {
 	prev := CurrentImpl()
 	defer func() { _ = SetImpl(prev) }()
 	for _, impl := range Available() {
 		_ = SetImpl(impl)
 		b.Run(impl.String(), f)
+		if format == Q8_0 && impl == ImplAVX512 && hasVNNI {
+			useVNNI = false
+			b.Run("avx512-float", f)
+			useVNNI = true
+		}
 	}
 }
 
@@ -95,7 +103,7 @@ func BenchmarkMatVec(b *testing.B) {
 			for _, f := range []Format{F32, BF16, F16, Q8_0} {
 				m := benchMatrix(b, f, sh.rows, sh.cols)
 				b.Run(f.String(), func(b *testing.B) {
-					benchImpls(b, func(b *testing.B) {
+					benchImpls(b, f, func(b *testing.B) {
 						for _, th := range []int{1, 2} {
 							b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) { runMatMul(b, pools[th], m, 1) })
 						}
@@ -117,7 +125,7 @@ func BenchmarkPrefill(b *testing.B) {
 			for _, f := range []Format{F32, BF16, F16, Q8_0} {
 				m := benchMatrix(b, f, sh.rows, sh.cols)
 				b.Run(f.String(), func(b *testing.B) {
-					benchImpls(b, func(b *testing.B) {
+					benchImpls(b, f, func(b *testing.B) {
 						for _, T := range []int{1, 64, 512} {
 							b.Run(fmt.Sprintf("T%d", T), func(b *testing.B) { runMatMul(b, p, m, T) })
 						}
@@ -152,10 +160,13 @@ func BenchmarkDecodeStories110M(b *testing.B) {
 			bytes += float64(m.Bytes())
 			flops += 2 * float64(m.Rows) * float64(m.Cols)
 		}
+		// A random x: Q8_0 quantizes it on every call, and a zero vector
+		// would take quantization's all-zero shortcut.
 		x := make([]float32, 2048)
+		randF32(rand.New(rand.NewPCG(1, 1)), x)
 		out := make([]float32, 32000)
 		b.Run(f.String(), func(b *testing.B) {
-			benchImpls(b, func(b *testing.B) {
+			benchImpls(b, f, func(b *testing.B) {
 				if CurrentImpl() == ImplGeneric {
 					b.Skip("generic is compute-bound; see BenchmarkMatVec")
 				}
@@ -226,7 +237,7 @@ func BenchmarkDot(b *testing.B) {
 		a := make([]float32, n)
 		c := make([]float32, n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			benchImpls(b, func(b *testing.B) {
+			benchImpls(b, F32, func(b *testing.B) {
 				var s float32
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {

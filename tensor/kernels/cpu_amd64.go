@@ -16,3 +16,7 @@ func detect() [3]bool {
 	avx512 := avx2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL
 	return [3]bool{ImplGeneric: true, ImplAVX2: avx2, ImplAVX512: avx512}
 }
+
+// detectVNNI reports AVX-512 VNNI (VPDPBUSD), used by the Q8_0 integer
+// kernels on top of AVX-512 F/BW/VL.
+func detectVNNI() bool { return available[ImplAVX512] && cpu.X86.HasAVX512VNNI }

@@ -24,3 +24,9 @@ func sumSIMD(impl Impl, a *float32, n int) float32 { panic("kernels: no SIMD") }
 func axpySIMD(impl Impl, a float32, x, y *float32, n int) { panic("kernels: no SIMD") }
 
 func scaleSIMD(impl Impl, a float32, x *float32, n int) { panic("kernels: no SIMD") }
+
+func detectVNNI() bool { return false }
+
+func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {
+	panic("kernels: VNNI kernel called without VNNI support")
+}

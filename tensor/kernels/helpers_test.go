@@ -103,14 +103,32 @@ func deq64(m *Matrix, i, j int) float64 {
 
 // refMatMul is the float64 oracle: ref[t*Rows+i] = Σ_j w[i,j]·x[t,j], plus
 // the magnitude Σ|w||x| that bounds float32 rounding error.
+//
+// A Q8_0 matmul multiplies by x quantized per group like runq.c does (see
+// q8act.go); quantizeRow is checked on its own by TestQuantizeRow, and here
+// the quantized x is widened in float64, so the oracle checks the integer
+// dot products, the scales and the summation.
 func refMatMul(m *Matrix, x []float32, T int) (ref, mag []float64) {
 	ref = make([]float64, T*m.Rows)
 	mag = make([]float64, T*m.Rows)
+	xv := make([]float64, m.Cols)
 	for t := 0; t < T; t++ {
+		xt := x[t*m.Cols : (t+1)*m.Cols]
+		for j, v := range xt {
+			xv[j] = float64(v)
+		}
+		if m.Format == Q8_0 && m.GroupSize > 0 && m.Cols%m.GroupSize == 0 {
+			q := make([]int8, m.Cols)
+			s := make([]float32, m.Cols/m.GroupSize)
+			quantizeRow(q, s, xt, m.GroupSize)
+			for j := range xv {
+				xv[j] = float64(q[j]) * float64(s[j/m.GroupSize])
+			}
+		}
 		for i := 0; i < m.Rows; i++ {
 			var s, a float64
 			for j := 0; j < m.Cols; j++ {
-				p := deq64(m, i, j) * float64(x[t*m.Cols+j])
+				p := deq64(m, i, j) * xv[j]
 				s += p
 				a += math.Abs(p)
 			}

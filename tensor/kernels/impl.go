@@ -98,11 +98,16 @@ func SetSIMD(on bool) {
 // SIMDEnabled reports whether the current implementation is an assembly one.
 func SIMDEnabled() bool { return CurrentImpl() != ImplGeneric }
 
-// implFor is the implementation that will run matrix m under impl: Q8_0
-// assembly needs whole vectors per group (GroupSize % W == 0), so AVX-512
-// falls back to AVX2 for 8-aligned groups and to generic otherwise.
+// implFor is the implementation that will run matrix m under impl. Q8_0
+// runs AVX-512 VNNI integer kernels when the CPU has them and the group
+// size suits them (vnniGroupOK); otherwise the float32 assembly needs whole
+// vectors per group (GroupSize % W == 0), so AVX-512 falls back to AVX2
+// for 8-aligned groups and to generic otherwise (see routeQ8).
 func implFor(impl Impl, m *Matrix) Impl {
 	if impl == ImplGeneric || m.Format != Q8_0 {
+		return impl
+	}
+	if impl == ImplAVX512 && available[impl] && hasVNNI && useVNNI && vnniGroupOK(m.GroupSize) {
 		return impl
 	}
 	for ; impl > ImplGeneric; impl-- {

@@ -105,6 +105,24 @@ func axpyAVX512(a float32, x, y *float32, n int)
 //go:noescape
 func scaleAVX512(a float32, x *float32, n int)
 
+//go:noescape
+func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func q8vnniSubBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func q8vnniSubBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func q8vnniGrpBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func q8vnniGrpBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func q8vnniGrpBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+
 // simdGeometry is the register-block geometry per ISA and format.
 var simdGeometry = [...][4]geometry{
 	ImplAVX2: {
@@ -175,6 +193,32 @@ func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x 
 		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
 	default:
 		panic("kernels: no generated kernel for this impl/format/shape")
+	}
+}
+
+// vnniMMRows and vnniMMTok are the VNNI Q8_0 prefill block (rows × tokens).
+const (
+	vnniMMRows = 4
+	vnniMMTok  = 3
+)
+
+// callVNNI runs VNNI kernel vnniKernelID(grp, shape).
+func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {
+	switch kid {
+	case 0:
+		q8vnniSubBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	case 1:
+		q8vnniSubBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	case 2:
+		q8vnniSubBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	case 3:
+		q8vnniGrpBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	case 4:
+		q8vnniGrpBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	case 5:
+		q8vnniGrpBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+	default:
+		panic("kernels: no VNNI kernel for this shape")
 	}
 }
 

@@ -73,29 +73,53 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 	// thread's slice of out starts on a 64-byte line (no false sharing).
 	align := 16
 	minRows := (minWorkPerPart + w.Cols*T - 1) / (w.Cols * T)
-	if p == nil {
-		job.run(0, w.Rows)
+	var s *poolState
+	if p != nil && p.s.mu.TryLock() {
+		if p.s.closed {
+			p.s.mu.Unlock()
+		} else {
+			s = p.s
+			defer s.mu.Unlock()
+		}
+	}
+	if s == nil {
+		// No pool, or it is busy or closed: the same ranges, on the
+		// caller, with scratch from q8Scratch.
+		k := 1
+		if p != nil {
+			k = parts(p.s.threads, w.Rows, minRows, align)
+		}
+		if w.Format == Q8_0 {
+			a := q8Scratch.Get().(*q8Acts)
+			defer q8Scratch.Put(a)
+			job.quantize(nil, a)
+		}
+		job.serial(k, align)
 		return nil
 	}
-	s := p.s
+	if w.Format == Q8_0 {
+		// The pool owns one scratch, used under s.mu, so pooled calls
+		// never allocate once it has grown to the largest shape.
+		job.quantize(s, &s.q8)
+	}
 	k := parts(s.threads, w.Rows, minRows, align)
 	if k == 1 {
 		job.run(0, w.Rows)
-		return nil
-	}
-	if !s.mu.TryLock() {
-		job.serial(k, align) // pool busy: same ranges, on the caller
-		return nil
-	}
-	defer s.mu.Unlock()
-	if s.closed {
-		job.serial(k, align)
 		return nil
 	}
 	s.mm = job
 	s.dispatch(w.Rows, k, align, &s.mm)
 	s.mm = matmulJob{}
 	return nil
+}
+
+// quantize prepares a Q8_0 job: x quantized once for the whole call, as
+// runq.c does before each matmul, on s's threads when it is long (s is
+// locked by the caller, or nil).
+func (j *matmulJob) quantize(s *poolState, a *q8Acts) {
+	j.route = routeQ8(j.impl, j.w)
+	j.acts = a
+	a.quantize(s, j.x, j.T, j.w.Cols, j.w.GroupSize, j.route == q8VNNI, j.route == q8Float)
 }
 
 // overlaps reports whether two float32 slices share memory.
@@ -114,6 +138,8 @@ type matmulJob struct {
 	w      *Matrix
 	T      int
 	impl   Impl
+	route  q8Route // Q8_0 only
+	acts   *q8Acts // Q8_0 only: x quantized
 }
 
 func (j *matmulJob) serial(k, align int) {
@@ -126,6 +152,17 @@ func (j *matmulJob) serial(k, align int) {
 
 // run computes out for rows [r0, r1) and every token.
 func (j *matmulJob) run(r0, r1 int) {
+	if j.w.Format == Q8_0 {
+		switch j.route {
+		case q8VNNI:
+			vnniRows(j.out, j.acts, j.w, j.T, r0, r1)
+		case q8Float:
+			simdRows(j.impl, j.out, j.acts.dq, j.w, j.T, r0, r1)
+		default:
+			genericRowsQ8(j.out, j.acts, j.w, j.T, r0, r1)
+		}
+		return
+	}
 	if j.impl == ImplGeneric {
 		genericRows(j.out, j.x, j.w, j.T, r0, r1)
 		return

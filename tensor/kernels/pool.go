@@ -93,6 +93,7 @@ type poolState struct {
 	wg       sync.WaitGroup
 	closed   bool      // guarded by mu
 	mm       matmulJob // MatMul's job, reused so a call allocates nothing
+	q8       q8Acts    // MatMul's quantized activations (Q8_0), guarded by mu
 }
 
 type panicValue struct{ v any }
