@@ -12,7 +12,7 @@
 // Register-block kernel contract (all formats):
 //
 //	func k(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr,
-//	       x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+//	       x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 //
 //	w, ws   first element of weight row 0, and the row stride in bytes
 //	s, ss   Q8_0 only: first scale of row 0, and the per-row scale stride in bytes
@@ -20,7 +20,8 @@
 //	n       F32/BF16/F16: columns to process, a multiple of the vector width W
 //	        Q8_0: number of groups to process
 //	cpg     Q8_0 only: vector chunks per group (GroupSize / W)
-//	out     out[t*MR + r] = Σ_j w[r, j] · x[t, j] for r < MR, t < NT
+//	out, os out + t·os + 4r receives Σ_j w[r, j] · x[t, j] for r < MR, t < NT
+//	        (os: the output's token stride in bytes)
 //	pf      8×1 kernels: start of the next 8-row block to prefetch, or nil
 //
 // Each (r, t) pair owns one vector accumulator. Chunk k (W columns) is added
@@ -192,6 +193,25 @@ func (g *gen) loadW(f wfmt, r int, dst, tmp string) {
 	}
 }
 
+// storeOut folds every accumulator and stores it straight into the
+// caller's output: (row r, token t) at out + t·os + 4r, where out and os
+// are the arguments at frame offsets outOff and outOff+8. Writing in place
+// (instead of to a buffer the caller copies) saves a copy per block.
+func (g *gen) storeOut(outOff, NT, MR int, acc func(r, t int) int, tmp int) {
+	g.p("MOVQ out+%d(FP), SI", outOff)
+	if NT > 1 {
+		g.p("MOVQ os+%d(FP), %s", outOff+8, rWS)
+	}
+	for t := 0; t < NT; t++ {
+		if t > 0 {
+			g.p("ADDQ %s, SI", rWS)
+		}
+		for r := 0; r < MR; r++ {
+			g.reduce(acc(r, t), tmp, 4*r)
+		}
+	}
+}
+
 // reduce folds vector acc to a scalar and stores it at off(SI).
 func (g *gen) reduce(acc int, tmp int, off int) {
 	x := func(i int) string { return fmt.Sprintf("X%d", i) }
@@ -255,11 +275,11 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	if next > is.nregs {
 		log.Fatalf("%s needs %d vector registers", name, next)
 	}
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)\n\n", name)
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)\n\n", name)
 
-	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)\n", name)
+	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)\n", name)
 	fmt.Fprintf(&g.s, "// %d rows × %d tokens of %s weights, %d-lane vectors.\n", MR, NT, f.name, is.W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-88\n", name)
 	g.p("MOVQ w+0(FP), %s", rWP)
 	g.p("MOVQ ws+8(FP), %s", rWS)
 	g.p("LEAQ (%s)(%s*2), %s", rWS, rWS, rWS3)
@@ -367,7 +387,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 		}
 	}
 	if pf {
-		g.p("MOVQ pf+72(FP), %s", rPF)
+		g.p("MOVQ pf+80(FP), %s", rPF)
 		g.p("TESTQ %s, %s", rPF, rPF)
 		g.p("JNZ %s_pf_start", name)
 	}
@@ -378,12 +398,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 		loops(name+"_pf", true)
 	}
 	g.label(name + "_reduce")
-	g.p("MOVQ out+64(FP), SI")
-	for t := 0; t < NT; t++ {
-		for r := 0; r < MR; r++ {
-			g.reduce(acc(r, t), xv, 4*(t*MR+r))
-		}
-	}
+	g.storeOut(64, NT, MR, acc, xv)
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
@@ -394,7 +409,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 // Q8_0-quantized activations (runq.c's integer dot products):
 //
 //	func k(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr,
-//	       aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+//	       aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 //
 //	w, ws   first int8 of weight row 0, row stride in bytes
 //	s, ss   first scale of row 0, scale-row stride in bytes
@@ -406,7 +421,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 //	cpg     grp: chunks per group (GroupSize/64); sub: unused
 //	sadv    sub: scale bytes per chunk (4·64/GroupSize); grp: unused
 //	prm     sub: lane → scale index table and the load mask of one chunk's scales
-//	out     out[t*MR + r], as in block
+//	out, os as in block
 //	pf      8×1: start of the next 8-row block to prefetch, or nil
 //
 // VPDPBUSD multiplies unsigned by signed bytes, so weights are flipped to
@@ -441,11 +456,11 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 		log.Fatalf("%s needs %d vector registers", name, next)
 	}
 	const rAUX = "R10"
-	sig := "(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)"
+	sig := "(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)"
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s%s\n\n", name, sig)
 	fmt.Fprintf(&g.s, "// func %s%s\n", name, sig)
 	fmt.Fprintf(&g.s, "// %d rows × %d tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.\n", MR, NT)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-104\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-112\n", name)
 	g.p("MOVQ w+0(FP), %s", rWP)
 	g.p("MOVQ ws+8(FP), %s", rWS)
 	g.p("LEAQ (%s)(%s*2), %s", rWS, rWS, rWS3)
@@ -588,7 +603,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 		}
 	}
 	if pf {
-		g.p("MOVQ pf+96(FP), %s", rPF)
+		g.p("MOVQ pf+104(FP), %s", rPF)
 		g.p("TESTQ %s, %s", rPF, rPF)
 		g.p("JNZ %s_pf_start", name)
 	}
@@ -599,12 +614,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 		loops(name+"_pf", true)
 	}
 	g.label(name + "_reduce")
-	g.p("MOVQ out+88(FP), SI")
-	for t := 0; t < NT; t++ {
-		for r := 0; r < MR; r++ {
-			g.reduce(acc(r, t), tv, 4*(t*MR+r))
-		}
-	}
+	g.storeOut(88, NT, MR, acc, tv)
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
@@ -810,17 +820,17 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	}
 	d.WriteString("}\n\n")
 	d.WriteString("// callBlock runs the generated kernel kernelID(impl, format, shape); the\n// constant cases compile to a jump table.\n")
-	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {\n")
+	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, os uintptr, pf unsafe.Pointer) {\n")
 	d.WriteString("\tswitch kid {\n")
 	for _, e := range table {
-		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, pf)\n", e.isa, e.f, e.shape, e.name)
+		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, os, pf)\n", e.isa, e.f, e.shape, e.name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
 	fmt.Fprintf(&d, "// vnniMMRows and vnniMMTok are the VNNI Q8_0 prefill block (rows × tokens).\nconst (\n\tvnniMMRows = %d\n\tvnniMMTok = %d\n)\n\n", vnniMMRows, vnniMMTok)
 	d.WriteString("// callVNNI runs VNNI kernel vnniKernelID(grp, shape).\n")
-	d.WriteString("func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {\n\tswitch kid {\n")
+	d.WriteString("func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer) {\n\tswitch kid {\n")
 	for i, name := range vnni {
-		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)\n", i, name)
+		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)\n", i, name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no VNNI kernel for this shape\")\n\t}\n}\n\n")
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {

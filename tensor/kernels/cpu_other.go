@@ -13,7 +13,7 @@ var simdGeometry [3][4]geometry
 // The SIMD entry points below are unreachable off amd64 (available[] is
 // false for every SIMD Impl); they exist so the dispatch code compiles.
 
-func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {
+func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, os uintptr, pf unsafe.Pointer) {
 	panic("kernels: SIMD kernel called without SIMD support")
 }
 
@@ -27,6 +27,6 @@ func scaleSIMD(impl Impl, a float32, x *float32, n int) { panic("kernels: no SIM
 
 func detectVNNI() bool { return false }
 
-func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {
+func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer) {
 	panic("kernels: VNNI kernel called without VNNI support")
 }

@@ -12,9 +12,9 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	MOVL CX, ret+0(FP)
 	RET
 
-// func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block1x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·f32Block1x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -43,9 +43,9 @@ f32Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -63,7 +63,7 @@ TEXT ·f32Block8x1AVX2(SB), NOSPLIT, $0-80
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ f32Block8x1AVX2_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ f32Block8x1AVX2_pf_start
 f32Block8x1AVX2_loop:
@@ -164,9 +164,9 @@ f32Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 3 rows × 4 tokens of F32 weights, 8-lane vectors.
-TEXT ·f32Block3x4AVX2(SB), NOSPLIT, $0-80
+TEXT ·f32Block3x4AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -215,6 +215,7 @@ f32Block3x4AVX2_loop:
 	JNZ f32Block3x4AVX2_loop
 f32Block3x4AVX2_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF128 $1, Y0, X15
 	VADDPS X15, X0, X0
 	VPERMILPS $0x4e, X0, X15
@@ -236,75 +237,78 @@ f32Block3x4AVX2_reduce:
 	VPERMILPS $0xb1, X2, X15
 	VADDSS X15, X2, X2
 	VMOVSS X2, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0x4e, X3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0xb1, X3, X15
 	VADDSS X15, X3, X3
-	VMOVSS X3, 12(SI)
+	VMOVSS X3, 0(SI)
 	VEXTRACTF128 $1, Y4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0x4e, X4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0xb1, X4, X15
 	VADDSS X15, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 4(SI)
 	VEXTRACTF128 $1, Y5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0x4e, X5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0xb1, X5, X15
 	VADDSS X15, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0x4e, X6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0xb1, X6, X15
 	VADDSS X15, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 0(SI)
 	VEXTRACTF128 $1, Y7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0x4e, X7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0xb1, X7, X15
 	VADDSS X15, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 4(SI)
 	VEXTRACTF128 $1, Y8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0x4e, X8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0xb1, X8, X15
 	VADDSS X15, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0x4e, X9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0xb1, X9, X15
 	VADDSS X15, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 0(SI)
 	VEXTRACTF128 $1, Y10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0x4e, X10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0xb1, X10, X15
 	VADDSS X15, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 4(SI)
 	VEXTRACTF128 $1, Y11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0x4e, X11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0xb1, X11, X15
 	VADDSS X15, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 8(SI)
 	VZEROUPPER
 	RET
 
-// func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block1x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·bf16Block1x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -335,9 +339,9 @@ bf16Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -355,7 +359,7 @@ TEXT ·bf16Block8x1AVX2(SB), NOSPLIT, $0-80
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ bf16Block8x1AVX2_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ bf16Block8x1AVX2_pf_start
 bf16Block8x1AVX2_loop:
@@ -486,9 +490,9 @@ bf16Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 3 rows × 4 tokens of BF16 weights, 8-lane vectors.
-TEXT ·bf16Block3x4AVX2(SB), NOSPLIT, $0-80
+TEXT ·bf16Block3x4AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -540,6 +544,7 @@ bf16Block3x4AVX2_loop:
 	JNZ bf16Block3x4AVX2_loop
 bf16Block3x4AVX2_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF128 $1, Y0, X15
 	VADDPS X15, X0, X0
 	VPERMILPS $0x4e, X0, X15
@@ -561,75 +566,78 @@ bf16Block3x4AVX2_reduce:
 	VPERMILPS $0xb1, X2, X15
 	VADDSS X15, X2, X2
 	VMOVSS X2, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0x4e, X3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0xb1, X3, X15
 	VADDSS X15, X3, X3
-	VMOVSS X3, 12(SI)
+	VMOVSS X3, 0(SI)
 	VEXTRACTF128 $1, Y4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0x4e, X4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0xb1, X4, X15
 	VADDSS X15, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 4(SI)
 	VEXTRACTF128 $1, Y5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0x4e, X5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0xb1, X5, X15
 	VADDSS X15, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0x4e, X6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0xb1, X6, X15
 	VADDSS X15, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 0(SI)
 	VEXTRACTF128 $1, Y7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0x4e, X7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0xb1, X7, X15
 	VADDSS X15, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 4(SI)
 	VEXTRACTF128 $1, Y8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0x4e, X8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0xb1, X8, X15
 	VADDSS X15, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0x4e, X9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0xb1, X9, X15
 	VADDSS X15, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 0(SI)
 	VEXTRACTF128 $1, Y10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0x4e, X10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0xb1, X10, X15
 	VADDSS X15, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 4(SI)
 	VEXTRACTF128 $1, Y11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0x4e, X11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0xb1, X11, X15
 	VADDSS X15, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 8(SI)
 	VZEROUPPER
 	RET
 
-// func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block1x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·f16Block1x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -659,9 +667,9 @@ f16Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -679,7 +687,7 @@ TEXT ·f16Block8x1AVX2(SB), NOSPLIT, $0-80
 	SHRQ $3, CX
 	TESTQ CX, CX
 	JZ f16Block8x1AVX2_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ f16Block8x1AVX2_pf_start
 f16Block8x1AVX2_loop:
@@ -794,9 +802,9 @@ f16Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 3 rows × 4 tokens of F16 weights, 8-lane vectors.
-TEXT ·f16Block3x4AVX2(SB), NOSPLIT, $0-80
+TEXT ·f16Block3x4AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -845,6 +853,7 @@ f16Block3x4AVX2_loop:
 	JNZ f16Block3x4AVX2_loop
 f16Block3x4AVX2_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF128 $1, Y0, X15
 	VADDPS X15, X0, X0
 	VPERMILPS $0x4e, X0, X15
@@ -866,75 +875,78 @@ f16Block3x4AVX2_reduce:
 	VPERMILPS $0xb1, X2, X15
 	VADDSS X15, X2, X2
 	VMOVSS X2, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0x4e, X3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0xb1, X3, X15
 	VADDSS X15, X3, X3
-	VMOVSS X3, 12(SI)
+	VMOVSS X3, 0(SI)
 	VEXTRACTF128 $1, Y4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0x4e, X4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0xb1, X4, X15
 	VADDSS X15, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 4(SI)
 	VEXTRACTF128 $1, Y5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0x4e, X5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0xb1, X5, X15
 	VADDSS X15, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0x4e, X6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0xb1, X6, X15
 	VADDSS X15, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 0(SI)
 	VEXTRACTF128 $1, Y7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0x4e, X7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0xb1, X7, X15
 	VADDSS X15, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 4(SI)
 	VEXTRACTF128 $1, Y8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0x4e, X8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0xb1, X8, X15
 	VADDSS X15, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0x4e, X9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0xb1, X9, X15
 	VADDSS X15, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 0(SI)
 	VEXTRACTF128 $1, Y10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0x4e, X10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0xb1, X10, X15
 	VADDSS X15, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 4(SI)
 	VEXTRACTF128 $1, Y11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0x4e, X11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0xb1, X11, X15
 	VADDSS X15, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 8(SI)
 	VZEROUPPER
 	RET
 
-// func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block1x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·q8Block1x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -974,9 +986,9 @@ q8Block1x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-80
+TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -997,7 +1009,7 @@ TEXT ·q8Block8x1AVX2(SB), NOSPLIT, $0-80
 	VXORPS Y7, Y7, Y7
 	TESTQ CX, CX
 	JZ q8Block8x1AVX2_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ q8Block8x1AVX2_pf_start
 q8Block8x1AVX2_group:
@@ -1171,9 +1183,9 @@ q8Block8x1AVX2_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 3 rows × 4 tokens of Q8_0 weights, 8-lane vectors.
-TEXT ·q8Block3x4AVX2(SB), NOSPLIT, $0-80
+TEXT ·q8Block3x4AVX2(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1238,6 +1250,7 @@ q8Block3x4AVX2_chunk:
 	JNZ q8Block3x4AVX2_group
 q8Block3x4AVX2_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF128 $1, Y0, X15
 	VADDPS X15, X0, X0
 	VPERMILPS $0x4e, X0, X15
@@ -1259,69 +1272,72 @@ q8Block3x4AVX2_reduce:
 	VPERMILPS $0xb1, X2, X15
 	VADDSS X15, X2, X2
 	VMOVSS X2, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0x4e, X3, X15
 	VADDPS X15, X3, X3
 	VPERMILPS $0xb1, X3, X15
 	VADDSS X15, X3, X3
-	VMOVSS X3, 12(SI)
+	VMOVSS X3, 0(SI)
 	VEXTRACTF128 $1, Y4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0x4e, X4, X15
 	VADDPS X15, X4, X4
 	VPERMILPS $0xb1, X4, X15
 	VADDSS X15, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 4(SI)
 	VEXTRACTF128 $1, Y5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0x4e, X5, X15
 	VADDPS X15, X5, X5
 	VPERMILPS $0xb1, X5, X15
 	VADDSS X15, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0x4e, X6, X15
 	VADDPS X15, X6, X6
 	VPERMILPS $0xb1, X6, X15
 	VADDSS X15, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 0(SI)
 	VEXTRACTF128 $1, Y7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0x4e, X7, X15
 	VADDPS X15, X7, X7
 	VPERMILPS $0xb1, X7, X15
 	VADDSS X15, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 4(SI)
 	VEXTRACTF128 $1, Y8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0x4e, X8, X15
 	VADDPS X15, X8, X8
 	VPERMILPS $0xb1, X8, X15
 	VADDSS X15, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 8(SI)
+	ADDQ BX, SI
 	VEXTRACTF128 $1, Y9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0x4e, X9, X15
 	VADDPS X15, X9, X9
 	VPERMILPS $0xb1, X9, X15
 	VADDSS X15, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 0(SI)
 	VEXTRACTF128 $1, Y10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0x4e, X10, X15
 	VADDPS X15, X10, X10
 	VPERMILPS $0xb1, X10, X15
 	VADDSS X15, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 4(SI)
 	VEXTRACTF128 $1, Y11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0x4e, X11, X15
 	VADDPS X15, X11, X11
 	VPERMILPS $0xb1, X11, X15
 	VADDSS X15, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 8(SI)
 	VZEROUPPER
 	RET
 
@@ -1444,9 +1460,9 @@ scaleAVX2_done:
 	VZEROUPPER
 	RET
 
-// func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block1x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·f32Block1x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1477,9 +1493,9 @@ f32Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1497,7 +1513,7 @@ TEXT ·f32Block8x1AVX512(SB), NOSPLIT, $0-80
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ f32Block8x1AVX512_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ f32Block8x1AVX512_pf_start
 f32Block8x1AVX512_loop:
@@ -1618,9 +1634,9 @@ f32Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 4 tokens of F32 weights, 16-lane vectors.
-TEXT ·f32Block4x4AVX512(SB), NOSPLIT, $0-80
+TEXT ·f32Block4x4AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1678,6 +1694,7 @@ f32Block4x4AVX512_loop:
 	JNZ f32Block4x4AVX512_loop
 f32Block4x4AVX512_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y20
 	VADDPS Y20, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X20
@@ -1714,6 +1731,7 @@ f32Block4x4AVX512_reduce:
 	VPERMILPS $0xb1, X3, X20
 	VADDSS X20, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y20
 	VADDPS Y20, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X20
@@ -1722,7 +1740,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X4, X4
 	VPERMILPS $0xb1, X4, X20
 	VADDSS X20, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y20
 	VADDPS Y20, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X20
@@ -1731,7 +1749,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X5, X5
 	VPERMILPS $0xb1, X5, X20
 	VADDSS X20, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y20
 	VADDPS Y20, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X20
@@ -1740,7 +1758,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X6, X6
 	VPERMILPS $0xb1, X6, X20
 	VADDSS X20, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y20
 	VADDPS Y20, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X20
@@ -1749,7 +1767,8 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X7, X7
 	VPERMILPS $0xb1, X7, X20
 	VADDSS X20, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y20
 	VADDPS Y20, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X20
@@ -1758,7 +1777,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X8, X8
 	VPERMILPS $0xb1, X8, X20
 	VADDSS X20, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y20
 	VADDPS Y20, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X20
@@ -1767,7 +1786,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X9, X9
 	VPERMILPS $0xb1, X9, X20
 	VADDSS X20, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y20
 	VADDPS Y20, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X20
@@ -1776,7 +1795,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X10, X10
 	VPERMILPS $0xb1, X10, X20
 	VADDSS X20, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y20
 	VADDPS Y20, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X20
@@ -1785,7 +1804,8 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X11, X11
 	VPERMILPS $0xb1, X11, X20
 	VADDSS X20, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z12, Y20
 	VADDPS Y20, Y12, Y12
 	VEXTRACTF32X4 $1, Y12, X20
@@ -1794,7 +1814,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X12, X12
 	VPERMILPS $0xb1, X12, X20
 	VADDSS X20, X12, X12
-	VMOVSS X12, 48(SI)
+	VMOVSS X12, 0(SI)
 	VEXTRACTF64X4 $1, Z13, Y20
 	VADDPS Y20, Y13, Y13
 	VEXTRACTF32X4 $1, Y13, X20
@@ -1803,7 +1823,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X13, X13
 	VPERMILPS $0xb1, X13, X20
 	VADDSS X20, X13, X13
-	VMOVSS X13, 52(SI)
+	VMOVSS X13, 4(SI)
 	VEXTRACTF64X4 $1, Z14, Y20
 	VADDPS Y20, Y14, Y14
 	VEXTRACTF32X4 $1, Y14, X20
@@ -1812,7 +1832,7 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X14, X14
 	VPERMILPS $0xb1, X14, X20
 	VADDSS X20, X14, X14
-	VMOVSS X14, 56(SI)
+	VMOVSS X14, 8(SI)
 	VEXTRACTF64X4 $1, Z15, Y20
 	VADDPS Y20, Y15, Y15
 	VEXTRACTF32X4 $1, Y15, X20
@@ -1821,13 +1841,13 @@ f32Block4x4AVX512_reduce:
 	VADDPS X20, X15, X15
 	VPERMILPS $0xb1, X15, X20
 	VADDSS X20, X15, X15
-	VMOVSS X15, 60(SI)
+	VMOVSS X15, 12(SI)
 	VZEROUPPER
 	RET
 
-// func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block1x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·bf16Block1x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1860,9 +1880,9 @@ bf16Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -1880,7 +1900,7 @@ TEXT ·bf16Block8x1AVX512(SB), NOSPLIT, $0-80
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ bf16Block8x1AVX512_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ bf16Block8x1AVX512_pf_start
 bf16Block8x1AVX512_loop:
@@ -2029,9 +2049,9 @@ bf16Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 4 tokens of BF16 weights, 16-lane vectors.
-TEXT ·bf16Block4x4AVX512(SB), NOSPLIT, $0-80
+TEXT ·bf16Block4x4AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2093,6 +2113,7 @@ bf16Block4x4AVX512_loop:
 	JNZ bf16Block4x4AVX512_loop
 bf16Block4x4AVX512_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y20
 	VADDPS Y20, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X20
@@ -2129,6 +2150,7 @@ bf16Block4x4AVX512_reduce:
 	VPERMILPS $0xb1, X3, X20
 	VADDSS X20, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y20
 	VADDPS Y20, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X20
@@ -2137,7 +2159,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X4, X4
 	VPERMILPS $0xb1, X4, X20
 	VADDSS X20, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y20
 	VADDPS Y20, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X20
@@ -2146,7 +2168,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X5, X5
 	VPERMILPS $0xb1, X5, X20
 	VADDSS X20, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y20
 	VADDPS Y20, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X20
@@ -2155,7 +2177,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X6, X6
 	VPERMILPS $0xb1, X6, X20
 	VADDSS X20, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y20
 	VADDPS Y20, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X20
@@ -2164,7 +2186,8 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X7, X7
 	VPERMILPS $0xb1, X7, X20
 	VADDSS X20, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y20
 	VADDPS Y20, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X20
@@ -2173,7 +2196,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X8, X8
 	VPERMILPS $0xb1, X8, X20
 	VADDSS X20, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y20
 	VADDPS Y20, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X20
@@ -2182,7 +2205,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X9, X9
 	VPERMILPS $0xb1, X9, X20
 	VADDSS X20, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y20
 	VADDPS Y20, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X20
@@ -2191,7 +2214,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X10, X10
 	VPERMILPS $0xb1, X10, X20
 	VADDSS X20, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y20
 	VADDPS Y20, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X20
@@ -2200,7 +2223,8 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X11, X11
 	VPERMILPS $0xb1, X11, X20
 	VADDSS X20, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z12, Y20
 	VADDPS Y20, Y12, Y12
 	VEXTRACTF32X4 $1, Y12, X20
@@ -2209,7 +2233,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X12, X12
 	VPERMILPS $0xb1, X12, X20
 	VADDSS X20, X12, X12
-	VMOVSS X12, 48(SI)
+	VMOVSS X12, 0(SI)
 	VEXTRACTF64X4 $1, Z13, Y20
 	VADDPS Y20, Y13, Y13
 	VEXTRACTF32X4 $1, Y13, X20
@@ -2218,7 +2242,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X13, X13
 	VPERMILPS $0xb1, X13, X20
 	VADDSS X20, X13, X13
-	VMOVSS X13, 52(SI)
+	VMOVSS X13, 4(SI)
 	VEXTRACTF64X4 $1, Z14, Y20
 	VADDPS Y20, Y14, Y14
 	VEXTRACTF32X4 $1, Y14, X20
@@ -2227,7 +2251,7 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X14, X14
 	VPERMILPS $0xb1, X14, X20
 	VADDSS X20, X14, X14
-	VMOVSS X14, 56(SI)
+	VMOVSS X14, 8(SI)
 	VEXTRACTF64X4 $1, Z15, Y20
 	VADDPS Y20, Y15, Y15
 	VEXTRACTF32X4 $1, Y15, X20
@@ -2236,13 +2260,13 @@ bf16Block4x4AVX512_reduce:
 	VADDPS X20, X15, X15
 	VPERMILPS $0xb1, X15, X20
 	VADDSS X20, X15, X15
-	VMOVSS X15, 60(SI)
+	VMOVSS X15, 12(SI)
 	VZEROUPPER
 	RET
 
-// func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block1x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·f16Block1x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2274,9 +2298,9 @@ f16Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2294,7 +2318,7 @@ TEXT ·f16Block8x1AVX512(SB), NOSPLIT, $0-80
 	SHRQ $4, CX
 	TESTQ CX, CX
 	JZ f16Block8x1AVX512_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ f16Block8x1AVX512_pf_start
 f16Block8x1AVX512_loop:
@@ -2427,9 +2451,9 @@ f16Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 4 tokens of F16 weights, 16-lane vectors.
-TEXT ·f16Block4x4AVX512(SB), NOSPLIT, $0-80
+TEXT ·f16Block4x4AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2487,6 +2511,7 @@ f16Block4x4AVX512_loop:
 	JNZ f16Block4x4AVX512_loop
 f16Block4x4AVX512_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y20
 	VADDPS Y20, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X20
@@ -2523,6 +2548,7 @@ f16Block4x4AVX512_reduce:
 	VPERMILPS $0xb1, X3, X20
 	VADDSS X20, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y20
 	VADDPS Y20, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X20
@@ -2531,7 +2557,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X4, X4
 	VPERMILPS $0xb1, X4, X20
 	VADDSS X20, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y20
 	VADDPS Y20, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X20
@@ -2540,7 +2566,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X5, X5
 	VPERMILPS $0xb1, X5, X20
 	VADDSS X20, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y20
 	VADDPS Y20, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X20
@@ -2549,7 +2575,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X6, X6
 	VPERMILPS $0xb1, X6, X20
 	VADDSS X20, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y20
 	VADDPS Y20, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X20
@@ -2558,7 +2584,8 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X7, X7
 	VPERMILPS $0xb1, X7, X20
 	VADDSS X20, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y20
 	VADDPS Y20, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X20
@@ -2567,7 +2594,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X8, X8
 	VPERMILPS $0xb1, X8, X20
 	VADDSS X20, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y20
 	VADDPS Y20, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X20
@@ -2576,7 +2603,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X9, X9
 	VPERMILPS $0xb1, X9, X20
 	VADDSS X20, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y20
 	VADDPS Y20, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X20
@@ -2585,7 +2612,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X10, X10
 	VPERMILPS $0xb1, X10, X20
 	VADDSS X20, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y20
 	VADDPS Y20, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X20
@@ -2594,7 +2621,8 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X11, X11
 	VPERMILPS $0xb1, X11, X20
 	VADDSS X20, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z12, Y20
 	VADDPS Y20, Y12, Y12
 	VEXTRACTF32X4 $1, Y12, X20
@@ -2603,7 +2631,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X12, X12
 	VPERMILPS $0xb1, X12, X20
 	VADDSS X20, X12, X12
-	VMOVSS X12, 48(SI)
+	VMOVSS X12, 0(SI)
 	VEXTRACTF64X4 $1, Z13, Y20
 	VADDPS Y20, Y13, Y13
 	VEXTRACTF32X4 $1, Y13, X20
@@ -2612,7 +2640,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X13, X13
 	VPERMILPS $0xb1, X13, X20
 	VADDSS X20, X13, X13
-	VMOVSS X13, 52(SI)
+	VMOVSS X13, 4(SI)
 	VEXTRACTF64X4 $1, Z14, Y20
 	VADDPS Y20, Y14, Y14
 	VEXTRACTF32X4 $1, Y14, X20
@@ -2621,7 +2649,7 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X14, X14
 	VPERMILPS $0xb1, X14, X20
 	VADDSS X20, X14, X14
-	VMOVSS X14, 56(SI)
+	VMOVSS X14, 8(SI)
 	VEXTRACTF64X4 $1, Z15, Y20
 	VADDPS Y20, Y15, Y15
 	VEXTRACTF32X4 $1, Y15, X20
@@ -2630,13 +2658,13 @@ f16Block4x4AVX512_reduce:
 	VADDPS X20, X15, X15
 	VPERMILPS $0xb1, X15, X20
 	VADDSS X20, X15, X15
-	VMOVSS X15, 60(SI)
+	VMOVSS X15, 12(SI)
 	VZEROUPPER
 	RET
 
-// func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block1x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·q8Block1x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2678,9 +2706,9 @@ q8Block1x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-80
+TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2701,7 +2729,7 @@ TEXT ·q8Block8x1AVX512(SB), NOSPLIT, $0-80
 	VPXORD Z7, Z7, Z7
 	TESTQ CX, CX
 	JZ q8Block8x1AVX512_reduce
-	MOVQ pf+72(FP), R9
+	MOVQ pf+80(FP), R9
 	TESTQ R9, R9
 	JNZ q8Block8x1AVX512_pf_start
 q8Block8x1AVX512_group:
@@ -2892,9 +2920,9 @@ q8Block8x1AVX512_reduce:
 	VZEROUPPER
 	RET
 
-// func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+// func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 3 tokens of Q8_0 weights, 16-lane vectors.
-TEXT ·q8Block4x3AVX512(SB), NOSPLIT, $0-80
+TEXT ·q8Block4x3AVX512(SB), NOSPLIT, $0-88
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -2978,6 +3006,7 @@ q8Block4x3AVX512_chunk:
 	JNZ q8Block4x3AVX512_group
 q8Block4x3AVX512_reduce:
 	MOVQ out+64(FP), SI
+	MOVQ os+72(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y28
 	VADDPS Y28, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X28
@@ -3014,6 +3043,7 @@ q8Block4x3AVX512_reduce:
 	VPERMILPS $0xb1, X3, X28
 	VADDSS X28, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y28
 	VADDPS Y28, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X28
@@ -3022,7 +3052,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X4, X4
 	VPERMILPS $0xb1, X4, X28
 	VADDSS X28, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y28
 	VADDPS Y28, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X28
@@ -3031,7 +3061,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X5, X5
 	VPERMILPS $0xb1, X5, X28
 	VADDSS X28, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y28
 	VADDPS Y28, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X28
@@ -3040,7 +3070,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X6, X6
 	VPERMILPS $0xb1, X6, X28
 	VADDSS X28, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y28
 	VADDPS Y28, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X28
@@ -3049,7 +3079,8 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X7, X7
 	VPERMILPS $0xb1, X7, X28
 	VADDSS X28, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y28
 	VADDPS Y28, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X28
@@ -3058,7 +3089,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X8, X8
 	VPERMILPS $0xb1, X8, X28
 	VADDSS X28, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y28
 	VADDPS Y28, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X28
@@ -3067,7 +3098,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X9, X9
 	VPERMILPS $0xb1, X9, X28
 	VADDSS X28, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y28
 	VADDPS Y28, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X28
@@ -3076,7 +3107,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X10, X10
 	VPERMILPS $0xb1, X10, X28
 	VADDSS X28, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y28
 	VADDPS Y28, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X28
@@ -3085,7 +3116,7 @@ q8Block4x3AVX512_reduce:
 	VADDPS X28, X11, X11
 	VPERMILPS $0xb1, X11, X28
 	VADDSS X28, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
 	VZEROUPPER
 	RET
 
@@ -3212,9 +3243,9 @@ scaleAVX512_done:
 	VZEROUPPER
 	RET
 
-// func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniSubBlock1x1(SB), NOSPLIT, $0-104
+TEXT ·q8vnniSubBlock1x1(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -3264,9 +3295,9 @@ q8vnniSubBlock1x1_reduce:
 	VZEROUPPER
 	RET
 
-// func q8vnniSubBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniSubBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniSubBlock8x1(SB), NOSPLIT, $0-104
+TEXT ·q8vnniSubBlock8x1(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -3293,7 +3324,7 @@ TEXT ·q8vnniSubBlock8x1(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 	TESTQ CX, CX
 	JZ q8vnniSubBlock8x1_reduce
-	MOVQ pf+96(FP), R9
+	MOVQ pf+104(FP), R9
 	TESTQ R9, R9
 	JNZ q8vnniSubBlock8x1_pf_start
 q8vnniSubBlock8x1_loop:
@@ -3536,9 +3567,9 @@ q8vnniSubBlock8x1_reduce:
 	VZEROUPPER
 	RET
 
-// func q8vnniSubBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniSubBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 3 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniSubBlock4x3(SB), NOSPLIT, $0-104
+TEXT ·q8vnniSubBlock4x3(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -3658,6 +3689,7 @@ q8vnniSubBlock4x3_loop:
 	JNZ q8vnniSubBlock4x3_loop
 q8vnniSubBlock4x3_reduce:
 	MOVQ out+88(FP), SI
+	MOVQ os+96(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y23
 	VADDPS Y23, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X23
@@ -3694,6 +3726,7 @@ q8vnniSubBlock4x3_reduce:
 	VPERMILPS $0xb1, X3, X23
 	VADDSS X23, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y23
 	VADDPS Y23, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X23
@@ -3702,7 +3735,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X4, X4
 	VPERMILPS $0xb1, X4, X23
 	VADDSS X23, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y23
 	VADDPS Y23, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X23
@@ -3711,7 +3744,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X5, X5
 	VPERMILPS $0xb1, X5, X23
 	VADDSS X23, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y23
 	VADDPS Y23, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X23
@@ -3720,7 +3753,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X6, X6
 	VPERMILPS $0xb1, X6, X23
 	VADDSS X23, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y23
 	VADDPS Y23, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X23
@@ -3729,7 +3762,8 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X7, X7
 	VPERMILPS $0xb1, X7, X23
 	VADDSS X23, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y23
 	VADDPS Y23, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X23
@@ -3738,7 +3772,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X8, X8
 	VPERMILPS $0xb1, X8, X23
 	VADDSS X23, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y23
 	VADDPS Y23, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X23
@@ -3747,7 +3781,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X9, X9
 	VPERMILPS $0xb1, X9, X23
 	VADDSS X23, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y23
 	VADDPS Y23, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X23
@@ -3756,7 +3790,7 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X10, X10
 	VPERMILPS $0xb1, X10, X23
 	VADDSS X23, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y23
 	VADDPS Y23, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X23
@@ -3765,13 +3799,13 @@ q8vnniSubBlock4x3_reduce:
 	VADDPS X23, X11, X11
 	VPERMILPS $0xb1, X11, X23
 	VADDSS X23, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
 	VZEROUPPER
 	RET
 
-// func q8vnniGrpBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniGrpBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 1 rows × 1 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniGrpBlock1x1(SB), NOSPLIT, $0-104
+TEXT ·q8vnniGrpBlock1x1(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -3821,9 +3855,9 @@ q8vnniGrpBlock1x1_reduce:
 	VZEROUPPER
 	RET
 
-// func q8vnniGrpBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniGrpBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 8 rows × 1 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniGrpBlock8x1(SB), NOSPLIT, $0-104
+TEXT ·q8vnniGrpBlock8x1(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -3847,7 +3881,7 @@ TEXT ·q8vnniGrpBlock8x1(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 	TESTQ CX, CX
 	JZ q8vnniGrpBlock8x1_reduce
-	MOVQ pf+96(FP), R9
+	MOVQ pf+104(FP), R9
 	TESTQ R9, R9
 	JNZ q8vnniGrpBlock8x1_pf_start
 q8vnniGrpBlock8x1_group:
@@ -4082,9 +4116,9 @@ q8vnniGrpBlock8x1_reduce:
 	VZEROUPPER
 	RET
 
-// func q8vnniGrpBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+// func q8vnniGrpBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 // 4 rows × 3 tokens, Q8_0 weights × Q8_0 activations, AVX-512 VNNI.
-TEXT ·q8vnniGrpBlock4x3(SB), NOSPLIT, $0-104
+TEXT ·q8vnniGrpBlock4x3(SB), NOSPLIT, $0-112
 	MOVQ w+0(FP), SI
 	MOVQ ws+8(FP), BX
 	LEAQ (BX)(BX*2), DX
@@ -4201,6 +4235,7 @@ q8vnniGrpBlock4x3_chunk:
 	JNZ q8vnniGrpBlock4x3_group
 q8vnniGrpBlock4x3_reduce:
 	MOVQ out+88(FP), SI
+	MOVQ os+96(FP), BX
 	VEXTRACTF64X4 $1, Z0, Y23
 	VADDPS Y23, Y0, Y0
 	VEXTRACTF32X4 $1, Y0, X23
@@ -4237,6 +4272,7 @@ q8vnniGrpBlock4x3_reduce:
 	VPERMILPS $0xb1, X3, X23
 	VADDSS X23, X3, X3
 	VMOVSS X3, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z4, Y23
 	VADDPS Y23, Y4, Y4
 	VEXTRACTF32X4 $1, Y4, X23
@@ -4245,7 +4281,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X4, X4
 	VPERMILPS $0xb1, X4, X23
 	VADDSS X23, X4, X4
-	VMOVSS X4, 16(SI)
+	VMOVSS X4, 0(SI)
 	VEXTRACTF64X4 $1, Z5, Y23
 	VADDPS Y23, Y5, Y5
 	VEXTRACTF32X4 $1, Y5, X23
@@ -4254,7 +4290,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X5, X5
 	VPERMILPS $0xb1, X5, X23
 	VADDSS X23, X5, X5
-	VMOVSS X5, 20(SI)
+	VMOVSS X5, 4(SI)
 	VEXTRACTF64X4 $1, Z6, Y23
 	VADDPS Y23, Y6, Y6
 	VEXTRACTF32X4 $1, Y6, X23
@@ -4263,7 +4299,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X6, X6
 	VPERMILPS $0xb1, X6, X23
 	VADDSS X23, X6, X6
-	VMOVSS X6, 24(SI)
+	VMOVSS X6, 8(SI)
 	VEXTRACTF64X4 $1, Z7, Y23
 	VADDPS Y23, Y7, Y7
 	VEXTRACTF32X4 $1, Y7, X23
@@ -4272,7 +4308,8 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X7, X7
 	VPERMILPS $0xb1, X7, X23
 	VADDSS X23, X7, X7
-	VMOVSS X7, 28(SI)
+	VMOVSS X7, 12(SI)
+	ADDQ BX, SI
 	VEXTRACTF64X4 $1, Z8, Y23
 	VADDPS Y23, Y8, Y8
 	VEXTRACTF32X4 $1, Y8, X23
@@ -4281,7 +4318,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X8, X8
 	VPERMILPS $0xb1, X8, X23
 	VADDSS X23, X8, X8
-	VMOVSS X8, 32(SI)
+	VMOVSS X8, 0(SI)
 	VEXTRACTF64X4 $1, Z9, Y23
 	VADDPS Y23, Y9, Y9
 	VEXTRACTF32X4 $1, Y9, X23
@@ -4290,7 +4327,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X9, X9
 	VPERMILPS $0xb1, X9, X23
 	VADDSS X23, X9, X9
-	VMOVSS X9, 36(SI)
+	VMOVSS X9, 4(SI)
 	VEXTRACTF64X4 $1, Z10, Y23
 	VADDPS Y23, Y10, Y10
 	VEXTRACTF32X4 $1, Y10, X23
@@ -4299,7 +4336,7 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X10, X10
 	VPERMILPS $0xb1, X10, X23
 	VADDSS X23, X10, X10
-	VMOVSS X10, 40(SI)
+	VMOVSS X10, 8(SI)
 	VEXTRACTF64X4 $1, Z11, Y23
 	VADDPS Y23, Y11, Y11
 	VEXTRACTF32X4 $1, Y11, X23
@@ -4308,6 +4345,6 @@ q8vnniGrpBlock4x3_reduce:
 	VADDPS X23, X11, X11
 	VPERMILPS $0xb1, X11, X23
 	VADDSS X23, X11, X11
-	VMOVSS X11, 44(SI)
+	VMOVSS X11, 12(SI)
 	VZEROUPPER
 	RET

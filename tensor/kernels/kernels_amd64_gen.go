@@ -10,40 +10,40 @@ import "unsafe"
 func cpuidECX1() uint32
 
 //go:noescape
-func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block1x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block8x1AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block3x4AVX2(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
@@ -58,40 +58,40 @@ func axpyAVX2(a float32, x, y *float32, n int)
 func scaleAVX2(a float32, x *float32, n int)
 
 //go:noescape
-func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f32Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func bf16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func f16Block4x4AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block1x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block8x1AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, pf unsafe.Pointer)
+func q8Block4x3AVX512(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
 func dotAVX512(a, b *float32, n int) float32
@@ -106,22 +106,22 @@ func axpyAVX512(a float32, x, y *float32, n int)
 func scaleAVX512(a float32, x *float32, n int)
 
 //go:noescape
-func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8vnniSubBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniSubBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8vnniSubBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniSubBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8vnniGrpBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniGrpBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8vnniGrpBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniGrpBlock8x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
-func q8vnniGrpBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer)
+func q8vnniGrpBlock4x3(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 // simdGeometry is the register-block geometry per ISA and format.
 var simdGeometry = [...][4]geometry{
@@ -141,56 +141,56 @@ var simdGeometry = [...][4]geometry{
 
 // callBlock runs the generated kernel kernelID(impl, format, shape); the
 // constant cases compile to a jump table.
-func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, pf unsafe.Pointer) {
+func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, os uintptr, pf unsafe.Pointer) {
 	switch kid {
 	case (int(ImplAVX2)*4+int(F32))*3 + shape1x1:
-		f32Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(F32))*3 + shapeMV:
-		f32Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(F32))*3 + shapeMM:
-		f32Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shape1x1:
-		bf16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMV:
-		bf16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(BF16))*3 + shapeMM:
-		bf16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shape1x1:
-		f16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shapeMV:
-		f16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(F16))*3 + shapeMM:
-		f16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shape1x1:
-		q8Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block1x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMV:
-		q8Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block8x1AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX2)*4+int(Q8_0))*3 + shapeMM:
-		q8Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block3x4AVX2(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shape1x1:
-		f32Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shapeMV:
-		f32Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F32))*3 + shapeMM:
-		f32Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f32Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shape1x1:
-		bf16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMV:
-		bf16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(BF16))*3 + shapeMM:
-		bf16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		bf16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shape1x1:
-		f16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shapeMV:
-		f16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(F16))*3 + shapeMM:
-		f16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		f16Block4x4AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shape1x1:
-		q8Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block1x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMV:
-		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block8x1AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	case (int(ImplAVX512)*4+int(Q8_0))*3 + shapeMM:
-		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out, pf)
+		q8Block4x3AVX512(w, ws, s, ss, x, xs, n, cpg, out, os, pf)
 	default:
 		panic("kernels: no generated kernel for this impl/format/shape")
 	}
@@ -203,20 +203,20 @@ const (
 )
 
 // callVNNI runs VNNI kernel vnniKernelID(grp, shape).
-func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, pf unsafe.Pointer) {
+func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer) {
 	switch kid {
 	case 0:
-		q8vnniSubBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniSubBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	case 1:
-		q8vnniSubBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniSubBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	case 2:
-		q8vnniSubBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniSubBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	case 3:
-		q8vnniGrpBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniGrpBlock1x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	case 4:
-		q8vnniGrpBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniGrpBlock8x1(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	case 5:
-		q8vnniGrpBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, pf)
+		q8vnniGrpBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	default:
 		panic("kernels: no VNNI kernel for this shape")
 	}

@@ -230,14 +230,15 @@ func (a *blockArgs) wptr(r int) (unsafe.Pointer, *float32) {
 	return unsafe.Pointer(&m.Q[off]), &m.Scales[off/m.GroupSize]
 }
 
-// call runs kernel shape at weight row r and token t into buf.
-func (a *blockArgs) call(shape, r, t int, buf *float32) {
+// call runs kernel shape at weight row r and token t, storing (row r+i,
+// token t+j) at out[(t+j)·Rows + r+i].
+func (a *blockArgs) call(shape, r, t int, out []float32) {
 	wp, sp := a.wptr(r)
 	var pf unsafe.Pointer
 	if shape == shapeMV && a.pfOK && r+8 < a.m.Rows {
 		pf, _ = a.wptr(r + 8)
 	}
-	callBlock(a.kid+shape, wp, a.ws, sp, a.ss, &a.x[t*a.m.Cols], a.xs, a.nArg, a.gArg, buf, pf)
+	callBlock(a.kid+shape, wp, a.ws, sp, a.ss, &a.x[t*a.m.Cols], a.xs, a.nArg, a.gArg, &out[t*a.m.Rows+r], uintptr(a.m.Rows)*4, pf)
 }
 
 // tail is Σ_{j ≥ nAsm} w[r, j]·x[t, j], the columns past the last whole
@@ -280,7 +281,6 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 	a := newBlockArgs(impl, m, x)
 	hasTail := a.nAsm < m.Cols
 	rows := m.Rows
-	var buf [64]float32
 
 	if T >= geo.mmTok && r1-r0 >= geo.mmRows {
 		MR, NT := geo.mmRows, geo.mmTok
@@ -297,13 +297,12 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 					ts := min(t, t1-NT)
 					for b := b0; b < min(b0+G, nblocks); b++ {
 						rs := min(r0+b*MR, r1-MR)
-						a.call(shapeMM, rs, ts, &buf[0])
-						for tt := 0; tt < NT; tt++ {
-							o := out[(ts+tt)*rows+rs : (ts+tt)*rows+rs+MR]
-							copy(o, buf[tt*MR:tt*MR+MR])
-							if hasTail {
+						a.call(shapeMM, rs, ts, out)
+						if hasTail {
+							for tt := ts; tt < ts+NT; tt++ {
+								o := out[tt*rows+rs : tt*rows+rs+MR]
 								for rr := range o {
-									o[rr] += a.tail(rs+rr, ts+tt)
+									o[rr] += a.tail(rs+rr, tt)
 								}
 							}
 						}
@@ -318,8 +317,10 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 	if r1-r0 < MR {
 		for r := r0; r < r1; r++ {
 			for t := 0; t < T; t++ {
-				a.call(shape1x1, r, t, &buf[0])
-				out[t*rows+r] = buf[0] + a.tail(r, t)
+				a.call(shape1x1, r, t, out)
+				if hasTail {
+					out[t*rows+r] += a.tail(r, t)
+				}
 			}
 		}
 		return
@@ -327,9 +328,8 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 	for r := r0; r < r1; r += MR {
 		rs := min(r, r1-MR)
 		for t := 0; t < T; t++ {
-			a.call(shapeMV, rs, t, &buf[0])
+			a.call(shapeMV, rs, t, out)
 			o := out[t*rows+rs : t*rows+rs+MR]
-			copy(o, buf[:MR])
 			if hasTail {
 				for rr := range o {
 					o[rr] += a.tail(rs+rr, t)

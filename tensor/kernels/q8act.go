@@ -241,14 +241,14 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 	ws, ss, xqs := uintptr(cols), uintptr(ng*4), uintptr(a.qs)
 	rows := m.Rows
 	pfOK := 8*cols <= pfMaxBlock && m.Bytes() >= pfMinMatrix
-	var buf [64]float32
+	// call runs a kernel at row r, token t; it stores into out directly.
 	call := func(shape, r, t int) {
 		var pf unsafe.Pointer
 		if shape == shapeMV && pfOK && r+8 < rows {
 			pf = unsafe.Pointer(&m.Q[(r+8)*cols])
 		}
 		callVNNI(kid+shape, unsafe.Pointer(&m.Q[r*cols]), ws, &m.Scales[r*ng], ss,
-			&a.q[t*a.qs], xqs, &a.aux[t*a.qs/2], n, cpg, sadv, &prm, &buf[0], pf)
+			&a.q[t*a.qs], xqs, &a.aux[t*a.qs/2], n, cpg, sadv, &prm, &out[t*rows+r], uintptr(rows)*4, pf)
 	}
 	tail := func(r, t int) float32 {
 		if nAsm == cols {
@@ -258,10 +258,9 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 		return dotQ8Q8(m.Q[r*cols+nAsm:(r+1)*cols], m.Scales[r*ng+g0:(r+1)*ng],
 			a.q[t*a.qs+nAsm:t*a.qs+cols], a.s[t*ng+g0:(t+1)*ng], gs)
 	}
-	store := func(rs, t, MR, bt int) {
-		o := out[t*rows+rs : t*rows+rs+MR]
-		copy(o, buf[bt*MR:bt*MR+MR])
+	addTail := func(rs, t, MR int) {
 		if nAsm < cols {
+			o := out[t*rows+rs : t*rows+rs+MR]
 			for rr := range o {
 				o[rr] += tail(rs+rr, t)
 			}
@@ -282,7 +281,7 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 						rs := min(r0+b*MR, r1-MR)
 						call(shapeMM, rs, ts)
 						for tt := 0; tt < NT; tt++ {
-							store(rs, ts+tt, MR, tt)
+							addTail(rs, ts+tt, MR)
 						}
 					}
 				}
@@ -295,7 +294,7 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			for t := 0; t < T; t++ {
 				call(shape1x1, r, t)
-				out[t*rows+r] = buf[0] + tail(r, t)
+				out[t*rows+r] += tail(r, t)
 			}
 		}
 		return
@@ -304,7 +303,7 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 		rs := min(r, r1-MR)
 		for t := 0; t < T; t++ {
 			call(shapeMV, rs, t)
-			store(rs, t, MR, 0)
+			addTail(rs, t, MR)
 		}
 	}
 }
