@@ -84,14 +84,18 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 	}
 	if s == nil {
 		// No pool, or it is busy or closed: the same ranges, on the
-		// caller, with scratch from q8Scratch.
+		// caller, with the shared scratch q8Shared.
 		k := 1
 		if p != nil {
 			k = parts(p.s.threads, w.Rows, minRows, align)
 		}
 		if w.Format == Q8_0 {
-			a := q8Scratch.Get().(*q8Acts)
-			defer q8Scratch.Put(a)
+			a := &q8Shared.a
+			if q8Shared.mu.TryLock() {
+				defer q8Shared.mu.Unlock()
+			} else {
+				a = new(q8Acts) // another caller holds it: rare, so allocate
+			}
 			job.quantize(nil, a)
 		}
 		job.serial(k, align)

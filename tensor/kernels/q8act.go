@@ -21,8 +21,8 @@ import (
 // instruction, where float32 FMA does 16 after two widening steps.
 
 // q8Acts holds x quantized for one MatMul call. Each Pool owns one (used
-// under its lock); calls without a pool take one from q8Scratch. Both are
-// reused, so steady-state calls allocate nothing.
+// under its lock); calls without a pool use q8Shared. Both are reused, so
+// steady-state calls allocate nothing.
 type q8Acts struct {
 	x              []float32 // the input being quantized, [T, cols]
 	T, cols, gs    int
@@ -34,8 +34,13 @@ type q8Acts struct {
 	wantAux, wantD bool
 }
 
-// q8Scratch recycles q8Acts between calls (and between concurrent callers).
-var q8Scratch = sync.Pool{New: func() any { return new(q8Acts) }}
+// q8Shared is the scratch of calls without a pool (or whose pool is busy).
+// A caller that finds it taken allocates its own, so a single caller never
+// allocates in steady state (a sync.Pool would: it drops items at GC).
+var q8Shared struct {
+	mu sync.Mutex
+	a  q8Acts
+}
 
 // grow returns s with length n, reusing its array when it is large enough.
 func grow[E any](s []E, n int) []E {
