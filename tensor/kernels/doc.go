@@ -21,17 +21,20 @@
 // Σ Matrix.Bytes. BF16 and F16 halve the bytes (2 per weight) and Q8_0 cuts
 // them to 1 + 4/GroupSize (1.125 for groups of 32). Arithmetic stays
 // float32 throughout: half-precision weights are widened exactly (BF16 by a
-// 16-bit shift, F16 with VCVTPH2PS) and Q8_0 weights are dequantized in
-// registers as int8 → float32 × group scale.
+// 16-bit shift, F16 with VCVTPH2PS); Q8_0 is the exception below.
 //
-// Q8_0 here does not quantize the activations. llama2.c's runq.c quantizes x
-// to int8 per group too and uses integer dot products, which is faster when
-// compute-bound (prefill) but adds a second rounding error per product. On
-// the decode path the kernel waits on memory either way, so keeping x in
-// float32 costs no time there and keeps the result within float32 rounding
-// of Σ dequant(w)·x. (On the development machine one AVX-512 core runs the
-// Q8_0 matvec at about 18 GB/s of weights from L2, above one core's share of
-// DRAM bandwidth; see docs/readme/kernels.md.)
+// Q8_0 follows llama2.c's runq.c all the way: before each matmul the
+// activations x are quantized too, per group of GroupSize with scale
+// max|x|/127, and each output sums exact int32 group dot products,
+// val += float(ival)·w_scale·x_scale. On AVX-512 VNNI CPUs that integer
+// product is VPDPBUSD, 64 int8 multiply-adds per instruction; widening
+// int8 weights to float32 instead costs three vector operations per 16
+// weights, which made Q8_0 decode compute-bound on two cores (70% of the
+// read roofline). CPUs without VNNI run the float32 kernels on the
+// dequantized activations (the same values, rounded differently), and the
+// portable kernel is runq.c's loop bit for bit. The activation rounding
+// adds an error of at most half an x step per product; the README reports
+// its effect on logits and greedy tokens.
 //
 // # Kernels and blocking
 //

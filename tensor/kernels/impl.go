@@ -6,8 +6,9 @@ import (
 )
 
 // Impl names a kernel implementation. All implementations compute the same
-// sums in float32; they differ only in summation order (vector lanes are
-// folded at the end), so their results agree to rounding, not bit for bit.
+// sums; they differ only in summation order (vector lanes are folded at the
+// end) and, for Q8_0, in where the scales are applied, so their results
+// agree to rounding, not bit for bit.
 // Within one Impl the result for each output is bit-identical whatever the
 // thread count, row partition or batch size T.
 type Impl uint8

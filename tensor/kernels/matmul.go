@@ -31,9 +31,10 @@ const minWorkPerPart = 1 << 16
 // a block of tokens (4, or 3 for AVX-512 Q8_0) straight from registers, so
 // the weights stream from memory once per call instead of once per token.
 //
-// All arithmetic is float32: F16/BF16 weights are widened exactly and Q8_0
-// weights are dequantized on the fly (int8 → float32 × group scale), while x
-// stays float32; see the package documentation for why x is not quantized.
+// F32, F16 and BF16 weights are computed in float32 (half-precision weights
+// widened exactly). Q8_0 quantizes x per group first, as runq.c does, and
+// sums int32 group dot products times both scales (integer VNNI kernels
+// where the CPU has them); see the package documentation.
 //
 // Rows are split across p's threads in contiguous ranges (p may be nil).
 // Each output is computed by one thread with a summation order fixed by
