@@ -149,9 +149,10 @@ func addr(i int, base, stride, stride3, base4 string, disp int) string {
 }
 
 type gen struct {
-	s   bytes.Buffer // assembly
-	g   bytes.Buffer // Go declarations
-	isa isa
+	s      bytes.Buffer // assembly
+	g      bytes.Buffer // Go declarations
+	isa    isa
+	masked bool // emitting the masked tail chunk (AVX-512, K2)
 }
 
 func (g *gen) p(format string, args ...any) {
@@ -163,9 +164,28 @@ func (g *gen) label(l string) { fmt.Fprintf(&g.s, "%s:\n", l) }
 func (g *gen) v(i int) string { return fmt.Sprintf("%s%d", g.isa.reg, i) }
 
 // loadW converts W weights of row r at the current chunk into vector dst
-// (float32 lanes). tmp is a scratch vector used only by AVX2 Q8_0.
+// (float32 lanes). tmp is a scratch vector used only by AVX2 Q8_0. In the
+// masked tail chunk (g.masked) only the lanes set in K2 are read and the
+// rest are zero, so no byte past the row is touched.
 func (g *gen) loadW(f wfmt, r int, dst, tmp string) {
 	a := addr(r, rWP, rWS, rWS3, rWP4, 0)
+	if g.masked {
+		half := "Y" + dst[1:]
+		switch f.short {
+		case "f32":
+			g.p("VMOVUPS.Z %s, K2, %s", a, dst)
+		case "bf16":
+			g.p("VMOVDQU16.Z %s, K2, %s", a, half)
+			g.p("VPMOVZXWD %s, %s", half, dst)
+			g.p("VPSLLD $16, %s, %s", dst, dst)
+		case "f16":
+			g.p("VMOVDQU16.Z %s, K2, %s", a, half)
+			g.p("VCVTPH2PS %s, %s", half, dst)
+		default:
+			log.Fatalf("no masked load for %s", f.short)
+		}
+		return
+	}
 	switch f.short {
 	case "f32":
 		g.p("VMOVUPS %s, %s", a, dst)
@@ -306,15 +326,36 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	for i := 0; i < nacc; i++ {
 		g.zero(g.v(i))
 	}
+	// AVX-512 F32/BF16/F16 kernels take any n: whole chunks, then one
+	// chunk masked to the last n mod W columns (K2 = 2^(n mod W) − 1), so
+	// no column is left to Go. AVX2 has no cheap masked loads; its n is a
+	// multiple of W and Go adds the rest.
+	tailMask := !f.q8 && is.name == "AVX512"
+	after := name + "_reduce"
+	if tailMask {
+		after = name + "_tail"
+		g.p("MOVQ %s, AX", rN)
+		g.p("ANDQ $%d, AX", is.W-1)
+		g.p("MOVL $-1, %s", rSP)
+		g.p("BZHIL AX, %s, %s", rSP, rSP)
+		g.p("KMOVW %s, K2", rSP)
+	}
 	if !f.q8 {
 		g.p("SHRQ $%d, %s", is.log2W, rN)
 	}
 	g.p("TESTQ %s, %s", rN, rN)
-	g.p("JZ %s_reduce", name)
+	g.p("JZ %s", after)
 
+	xload := func(src, dst string) {
+		if g.masked {
+			g.p("VMOVUPS.Z %s, K2, %s", src, dst)
+		} else {
+			g.p("VMOVUPS %s, %s", src, dst)
+		}
+	}
 	body := func(prefetch bool) {
 		if NT == 1 {
-			g.p("VMOVUPS (%s), %s", rXP, g.v(xv))
+			xload(fmt.Sprintf("(%s)", rXP), g.v(xv))
 			if prefetch {
 				// The next 8-row block is contiguous: prefetch its lines in
 				// order, as many per chunk as this chunk consumes.
@@ -324,7 +365,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 				g.p("ADDQ $%d, %s", 64*pfLines, rPF)
 			}
 			for r := 0; r < MR; r++ {
-				if f.short == "f32" {
+				if f.short == "f32" && !g.masked {
 					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(sum(r, 0)))
 					continue
 				}
@@ -336,7 +377,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 				g.loadW(f, r, g.v(wv[r]), g.v(tmp))
 			}
 			for t := 0; t < NT; t++ {
-				g.p("VMOVUPS %s, %s", addr(t, rXP, rXS, rXS3, "", 0), g.v(xv))
+				xload(addr(t, rXP, rXS, rXS3, "", 0), g.v(xv))
 				for r := 0; r < MR; r++ {
 					g.p("VFMADD231PS %s, %s, %s", g.v(wv[r]), g.v(xv), g.v(sum(r, t)))
 				}
@@ -393,9 +434,17 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	}
 	loops(name, false)
 	if pf {
-		g.p("JMP %s_reduce", name)
+		g.p("JMP %s", after)
 		g.label(name + "_pf_start")
 		loops(name+"_pf", true)
+	}
+	if tailMask {
+		g.label(name + "_tail")
+		g.p("TESTQ AX, AX")
+		g.p("JZ %s_reduce", name)
+		g.masked = true
+		body(false)
+		g.masked = false
 	}
 	g.label(name + "_reduce")
 	g.storeOut(64, NT, MR, acc, xv)

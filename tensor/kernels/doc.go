@@ -58,8 +58,9 @@
 // only on the implementation: not on the block shape, the thread count,
 // the row partition or T. A range whose length is not a multiple of the
 // block ends with a block shifted back to end at the range's last row (a few
-// rows are recomputed with identical bits) and columns past the last whole
-// vector are added in Go. The pure-Go kernels (ImplGeneric) are always
+// rows are recomputed with identical bits). Columns past the last whole
+// vector are one masked chunk on AVX-512 (no read past the row) and are
+// added in Go on AVX2. The pure-Go kernels (ImplGeneric) are always
 // available and are what non-amd64 builds and CPUs without AVX2 run.
 //
 // # Threads

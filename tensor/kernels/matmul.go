@@ -201,6 +201,9 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 		// implFor guarantees GroupSize % W == 0 and Validate Cols % GroupSize == 0.
 		a.ss = uintptr(m.Cols/m.GroupSize) * 4
 		a.nArg, a.gArg, a.nAsm = m.Cols/m.GroupSize, m.GroupSize/W, m.Cols
+	} else if impl == ImplAVX512 {
+		// The AVX-512 kernels finish the row with a masked chunk.
+		a.nAsm, a.nArg = m.Cols, m.Cols
 	} else {
 		a.nAsm = m.Cols &^ (W - 1)
 		a.nArg = a.nAsm
