@@ -30,3 +30,7 @@ func detectVNNI() bool { return false }
 func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer) {
 	panic("kernels: VNNI kernel called without VNNI support")
 }
+
+func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs int) {
+	panic("kernels: AVX-512 quantizer called without AVX-512")
+}

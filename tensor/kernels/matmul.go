@@ -124,7 +124,7 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 func (j *matmulJob) quantize(s *poolState, a *q8Acts) {
 	j.route = routeQ8(j.impl, j.w)
 	j.acts = a
-	a.quantize(s, j.x, j.T, j.w.Cols, j.w.GroupSize, j.route == q8VNNI, j.route == q8Float)
+	a.quantize(s, j.impl, j.x, j.T, j.w.Cols, j.w.GroupSize, j.route == q8VNNI, j.route == q8Float)
 }
 
 // overlaps reports whether two float32 slices share memory.

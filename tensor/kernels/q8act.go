@@ -26,6 +26,7 @@ import (
 type q8Acts struct {
 	x              []float32 // the input being quantized, [T, cols]
 	T, cols, gs    int
+	avx512         bool // quantize with quantRowAVX512 (gs % 16 == 0)
 	qs             int       // row stride of q in bytes: cols rounded up to 64
 	q              []int8    // [T, qs] quantized values; columns ≥ cols are 0
 	s              []float32 // [T, cols/gs] group scales
@@ -57,8 +58,9 @@ const minQuantTokens = 8
 // quantize fills a from x (T tokens of cols values) with groups of gs, on
 // the threads of s (locked by the caller; nil runs on the caller) when T is
 // large. aux and dq are built only when asked for.
-func (a *q8Acts) quantize(s *poolState, x []float32, T, cols, gs int, aux, dq bool) {
+func (a *q8Acts) quantize(s *poolState, impl Impl, x []float32, T, cols, gs int, aux, dq bool) {
 	a.x, a.T, a.cols, a.gs, a.wantAux, a.wantD = x, T, cols, gs, aux, dq
+	a.avx512 = impl == ImplAVX512 && gs%16 == 0
 	a.qs = (cols + 63) &^ 63
 	a.q = grow(a.q, T*a.qs)
 	a.s = grow(a.s, T*(cols/gs))
@@ -86,10 +88,20 @@ func (a *q8Acts) run(t0, t1 int) {
 	for t := t0; t < t1; t++ {
 		q := a.q[t*a.qs : (t+1)*a.qs]
 		s := a.s[t*ng : (t+1)*ng]
-		quantizeRow(q[:cols], s, a.x[t*cols:(t+1)*cols], gs)
+		x := a.x[t*cols : (t+1)*cols]
 		clear(q[cols:])
-		if a.wantAux {
-			laneAux(a.aux[t*a.qs/2:(t+1)*a.qs/2], q, s, cols, gs)
+		switch {
+		case a.avx512:
+			var aux *int32
+			if a.wantAux {
+				aux = &a.aux[t*a.qs/2]
+			}
+			quantRowAVX512(&x[0], &q[0], &s[0], aux, ng, gs)
+		default:
+			quantizeRow(q[:cols], s, x, gs)
+			if a.wantAux {
+				laneAux(a.aux[t*a.qs/2:(t+1)*a.qs/2], q, s, cols, gs)
+			}
 		}
 		if a.wantD {
 			dq := a.dq[t*cols : (t+1)*cols]
@@ -108,19 +120,22 @@ func quantizeRow(q []int8, s []float32, x []float32, gs int) {
 	for g := range s {
 		xx := x[g*gs : (g+1)*gs]
 		qq := q[g*gs : (g+1)*gs]
-		var amax, sum float32
+		var amax float32
+		finite := true
 		for _, v := range xx {
-			sum += v
 			if v < 0 {
 				v = -v
 			}
 			if v > amax {
 				amax = v
 			}
+			if !(v <= math.MaxFloat32) { // ±Inf or NaN
+				finite = false
+			}
 		}
 		scale := amax / 127
 		switch {
-		case sum-sum != 0: // NaN or ±Inf somewhere in the group
+		case !finite:
 			s[g] = float32(math.NaN())
 			clear(qq)
 			continue

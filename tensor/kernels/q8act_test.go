@@ -187,3 +187,62 @@ func TestMatMulQ8MatchesRunq(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantRowAVX512MatchesGo: the assembly quantizer gives the same
+// values, scales and VNNI side data as quantizeRow and laneAux, bit for
+// bit, on random groups, exact halves, zero groups, NaN, ±Inf and values
+// near the float32 limit.
+func TestQuantRowAVX512MatchesGo(t *testing.T) {
+	if !available[ImplAVX512] {
+		t.Skip("no AVX-512 on this CPU: the assembly quantizer is not used here")
+	}
+	rng := rand.New(rand.NewPCG(27, 28))
+	for it := 0; it < 400; it++ {
+		gs := []int{16, 32, 64, 128}[it%4]
+		cols := gs * (1 + rng.IntN(12))
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()*3))
+		}
+		for g := 0; g < cols/gs; g++ {
+			grp := x[g*gs : (g+1)*gs]
+			switch rng.IntN(8) {
+			case 0: // exact halves of the step
+				for i := range grp {
+					grp[i] = float32(rng.IntN(255)-127) / 2
+				}
+				grp[0] = 127
+			case 1:
+				clear(grp)
+			case 2:
+				grp[rng.IntN(gs)] = float32(math.NaN())
+			case 3:
+				grp[rng.IntN(gs)] = float32(math.Inf(1 - 2*rng.IntN(2)))
+			case 4:
+				grp[rng.IntN(gs)] = math.MaxFloat32
+			}
+		}
+		qs := (cols + 63) &^ 63
+		qGo, qAsm := make([]int8, cols), make([]int8, cols)
+		sGo, sAsm := make([]float32, cols/gs), make([]float32, cols/gs)
+		auxGo, auxAsm := make([]int32, qs/2), make([]int32, qs/2)
+		quantizeRow(qGo, sGo, x, gs)
+		laneAux(auxGo, qGo, sGo, cols, gs)
+		quantRowAVX512(&x[0], &qAsm[0], &sAsm[0], &auxAsm[0], cols/gs, gs)
+		for j := range qGo {
+			if qGo[j] != qAsm[j] {
+				t.Fatalf("gs %d: q[%d] asm %d, Go %d (x = %v, scale %v)", gs, j, qAsm[j], qGo[j], x[j], sGo[j/gs])
+			}
+		}
+		for g := range sGo {
+			if math.Float32bits(sGo[g]) != math.Float32bits(sAsm[g]) {
+				t.Fatalf("gs %d: scale[%d] asm %v, Go %v", gs, g, sAsm[g], sGo[g])
+			}
+		}
+		for i := 0; i < cols/64*32; i++ {
+			if auxGo[i] != auxAsm[i] {
+				t.Fatalf("gs %d: aux[%d] asm %#x, Go %#x", gs, i, auxAsm[i], auxGo[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build amd64
+
+package kernels
+
+// quantRowAVX512 is quantizeRow (and, when aux is not nil, laneAux) for one
+// token in AVX-512; gs must be a multiple of 16. See quant_amd64.s.
+//
+//go:noescape
+func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs int)
