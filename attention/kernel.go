@@ -39,6 +39,14 @@ import (
 //     S = Q·Kᵀ and O += P·V through kernels.MatMul's register-blocked SIMD
 //     kernel. Staging costs KeyTile·D loads per tile, shared by all the
 //     tile's rows; nothing larger than one tile is ever copied.
+//     MatMul's vectors run along its inner dimension, which for S = Q·Kᵀ
+//     is D: a head narrower than one AVX-512 vector (stories260K's is 8)
+//     would leave S entirely to its scalar remainder loop. So such heads
+//     stage K transposed as well and compute each score row as D
+//     kernels.Axpy calls along the keys (axpyScores), whose vectors are
+//     full; P·V keeps MatMul, whose inner dimension is the key count.
+//     Without SIMD, small heads take the row-wise loops of decode
+//     (rowTile) instead.
 //   - smaller items (decode: one token, so g rows; fewer than mmMinRows
 //     for MHA and most GQA) read K and V straight from the cache blocks,
 //     since staging a tile that so few rows use would add memory traffic
@@ -130,6 +138,7 @@ type scratch struct {
 	kt   []float32 // [KeyTile, D] staged K rows (MatMul tiles, 16-bit caches)
 	vt   []float32 // [KeyTile, D] staged V rows (16-bit caches)
 	vT   []float32 // [D, KeyTile] staged V rows transposed (MatMul tiles)
+	kT   []float32 // [D, KeyTile] staged K rows transposed (axpyScores tiles)
 	pv   []float32 // [R, D] P·V of one tile (MatMul tiles)
 	kMat kernels.Matrix
 	vMat kernels.Matrix
@@ -199,7 +208,7 @@ func (k *flashKernel) run(a *flashArgs) error {
 			m: make([]float32, rows), l: make([]float32, rows), pos: make([]int, rows),
 			krow: make([]int, kt), vrow: make([]int, kt),
 			kt: make([]float32, ktPad*D), vt: make([]float32, kt*D),
-			vT: make([]float32, D*ktPad), pv: make([]float32, rows*D),
+			vT: make([]float32, D*ktPad), kT: make([]float32, D*ktPad), pv: make([]float32, rows*D),
 		})
 	}
 	k.a, k.kt, k.err = a, kt, nil
@@ -288,7 +297,13 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 	// which only a wide head amortizes; small heads use the inline loops,
 	// row by row when D is a multiple of 8 (see rowTile).
 	simd := a.simd && D > smallHeadDim
-	rowwise := !useMM && !half && !simd && D%8 == 0
+	// Prefill tiles of heads narrower than one AVX-512 vector score the
+	// tile with kernels.Axpy along the keys of K staged transposed (see
+	// axpyScores); MatMul would run their S = Q·Kᵀ in its scalar
+	// remainder. At D = 16 and 24 the two measured the same. Without
+	// SIMD, small heads go row by row like decode.
+	smallMM := useMM && a.simd && D < simdPad
+	rowwise := !half && !simd && D%8 == 0 && (!useMM || (!a.simd && D <= smallHeadDim))
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
 		// Walk the block table: key position p lives in block
@@ -317,7 +332,7 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			krow[j], vrow[j] = a.kOffset+o, a.vOffset+o
 		}
 		kBuf, vBuf := a.kF32, a.vF32
-		if useMM || half {
+		if (useMM && !smallMM) || half && !useMM {
 			// Stage the K rows in scratch (widening a 16-bit cache).
 			stageRows(sc.kt, a.kCache, a.kF32, krow, D)
 		}
@@ -338,7 +353,10 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 			ns = (nk + simdPad - 1) / simdPad * simdPad
 		}
 		s := sc.s[:rows*ns]
-		if useMM {
+		if smallMM {
+			stageTransposed(sc.kT[:D*ns], a.kCache, a.kF32, krow, D, ns)
+			axpyScores(s, ns, sc.q, rows, D, sc.kT[:D*ns], sc.pos, k0, nk, masked)
+		} else if useMM {
 			clear(sc.kt[nk*D : ns*D])
 			sc.kMat = kernels.Matrix{Format: kernels.F32, Rows: ns, Cols: D, F32: sc.kt[:ns*D]}
 			if err := kernels.MatMul(nil, s, sc.q[:rows*D], &sc.kMat, rows); err != nil {
@@ -366,13 +384,7 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 				clear(srow)
 				continue
 			}
-			mx := float32(math.Inf(-1))
-			for _, x := range srow[:lim] {
-				if x > mx {
-					mx = x
-				}
-			}
-			mx = sc.raiseMax(r, D, mx)
+			mx := sc.raiseMax(r, D, rowMax(srow[:lim]))
 			sc.l[r] += expSub(srow[:lim], mx)
 			clear(srow[lim:])
 		}
@@ -470,6 +482,36 @@ func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []in
 	}
 }
 
+// axpyScores computes the scores of a key tile for heads too narrow for
+// kernels.MatMul's SIMD dot products (D < simdPad, less than one AVX-512
+// vector): with K staged transposed, kT [D, ns] (kT[d·ns + j] =
+// k_j[d]), row r's scores are a sum of D scaled key columns,
+//
+//	s[r, 0:w] = Σ_d q[r, d] · kT[d, 0:w]
+//
+// which is D kernels.Axpy calls of w keys each, all whole SIMD vectors
+// (w is a multiple of simdPad). A masked row only scores its first lim
+// keys rounded up to simdPad; rows that see no key of the tile are left
+// for the softmax pass to clear. Each score is the same FMA chain over d
+// whatever w is, so the result does not depend on the mask.
+func axpyScores(s []float32, ns int, q []float32, rows, D int, kT []float32, pos []int, k0, nk int, masked bool) {
+	for r := 0; r < rows; r++ {
+		lim := nk
+		if masked {
+			lim = min(max(pos[r]-k0+1, 0), nk)
+		}
+		if lim == 0 {
+			continue
+		}
+		w := (lim + simdPad - 1) / simdPad * simdPad
+		srow := s[r*ns : r*ns+w]
+		clear(srow)
+		for d, x := range q[r*D : r*D+D] {
+			kernels.Axpy(x, kT[d*ns:d*ns+w], srow)
+		}
+	}
+}
+
 // scoreTile computes s[r, j] = q[r] · kb[krow[j] : krow[j]+D] for rows
 // r < rows and keys j < len(krow); s has row stride sStride. Two query rows
 // × four keys at a time share every load (eight accumulators, six loads per
@@ -534,6 +576,49 @@ func scoreTile(s []float32, sStride int, q []float32, rows, D int, kb []float32,
 			s0[j] = dot(q0, kb[krow[j]:krow[j]+D])
 		}
 	}
+}
+
+// rowMax returns the largest element of s, skipping NaNs (−Inf when s
+// holds none other). It compares the floats as integers: flipping the
+// magnitude bits of negative floats, k ^= (k >> 31) & 0x7fffffff, maps
+// float order onto int32 order (−Inf < … < −0 < +0 < … < +Inf < +NaN,
+// with −NaNs below −Inf), and the integer max compiles to a conditional
+// move, four of them in flight. A float compare is a branch, mispredicted
+// each time the running max of random scores rises (~ln n times per
+// row), which cost more than the scan itself. A +NaN would win, so then
+// the scan is redone with float compares, which skip it. −0 and +0 may
+// come out either way; both give the same exponentials.
+func rowMax(s []float32) float32 {
+	const negInf = -0x7f800001 // (0xff800000 as int32) ^ 0x7fffffff: −Inf mapped
+	m0, m1, m2, m3 := int32(negInf), int32(negInf), int32(negInf), int32(negInf)
+	i := 0
+	for ; i+4 <= len(s); i += 4 { // four running maxima: four independent cmov chains
+		c := (*[4]float32)(s[i : i+4])
+		k0, k1 := int32(math.Float32bits(c[0])), int32(math.Float32bits(c[1]))
+		k2, k3 := int32(math.Float32bits(c[2])), int32(math.Float32bits(c[3]))
+		k0 ^= (k0 >> 31) & 0x7fffffff
+		k1 ^= (k1 >> 31) & 0x7fffffff
+		k2 ^= (k2 >> 31) & 0x7fffffff
+		k3 ^= (k3 >> 31) & 0x7fffffff
+		m0, m1, m2, m3 = max(m0, k0), max(m1, k1), max(m2, k2), max(m3, k3)
+	}
+	for ; i < len(s); i++ {
+		k := int32(math.Float32bits(s[i]))
+		m0 = max(m0, k^((k>>31)&0x7fffffff))
+	}
+	mk := max(m0, m1, m2, m3)
+	mk ^= (mk >> 31) & 0x7fffffff
+	mx := math.Float32frombits(uint32(mk))
+	if mx == mx {
+		return mx
+	}
+	mx = float32(math.Inf(-1))
+	for _, x := range s {
+		if x > mx {
+			mx = x
+		}
+	}
+	return mx
 }
 
 // raiseMax folds a key tile's largest score mx of row r into the row's
