@@ -397,59 +397,12 @@ func rmsnormRows(o, x, w []float32, T, dim int, eps float32) {
 }
 
 // swiglu computes hb = silu(hb) ⊙ hb2, silu(z) = z·σ(z), as run.c does:
-// s = z·(1/(1 + expf(−z))), with expf(−z) rounded to float32 first.
-//
-// expf(−z) is computed in float64 by math.Exp's method with a table,
-// inline (a call to math.Exp's assembly costs about as much as the rest
-// of the loop): x = −z = (64·n + j)·ln2/64 + r with |r| ≤ ln2/128, so
-// e^x = 2^n · 2^(j/64) · e^r, with 2^(j/64) from exp2Frac64 and e^r from
-// its degree-4 Taylor polynomial (truncation error r⁵/120 < 4e-14). The
-// result is within 4e-14 of e^x, so rounded to float32 it is the correctly
-// rounded value run.c's expf gives, except when that error straddles a
-// float32 rounding boundary (1 argument in 2·10^7 in a test sweep).
-//
-// Two ranges skip the exponential: for z > 18, expf(−z) < 2^-25, so
-// 1 + expf(−z) rounds to 1 and s = z exactly (this also keeps expf's
-// subnormal values for z > 87 out of float32 arithmetic, where each costs
-// a ~100-cycle microcode assist); for z < −89, expf(−z) overflows to +Inf
-// and s = z·0.
+// s = z·(1/(1 + expf(−z))) with expf(−z) rounded to float32 first. See
+// kernels.SwiGLU for the exponential and its AVX-512 kernel (the same bits
+// as the portable loop). hb2 is hb's length here, so it cannot fail.
 func swiglu(hb, hb2 []float32) {
-	const (
-		inv = 92.332482616893656 // 64/ln2
-		// ln2/64 in two parts; hi has trailing zero bits, so k·hi is exact.
-		hi    = 6.93147180369123816490e-01 / 64
-		lo    = 1.90821492927058770002e-10 / 64
-		magic = 6755399441055744.0 // 1.5·2^52: x + magic rounds x to an integer held in the low bits
-	)
-	magicBits := math.Float64bits(magic)
-	hb2 = hb2[:len(hb)]
-	for i, z := range hb {
-		s := z
-		switch {
-		case z > 18:
-		case z < -89:
-			s = z * 0
-		default: // also NaN, which propagates
-			x := float64(-z)
-			t := x*inv + magic
-			kf := t - magic
-			r := x - kf*hi - kf*lo
-			k := int64(math.Float64bits(t) - magicBits)
-			sc := math.Float64frombits(math.Float64bits(exp2Frac64[k&63]) + uint64(k>>6)<<52)
-			e := sc + sc*(r+r*r*(0.5+r*(1.0/6+r*(1.0/24))))
-			s = z * (1 / (1 + float32(e)))
-		}
-		hb[i] = s * hb2[i]
-	}
+	_ = kernels.SwiGLU(hb, hb2)
 }
-
-// exp2Frac64 holds 2^(j/64), j = 0 … 63, for swiglu's exponential.
-var exp2Frac64 = func() (t [64]float64) {
-	for j := range t {
-		t[j] = math.Exp2(float64(j) / 64)
-	}
-	return t
-}()
 
 func addInPlace(x, y []float32) {
 	y = y[:len(x)]

@@ -34,3 +34,7 @@ func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq 
 func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs int) {
 	panic("kernels: AVX-512 quantizer called without AVX-512")
 }
+
+func swigluAVX512(hb, hb2 *float32, n int, c *swigluConsts) {
+	panic("kernels: AVX-512 SwiGLU called without AVX-512")
+}

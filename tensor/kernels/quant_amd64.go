@@ -7,3 +7,8 @@ package kernels
 //
 //go:noescape
 func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs int)
+
+// swigluAVX512 is SwiGLU on n values, n a multiple of 8. See swiglu_amd64.s.
+//
+//go:noescape
+func swigluAVX512(hb, hb2 *float32, n int, c *swigluConsts)
