@@ -26,7 +26,7 @@ import (
 type q8Acts struct {
 	x              []float32 // the input being quantized, [T, cols]
 	T, cols, gs    int
-	avx512         bool // quantize with quantRowAVX512 (gs % 16 == 0)
+	avx512         bool      // quantize with quantRowAVX512 (gs % 16 == 0)
 	qs             int       // row stride of q in bytes: cols rounded up to 64
 	q              []int8    // [T, qs] quantized values; columns ≥ cols are 0
 	s              []float32 // [T, cols/gs] group scales
