@@ -51,80 +51,105 @@ func benchStat(rates []float64) BenchStat {
 	return s
 }
 
+// NewBenchStat summarizes per-run rates (tokens/s): their mean and sample
+// standard deviation.
+func NewBenchStat(rates []float64) BenchStat { return benchStat(rates) }
+
 // BenchPrompt measures prompt processing (llama-bench's ppN): one
-// sequence's n tokens in a single batched prefill, reps times, as tokens
-// per second.
+// sequence's n tokens in a single batched prefill, reps times after one
+// warm-up run, as tokens per second.
 func (e *Engine) BenchPrompt(n, reps int) (BenchStat, error) {
+	var rates []float64
+	for r := 0; r < reps+1; r++ {
+		rate, err := e.BenchPromptRun(n)
+		if err != nil {
+			return BenchStat{}, err
+		}
+		if r > 0 { // the first run warms caches and buffers
+			rates = append(rates, rate)
+		}
+	}
+	return benchStat(rates), nil
+}
+
+// BenchPromptRun is one run of BenchPrompt: the tokens per second of one
+// n-token prefill.
+func (e *Engine) BenchPromptRun(n int) (float64, error) {
 	c := e.m.Config
 	if n < 1 || n > c.SeqLen {
-		return BenchStat{}, fmt.Errorf("bench: prompt of %d tokens outside [1, seq_len=%d]", n, c.SeqLen)
+		return 0, fmt.Errorf("bench: prompt of %d tokens outside [1, seq_len=%d]", n, c.SeqLen)
 	}
 	tokens := benchTokens(c, n)
 	pos := make([]int, n)
 	for i := range pos {
 		pos[i] = i
 	}
+	id := e.nextID
+	e.nextID++
+	if _, err := e.cache.AddSequence(id, tokens); err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	defer e.cache.Free(id)
+	slots, err := e.cache.Slots(id, 0, n)
+	if err != nil {
+		return 0, fmt.Errorf("bench: %w", err)
+	}
+	table, _ := e.cache.BlockTable(id)
+	t0 := time.Now()
+	_, err = e.fwd.Run(tokens, pos, newBatch(n, n, table, slots), e.caches, []int{n - 1})
+	dt := time.Since(t0)
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / dt.Seconds(), nil
+}
+
+// BenchGenerate measures generation (llama-bench's tgN): batch sequences
+// each decode n tokens after a one-token prompt, reps times after one
+// warm-up run; the rate counts decode rows per second of decode time.
+func (e *Engine) BenchGenerate(n, batch, reps int) (BenchStat, error) {
 	var rates []float64
 	for r := 0; r < reps+1; r++ {
-		id := e.nextID
-		e.nextID++
-		if _, err := e.cache.AddSequence(id, tokens); err != nil {
-			return BenchStat{}, fmt.Errorf("bench: %w", err)
-		}
-		slots, err := e.cache.Slots(id, 0, n)
-		if err != nil {
-			e.cache.Free(id)
-			return BenchStat{}, fmt.Errorf("bench: %w", err)
-		}
-		table, _ := e.cache.BlockTable(id)
-		t0 := time.Now()
-		_, err = e.fwd.Run(tokens, pos, newBatch(n, n, table, slots), e.caches, []int{n - 1})
-		dt := time.Since(t0)
-		e.cache.Free(id)
+		rate, err := e.BenchGenerateRun(n, batch)
 		if err != nil {
 			return BenchStat{}, err
 		}
-		if r > 0 { // the first run warms caches and buffers
-			rates = append(rates, float64(n)/dt.Seconds())
+		if r > 0 {
+			rates = append(rates, rate)
 		}
 	}
 	return benchStat(rates), nil
 }
 
-// BenchGenerate measures generation (llama-bench's tgN): batch sequences
-// each decode n tokens after a one-token prompt, greedily, reps times; the
-// rate counts decode rows per second of decode time.
-func (e *Engine) BenchGenerate(n, batch, reps int) (BenchStat, error) {
+// BenchGenerateRun is one run of BenchGenerate: decode rows per second.
+func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
 	c := e.m.Config
 	if n < 1 || n+1 > c.SeqLen || batch < 1 {
-		return BenchStat{}, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
+		return 0, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
 	}
-	var rates []float64
-	for r := 0; r < reps+1; r++ {
-		reqs := make([]Request, batch)
-		for i := range reqs {
-			// A BOS-only prompt: every position after it is a decode row.
-			// Sampling at temperature 1 keeps sequences from stopping
-			// early on BOS as often as greedy decoding might; a sequence
-			// that does stop just contributes fewer rows.
-			reqs[i] = Request{Prompt: []int{BOSID}, Steps: n + 1, Sampler: NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
-		}
-		res, st, err := e.Generate(reqs, nil)
-		if err != nil {
-			return BenchStat{}, err
-		}
-		for _, rr := range res {
-			if rr.Err != nil {
-				return BenchStat{}, rr.Err
-			}
-		}
-		rows := st.DecodeTokens + st.PrefillTokens
-		dt := st.DecodeTime + st.PrefillTime
-		if r > 0 && dt > 0 {
-			rates = append(rates, float64(rows)/dt.Seconds())
+	reqs := make([]Request, batch)
+	for i := range reqs {
+		// A BOS-only prompt: every position after it is a decode row.
+		// Sampling at temperature 1 keeps sequences from stopping early
+		// on BOS as often as greedy decoding might; a sequence that does
+		// stop just contributes fewer rows.
+		reqs[i] = Request{Prompt: []int{BOSID}, Steps: n + 1, Sampler: NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
+	}
+	res, st, err := e.Generate(reqs, nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, rr := range res {
+		if rr.Err != nil {
+			return 0, rr.Err
 		}
 	}
-	return benchStat(rates), nil
+	rows := st.DecodeTokens + st.PrefillTokens
+	dt := st.DecodeTime + st.PrefillTime
+	if dt <= 0 {
+		return 0, fmt.Errorf("bench: tg%d measured no time", n)
+	}
+	return float64(rows) / dt.Seconds(), nil
 }
 
 // benchTokens is a deterministic prompt: BOS, then ids cycling through

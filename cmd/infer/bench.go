@@ -21,6 +21,7 @@ func init() {
 		configKey{Name: "bench.batches", Kind: kindString, Default: "1", Help: "sequences decoding together in tg tests, e.g. 1,4,16"},
 		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
 		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
+		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
 		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Help: "repetitions per row (after one warm-up)"},
 		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
 		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
@@ -33,9 +34,15 @@ func newBenchCmd(a *app) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure prompt processing and generation speed, llama-bench style",
 		Long: `bench measures tokens per second, as mean ± standard deviation over --reps
-runs after a warm-up, for each combination of attention path, thread count and
-test: ppN processes an N-token prompt in one batched prefill; tgN decodes N
-tokens after BOS (with --batches B, B sequences decode together).
+runs after a warm-up, for each combination of weight dtype, attention path,
+thread count and test: ppN processes an N-token prompt in one batched
+prefill; tgN decodes N tokens after BOS (with --batches B, B sequences decode
+together).
+
+The runs are interleaved: after one warm-up run of every row, each
+repetition runs every row once, so a shared machine's slow drift in speed
+touches all rows alike and the ratios between rows are measured side by
+side (--weights f32,bf16,q8_0 compares weight formats this way).
 
 --roofline first measures this machine's read bandwidth with a streaming
 pass over a 1 GiB buffer, then shows for each tg row the bytes read per token
@@ -43,14 +50,16 @@ pass over a 1 GiB buffer, then shows for each tg row the bytes read per token
 the fraction of the bandwidth roofline the achieved rate reaches.`,
 		Example: `  infer bench --checkpoint stories110M.bin --roofline
   infer bench --tests pp512,tg128 --paths fused,naive --threads 1,2
-  infer bench --weights bf16 --tests tg128 --batches 1,4,16`,
+  infer bench --weights bf16 --tests tg128 --batches 1,4,16
+  infer bench --weights f32,bf16,q8_0 --tests pp512,tg128 --roofline`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(a, cmd) },
 	}
 	// --threads takes a list here (llama-bench's -t 1,2), so it binds to
 	// bench.threads instead of the engine's threads key.
-	modelFlags(a, cmd, "threads", "path")
+	modelFlags(a, cmd, "threads", "path", "weights")
 	a.flag(cmd, "threads", "bench.threads", "thread counts")
+	a.flag(cmd, "weights", "bench.weights", "weight dtypes")
 	a.flag(cmd, "tests", "bench.tests", "tests")
 	a.flag(cmd, "batches", "bench.batches", "tg batch sizes")
 	a.flag(cmd, "paths", "bench.paths", "attention paths")
@@ -139,9 +148,16 @@ func runBench(a *app, cmd *cobra.Command) error {
 	if reps < 1 {
 		return fmt.Errorf("--reps must be >= 1 (got %d)", reps)
 	}
-	lm, err := loadModel(a)
-	if err != nil {
-		return err
+	weightsList := []string{a.getString("weights")}
+	if s := strings.TrimSpace(a.getString("bench.weights")); s != "" {
+		weightsList = nil
+		for _, w := range strings.Split(s, ",") {
+			w = strings.TrimSpace(w)
+			if _, _, err := weightDType(w); err != nil || w == "" {
+				return fmt.Errorf("--weights: %q is not f32, f16, bf16 or q8_0", w)
+			}
+			weightsList = append(weightsList, w)
+		}
 	}
 	var bandwidth float64
 	if a.getBool("bench.roofline") {
@@ -150,58 +166,95 @@ func runBench(a *app, cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "read bandwidth (%d threads, 1 GiB streaming sum): %.1f GB/s\n", p.Threads(), bandwidth)
 		p.Close()
 	}
-	var rows []benchRow
-	c := lm.m.Config
-	for _, path := range paths {
-		for _, th := range threads {
-			opts, err := engineOptions(a, nil)
-			if err != nil {
-				return err
-			}
-			opts.Path, opts.Threads = path, th
-			e, err := model.NewEngine(lm.m, opts)
-			if err != nil {
-				return err
-			}
-			weights := a.getString("weights")
-			if len(lm.m.Quantized) > 0 {
-				weights = "q8_0" // quantized at load, or read from a version-2 file
-			}
-			base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: c.Params(),
-				Weights: weights, Path: path, Threads: e.Threads()}
-			for _, t := range tests {
-				if t.kind == "pp" {
-					st, err := e.BenchPrompt(t.n, reps)
-					if err != nil {
-						e.Close()
-						return err
-					}
-					r := base
-					r.Test, r.Batch, r.Mean, r.SD, r.Reps = fmt.Sprintf("pp%d", t.n), 1, st.Mean, st.SD, st.Reps
-					rows = append(rows, r)
-					continue
-				}
-				for _, b := range batches {
-					st, err := e.BenchGenerate(t.n, b, reps)
-					if err != nil {
-						e.Close()
-						return err
-					}
-					r := base
-					r.Test, r.Batch, r.Mean, r.SD, r.Reps = fmt.Sprintf("tg%d", t.n), b, st.Mean, st.SD, st.Reps
-					if bandwidth > 0 {
-						// Per decode row: the weights are read once per step
-						// and shared by the batch's b rows; each row reads
-						// its own K/V at the average context n/2.
-						r.BytesPerToken = e.WeightBytes()/int64(b) + int64(t.n/2)*e.Cache().BytesPerToken()
-						r.BandwidthGBs = bandwidth
-						r.Roofline = float64(r.BytesPerToken) * r.Mean / (bandwidth * 1e9)
-					}
-					rows = append(rows, r)
-				}
-			}
+
+	// One engine per (weights, path, threads); every (engine, test, batch)
+	// is a row. All engines live for the whole run so that the
+	// repetitions can be interleaved.
+	type benchCase struct {
+		row   benchRow
+		e     *model.Engine
+		test  benchTest
+		batch int
+		rates []float64
+	}
+	var cases []*benchCase
+	var engines []*model.Engine
+	defer func() {
+		for _, e := range engines {
 			e.Close()
 		}
+	}()
+	for _, w := range weightsList {
+		lm, err := loadModelAs(a, w)
+		if err != nil {
+			return err
+		}
+		c := lm.m.Config
+		weights := w
+		if len(lm.m.Quantized) > 0 {
+			weights = "q8_0" // quantized at load, or read from a version-2 file
+		}
+		for _, path := range paths {
+			for _, th := range threads {
+				opts, err := engineOptions(a, nil)
+				if err != nil {
+					return err
+				}
+				opts.Path, opts.Threads = path, th
+				e, err := model.NewEngine(lm.m, opts)
+				if err != nil {
+					return err
+				}
+				engines = append(engines, e)
+				base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: c.Params(),
+					Weights: weights, Path: path, Threads: e.Threads()}
+				for _, t := range tests {
+					bs := batches
+					if t.kind == "pp" {
+						bs = []int{1}
+					}
+					for _, b := range bs {
+						r := base
+						r.Test, r.Batch = fmt.Sprintf("%s%d", t.kind, t.n), b
+						cases = append(cases, &benchCase{row: r, e: e, test: t, batch: b})
+					}
+				}
+			}
+		}
+	}
+	// Round 0 is the warm-up (caches, buffers, page faults); rounds 1…reps
+	// are measured.
+	for round := 0; round <= reps; round++ {
+		for _, bc := range cases {
+			var rate float64
+			var err error
+			if bc.test.kind == "pp" {
+				rate, err = bc.e.BenchPromptRun(bc.test.n)
+			} else {
+				rate, err = bc.e.BenchGenerateRun(bc.test.n, bc.batch)
+			}
+			if err != nil {
+				return err
+			}
+			if round > 0 {
+				bc.rates = append(bc.rates, rate)
+			}
+		}
+	}
+	var rows []benchRow
+	for _, bc := range cases {
+		r := bc.row
+		st := model.NewBenchStat(bc.rates)
+		r.Mean, r.SD, r.Reps = st.Mean, st.SD, st.Reps
+		if bandwidth > 0 && bc.test.kind == "tg" {
+			// Per decode row: the weights are read once per step and
+			// shared by the batch's b rows; each row reads its own K/V at
+			// the average context n/2.
+			r.BytesPerToken = bc.e.WeightBytes()/int64(bc.batch) + int64(bc.test.n/2)*bc.e.Cache().BytesPerToken()
+			r.BandwidthGBs = bandwidth
+			r.Roofline = float64(r.BytesPerToken) * r.Mean / (bandwidth * 1e9)
+		}
+		rows = append(rows, r)
 	}
 	out := cmd.OutOrStdout()
 	switch a.getString("bench.output") {

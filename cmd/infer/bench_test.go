@@ -37,10 +37,42 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--threads", "0"}, "--threads"},
 		{[]string{"bench", "--paths", "fast"}, "--paths"},
 		{[]string{"bench", "--reps", "0"}, "--reps"},
+		{[]string{"bench", "--weights", "f32,int4"}, "--weights"},
 	} {
 		code, _, errs := cli(t, tc.args...)
 		if code != 1 || !strings.Contains(errs, tc.want) {
 			t.Fatalf("%v: exit %d %q, want %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestBenchWeightsList: --weights takes a list; each dtype gets its own
+// rows (interleaved runs), labelled with its dtype and its smaller size.
+func TestBenchWeightsList(t *testing.T) {
+	// dim and hidden_dim multiples of 64 give Q8_0 groups of 64 (1.06
+	// bytes per weight); the default 172 would give groups of 4 (2 bytes).
+	code, out, errs := cli(t, "bench", "--tests", "pp8,tg4", "--weights", "f32,bf16,q8_0",
+		"--synthetic.dim", "128", "--synthetic.hidden_dim", "256",
+		"--threads", "1", "--reps", "2", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []benchRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 6 {
+		t.Fatalf("want 6 rows (3 dtypes × pp8, tg4), got %d: %+v", len(rows), rows)
+	}
+	size := map[string]int64{}
+	for i, r := range rows {
+		want := []string{"f32", "bf16", "q8_0"}[i/2]
+		if r.Weights != want || r.Mean <= 0 || r.Reps != 2 {
+			t.Fatalf("row %d: %+v, want weights %s", i, r, want)
+		}
+		size[r.Weights] = r.SizeBytes
+	}
+	if !(size["f32"] > size["bf16"] && size["bf16"] > size["q8_0"]) {
+		t.Fatalf("weight bytes should shrink f32 > bf16 > q8_0: %v", size)
 	}
 }

@@ -101,9 +101,13 @@ type loadedModel struct {
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
-// tokenizer.
-func loadModel(a *app) (*loadedModel, error) {
-	wdt, quant, err := weightDType(a.getString("weights"))
+// tokenizer, with the weights key's dtype.
+func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.getString("weights")) }
+
+// loadModelAs is loadModel with weight dtype weights (f32, f16, bf16 or
+// q8_0) in place of the weights key.
+func loadModelAs(a *app, weights string) (*loadedModel, error) {
+	wdt, quant, err := weightDType(weights)
 	if err != nil {
 		return nil, err
 	}
