@@ -274,29 +274,48 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 // Errors: unknown id, start ≠ ContextLen, n < 0, a length the pool can
 // never hold (ErrExceedsPool), or too few free blocks for the growth and
 // copies (ErrOutOfBlocks); on error nothing changed.
+//
+// Slots returns a new slice each call; a loop that runs every step (a
+// decode scheduler) should use AppendSlots with a reused buffer instead.
 func (c *Cache) Slots(id int, start, n int) ([]int32, error) {
+	slots, err := c.AppendSlots(nil, id, start, n)
+	if err != nil {
+		return nil, err
+	}
+	if slots == nil {
+		slots = []int32{} // n = 0
+	}
+	return slots, nil
+}
+
+// AppendSlots is Slots appending the n slots to dst and returning the
+// extended slice, like strconv's Append functions: with a buffer the
+// caller truncates and reuses (dst = c.AppendSlots(dst[:0], …)), a step
+// allocates nothing once the buffer has grown to the step's token count.
+// On error dst is returned unchanged and the cache is unchanged.
+func (c *Cache) AppendSlots(dst []int32, id int, start, n int) ([]int32, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, err := c.seq("slots", id)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
 	if start != s.length {
-		return nil, fmt.Errorf("kvcache: slots: sequence %d has context length %d, so new positions start there, not at %d (use Truncate to rewind)",
+		return dst, fmt.Errorf("kvcache: slots: sequence %d has context length %d, so new positions start there, not at %d (use Truncate to rewind)",
 			id, s.length, start)
 	}
 	if n < 0 {
-		return nil, fmt.Errorf("kvcache: slots: sequence %d: negative token count %d", id, n)
+		return dst, fmt.Errorf("kvcache: slots: sequence %d: negative token count %d", id, n)
 	}
 	if n == 0 {
-		return []int32{}, nil
+		return dst, nil
 	}
 	if n > c.layout.NumSlots() {
-		return nil, fmt.Errorf("kvcache: slots: sequence %d: %w", id, c.fits(n))
+		return dst, fmt.Errorf("kvcache: slots: sequence %d: %w", id, c.fits(n))
 	}
 	end := start + n
 	if err := c.fits(end); err != nil {
-		return nil, fmt.Errorf("kvcache: slots: sequence %d: %w", id, err)
+		return dst, fmt.Errorf("kvcache: slots: sequence %d: %w", id, err)
 	}
 	bs := c.layout.BlockSize
 	first, last := start/bs, (end-1)/bs
@@ -308,7 +327,7 @@ func (c *Cache) Slots(id int, start, n int) ([]int32, error) {
 		}
 	}
 	if grow+cow > c.pool.nfree {
-		return nil, fmt.Errorf("kvcache: slots: sequence %d: positions %d…%d need %d new blocks (%d to grow, %d copy-on-write), %d free: %w",
+		return dst, fmt.Errorf("kvcache: slots: sequence %d: positions %d…%d need %d new blocks (%d to grow, %d copy-on-write), %d free: %w",
 			id, start, end-1, grow+cow, grow, cow, c.pool.nfree, ErrOutOfBlocks)
 	}
 	for i := first; i <= last && i < len(s.table); i++ {
@@ -330,12 +349,13 @@ func (c *Cache) Slots(id int, start, n int) ([]int32, error) {
 	for range grow {
 		s.table = append(s.table, c.pool.alloc())
 	}
-	slots := make([]int32, n)
+	// slot = block_table[p / block_size] · block_size + p % block_size
+	dst = slices.Grow(dst, n)
 	for p := start; p < end; p++ {
-		slots[p-start] = s.table[p/bs]*int32(bs) + int32(p%bs)
+		dst = append(dst, s.table[p/bs]*int32(bs)+int32(p%bs))
 	}
 	s.length = end
-	return slots, nil
+	return dst, nil
 }
 
 // copyRows copies the first rows token rows of block src into block dst in
@@ -485,13 +505,28 @@ func (c *Cache) Free(id int) error {
 // least ⌈ContextLen/block_size⌉ blocks (right after AddSequence it also
 // holds the blocks reserved for the rest of the prompt).
 func (c *Cache) BlockTable(id int) ([]int32, error) {
+	t, err := c.AppendBlockTable(nil, id)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		t = []int32{}
+	}
+	return t, nil
+}
+
+// AppendBlockTable is BlockTable appending the table to dst and returning
+// the extended slice, so a caller that refetches a table (a scheduler,
+// each time a sequence starts a new block) can reuse its buffer:
+// t = c.AppendBlockTable(t[:0], id). On error dst is returned unchanged.
+func (c *Cache) AppendBlockTable(dst []int32, id int) ([]int32, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, err := c.seq("block table", id)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	return slices.Clone(s.table), nil
+	return append(dst, s.table...), nil
 }
 
 // ContextLen is the number of positions of sequence id that hold K/V or
