@@ -124,3 +124,81 @@ func TestAppendSlotsAllocatesNothing(t *testing.T) {
 	}
 	check(t, c)
 }
+
+// Reserve sizes a sequence's bookkeeping, not its blocks: nothing
+// observable changes, and the Slots and Commit calls that then grow the
+// sequence block by block up to the reserved length allocate nothing. A
+// run admits a fresh sequence, reserves 60 positions, decodes it to n
+// positions one step at a time and frees it: what admitting costs is the
+// same for every n, so runs to 60 and to 8 positions must allocate the
+// same (with prefix sharing on and off). Without Reserve the table, token
+// and hash lists grow ~log n times.
+func TestReserve(t *testing.T) {
+	for _, sharing := range []bool{true, false} {
+		cfg := smallConfig(32, 4)
+		cfg.DisablePrefixSharing = !sharing
+		c := mustNew(t, nil, cfg)
+		must(c.AddSequence(1, seqTokens(3, 0)))
+		free := c.FreeBlocks()
+		table := must(c.BlockTable(1))
+		if err := c.Reserve(1, 60); err != nil {
+			t.Fatal(err)
+		}
+		if c.FreeBlocks() != free || !slices.Equal(must(c.BlockTable(1)), table) || must(c.ContextLen(1)) != 0 {
+			t.Fatal("Reserve changed the sequence or the pool")
+		}
+		check(t, c)
+		if err := c.Free(1); err != nil {
+			t.Fatal(err)
+		}
+
+		tokens := seqTokens(60, 0)
+		slots := make([]int32, 0, 8)
+		run := func(n int) func() {
+			return func() {
+				must(c.AddSequence(2, tokens[:3]))
+				if err := c.Reserve(2, 60); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if slots, err = c.AppendSlots(slots[:0], 2, 0, 3); err != nil {
+					t.Fatal(err)
+				}
+				for p := 3; p < n; p++ { // one decode step per position
+					if err := c.Commit(2, tokens[:p]); err != nil {
+						t.Fatal(err)
+					}
+					if slots, err = c.AppendSlots(slots[:0], 2, p, 1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := c.Commit(2, tokens[:n]); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Free(2); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		short, long := testing.AllocsPerRun(10, run(8)), testing.AllocsPerRun(10, run(60))
+		if long != short {
+			t.Fatalf("sharing=%v: a reserved sequence grown to 8 positions allocates %v times, to 60 %v times; want the same", sharing, short, long)
+		}
+		check(t, c)
+	}
+
+	c := mustNew(t, nil, smallConfig(4, 4))
+	must(c.AddSequence(1, seqTokens(3, 0)))
+	if err := c.Reserve(2, 4); !errors.Is(err, ErrUnknownSequence) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if err := c.Reserve(1, -1); err == nil {
+		t.Fatal("negative length: no error")
+	}
+	if err := c.Reserve(1, 17); !errors.Is(err, ErrExceedsPool) {
+		t.Fatalf("17 positions in a 16-slot pool: %v", err)
+	}
+	if err := c.Reserve(1, 16); err != nil {
+		t.Fatal(err)
+	}
+}

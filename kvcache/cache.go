@@ -358,6 +358,35 @@ func (c *Cache) AppendSlots(dst []int32, id int, start, n int) ([]int32, error) 
 	return dst, nil
 }
 
+// Reserve makes room in sequence id's bookkeeping — its block table,
+// committed tokens and prefix hashes — for n positions, so that the Slots
+// and Commit calls that grow the sequence to n positions never reallocate
+// them: a scheduler calls it once per request with the request's maximum
+// length, and its decode steps then allocate nothing in the cache. It
+// allocates no blocks and changes nothing a caller can observe; a
+// sequence that outgrows n just grows as before.
+//
+// Errors: unknown id, n < 0, or an n the pool can never hold
+// (ErrExceedsPool).
+func (c *Cache) Reserve(id, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, err := c.seq("reserve", id)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("kvcache: reserve: sequence %d: negative length %d", id, n)
+	}
+	if err := c.fits(n); err != nil {
+		return fmt.Errorf("kvcache: reserve: sequence %d: %w", id, err)
+	}
+	s.table = slices.Grow(s.table, max(0, c.blocksFor(n)-len(s.table)))
+	s.tokens = slices.Grow(s.tokens, max(0, n-len(s.tokens)))
+	s.hashes = slices.Grow(s.hashes, max(0, n/c.layout.BlockSize-len(s.hashes)))
+	return nil
+}
+
 // copyRows copies the first rows token rows of block src into block dst in
 // every layer's K and V cache: the copy-on-write of a shared block. The
 // rows are contiguous (kv_token_stride = n_kv_heads·head_dim elements
