@@ -670,6 +670,101 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 	return name
 }
 
+// gatherOps emits the AVX-512 row-gather kernels of gather.go for rows of
+// v vectors (D = 16·v, v = 1…16), so the query (DotRows) or the output
+// accumulator (AxpyRows) stays in Z16…Z(15+v) for a whole tile of keys:
+//
+//	func dotRows<v>AVX512(out, q, base *float32, rows *int, n int)
+//	func axpyRows<v>AVX512(acc, p, base *float32, rows *int, n int)
+//
+// Key j's row starts at base + 4·rows[j]. A score is two FMA chains (even
+// and odd vectors), added, then the blocks' halving sum; AxpyRows adds
+// p[j]·row to each accumulator with one FMA per vector, key after key.
+func (g *gen) gatherOps() (dots, axpys []string) {
+	for v := 1; v <= 16; v++ {
+		name := fmt.Sprintf("dotRows%dAVX512", v)
+		dots = append(dots, name)
+		fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(out, q, base *float32, rows *int, n int)\n\n", name)
+		fmt.Fprintf(&g.s, "// func %s(out, q, base *float32, rows *int, n int); rows of %d floats.\n", name, 16*v)
+		fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+		g.p("MOVQ out+0(FP), DI")
+		g.p("MOVQ q+8(FP), SI")
+		g.p("MOVQ base+16(FP), BX")
+		g.p("MOVQ rows+24(FP), R8")
+		g.p("MOVQ n+32(FP), CX")
+		for k := 0; k < v; k++ {
+			g.p("VMOVUPS %d(SI), Z%d", 64*k, 16+k)
+		}
+		g.p("TESTQ CX, CX")
+		g.p("JZ %s_done", name)
+		g.label(name + "_key")
+		g.p("MOVQ (R8), AX")
+		g.p("LEAQ (BX)(AX*4), DX")
+		g.p("VMULPS (DX), Z16, Z0")
+		if v > 1 {
+			g.p("VMULPS 64(DX), Z17, Z1")
+		}
+		for k := 2; k < v; k++ {
+			g.p("VFMADD231PS %d(DX), Z%d, Z%d", 64*k, 16+k, k%2)
+		}
+		if v > 1 {
+			g.p("VADDPS Z1, Z0, Z0")
+		}
+		g.p("VEXTRACTF64X4 $1, Z0, Y2")
+		g.p("VADDPS Y2, Y0, Y0")
+		g.p("VEXTRACTF32X4 $1, Y0, X2")
+		g.p("VADDPS X2, X0, X0")
+		g.p("VPERMILPS $0x4e, X0, X2")
+		g.p("VADDPS X2, X0, X0")
+		g.p("VPERMILPS $0xb1, X0, X2")
+		g.p("VADDSS X2, X0, X0")
+		g.p("VMOVSS X0, (DI)")
+		g.p("ADDQ $4, DI")
+		g.p("ADDQ $8, R8")
+		g.p("DECQ CX")
+		g.p("JNZ %s_key", name)
+		g.label(name + "_done")
+		g.p("VZEROUPPER")
+		g.p("RET")
+		g.s.WriteString("\n")
+
+		name = fmt.Sprintf("axpyRows%dAVX512", v)
+		axpys = append(axpys, name)
+		fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(acc, p, base *float32, rows *int, n int)\n\n", name)
+		fmt.Fprintf(&g.s, "// func %s(acc, p, base *float32, rows *int, n int); rows of %d floats.\n", name, 16*v)
+		fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+		g.p("MOVQ acc+0(FP), DI")
+		g.p("MOVQ p+8(FP), SI")
+		g.p("MOVQ base+16(FP), BX")
+		g.p("MOVQ rows+24(FP), R8")
+		g.p("MOVQ n+32(FP), CX")
+		for k := 0; k < v; k++ {
+			g.p("VMOVUPS %d(DI), Z%d", 64*k, 16+k)
+		}
+		g.p("TESTQ CX, CX")
+		g.p("JZ %s_done", name)
+		g.label(name + "_key")
+		g.p("MOVQ (R8), AX")
+		g.p("LEAQ (BX)(AX*4), DX")
+		g.p("VBROADCASTSS (SI), Z0")
+		for k := 0; k < v; k++ {
+			g.p("VFMADD231PS %d(DX), Z0, Z%d", 64*k, 16+k)
+		}
+		g.p("ADDQ $4, SI")
+		g.p("ADDQ $8, R8")
+		g.p("DECQ CX")
+		g.p("JNZ %s_key", name)
+		g.label(name + "_done")
+		for k := 0; k < v; k++ {
+			g.p("VMOVUPS Z%d, %d(DI)", 16+k, 64*k)
+		}
+		g.p("VZEROUPPER")
+		g.p("RET")
+		g.s.WriteString("\n")
+	}
+	return dots, axpys
+}
+
 // vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
 // vectors only; Go handles the tail.
 func (g *gen) vecOps() {
@@ -831,6 +926,7 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	type entry struct{ isa, f, shape, name string }
 	var table []entry
 	var vnni []string // sub 1×1, 8×1, MM; then grp 1×1, 8×1, MM
+	var gDots, gAxpys []string
 	for _, is := range isas {
 		g := &gen{isa: is}
 		for _, f := range fmts {
@@ -844,6 +940,7 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		}
 		g.vecOps()
 		if is.name == "AVX512" {
+			gDots, gAxpys = g.gatherOps()
 			for _, grp := range []bool{false, true} {
 				vnni = append(vnni, g.vnniBlock(1, 1, grp), g.vnniBlock(8, 1, grp), g.vnniBlock(vnniMMRows, vnniMMTok, grp))
 			}
@@ -882,6 +979,18 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)\n", i, name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no VNNI kernel for this shape\")\n\t}\n}\n\n")
+	d.WriteString("// dotRowsAVX512 runs the DotRows kernel for rows of d = 16·v floats.\n")
+	d.WriteString("func dotRowsAVX512(out, q *float32, d int, base *float32, rows *int, n int) {\n\tswitch d / 16 {\n")
+	for i, name := range gDots {
+		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(out, q, base, rows, n)\n", i+1, name)
+	}
+	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no DotRows kernel for this width\")\n\t}\n}\n\n")
+	d.WriteString("// axpyRowsAVX512 runs the AxpyRows kernel for rows of d = 16·v floats.\n")
+	d.WriteString("func axpyRowsAVX512(acc *float32, d int, p, base *float32, rows *int, n int) {\n\tswitch d / 16 {\n")
+	for i, name := range gAxpys {
+		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(acc, p, base, rows, n)\n", i+1, name)
+	}
+	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no AxpyRows kernel for this width\")\n\t}\n}\n\n")
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {
 		var sig, call string
 		switch op {

@@ -38,3 +38,17 @@ func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs
 func swigluAVX512(hb, hb2 *float32, n int, c *swigluConsts) {
 	panic("kernels: AVX-512 SwiGLU called without AVX-512")
 }
+
+func dotRowsAVX512(out, q *float32, d int, base *float32, rows *int, n int) {
+	panic("kernels: AVX-512 DotRows called without AVX-512")
+}
+
+func axpyRowsAVX512(acc *float32, d int, p, base *float32, rows *int, n int) {
+	panic("kernels: AVX-512 AxpyRows called without AVX-512")
+}
+
+// The VNNI prefill block; vnniRows is unreachable off amd64.
+const (
+	vnniMMRows = 4
+	vnniMMTok  = 3
+)

@@ -106,6 +106,102 @@ func axpyAVX512(a float32, x, y *float32, n int)
 func scaleAVX512(a float32, x *float32, n int)
 
 //go:noescape
+func dotRows1AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows1AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows2AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows2AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows3AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows3AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows4AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows4AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows5AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows5AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows6AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows6AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows7AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows7AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows8AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows8AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows9AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows9AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows10AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows10AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows11AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows11AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows12AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows12AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows13AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows13AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows14AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows14AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows15AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows15AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
+func dotRows16AVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows16AVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
 func q8vnniSubBlock1x1(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)
 
 //go:noescape
@@ -219,6 +315,86 @@ func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq 
 		q8vnniGrpBlock4x3(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)
 	default:
 		panic("kernels: no VNNI kernel for this shape")
+	}
+}
+
+// dotRowsAVX512 runs the DotRows kernel for rows of d = 16·v floats.
+func dotRowsAVX512(out, q *float32, d int, base *float32, rows *int, n int) {
+	switch d / 16 {
+	case 1:
+		dotRows1AVX512(out, q, base, rows, n)
+	case 2:
+		dotRows2AVX512(out, q, base, rows, n)
+	case 3:
+		dotRows3AVX512(out, q, base, rows, n)
+	case 4:
+		dotRows4AVX512(out, q, base, rows, n)
+	case 5:
+		dotRows5AVX512(out, q, base, rows, n)
+	case 6:
+		dotRows6AVX512(out, q, base, rows, n)
+	case 7:
+		dotRows7AVX512(out, q, base, rows, n)
+	case 8:
+		dotRows8AVX512(out, q, base, rows, n)
+	case 9:
+		dotRows9AVX512(out, q, base, rows, n)
+	case 10:
+		dotRows10AVX512(out, q, base, rows, n)
+	case 11:
+		dotRows11AVX512(out, q, base, rows, n)
+	case 12:
+		dotRows12AVX512(out, q, base, rows, n)
+	case 13:
+		dotRows13AVX512(out, q, base, rows, n)
+	case 14:
+		dotRows14AVX512(out, q, base, rows, n)
+	case 15:
+		dotRows15AVX512(out, q, base, rows, n)
+	case 16:
+		dotRows16AVX512(out, q, base, rows, n)
+	default:
+		panic("kernels: no DotRows kernel for this width")
+	}
+}
+
+// axpyRowsAVX512 runs the AxpyRows kernel for rows of d = 16·v floats.
+func axpyRowsAVX512(acc *float32, d int, p, base *float32, rows *int, n int) {
+	switch d / 16 {
+	case 1:
+		axpyRows1AVX512(acc, p, base, rows, n)
+	case 2:
+		axpyRows2AVX512(acc, p, base, rows, n)
+	case 3:
+		axpyRows3AVX512(acc, p, base, rows, n)
+	case 4:
+		axpyRows4AVX512(acc, p, base, rows, n)
+	case 5:
+		axpyRows5AVX512(acc, p, base, rows, n)
+	case 6:
+		axpyRows6AVX512(acc, p, base, rows, n)
+	case 7:
+		axpyRows7AVX512(acc, p, base, rows, n)
+	case 8:
+		axpyRows8AVX512(acc, p, base, rows, n)
+	case 9:
+		axpyRows9AVX512(acc, p, base, rows, n)
+	case 10:
+		axpyRows10AVX512(acc, p, base, rows, n)
+	case 11:
+		axpyRows11AVX512(acc, p, base, rows, n)
+	case 12:
+		axpyRows12AVX512(acc, p, base, rows, n)
+	case 13:
+		axpyRows13AVX512(acc, p, base, rows, n)
+	case 14:
+		axpyRows14AVX512(acc, p, base, rows, n)
+	case 15:
+		axpyRows15AVX512(acc, p, base, rows, n)
+	case 16:
+		axpyRows16AVX512(acc, p, base, rows, n)
+	default:
+		panic("kernels: no AxpyRows kernel for this width")
 	}
 }
 

@@ -1,0 +1,147 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gatherCase builds a base buffer and n row offsets of width D, spread
+// like paged-cache rows (a stride, some jumps, some repeats).
+func gatherCase(rng *rand.Rand, D, n int) (base []float32, rows []int) {
+	base = make([]float32, 4096+3*D)
+	randF32(rng, base)
+	rows = make([]int, n)
+	for j := range rows {
+		rows[j] = rng.IntN(len(base) - D + 1)
+	}
+	return base, rows
+}
+
+// TestDotRowsAxpyRows checks both kernels, per implementation, against
+// float64 sums, and AxpyRows against a sequence of Axpy calls bit for bit.
+func TestDotRowsAxpyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	withImpl(t, func(t *testing.T, impl Impl) {
+		for _, D := range []int{1, 8, 16, 24, 48, 64, 100, 128, 256, 272} {
+			for _, n := range []int{0, 1, 5, 33} {
+				base, rows := gatherCase(rng, D, n)
+				q := make([]float32, D)
+				randF32(rng, q)
+				out := make([]float32, n+1)
+				out[n] = 777
+				if err := DotRows(out, q, base, rows); err != nil {
+					t.Fatal(err)
+				}
+				if out[n] != 777 {
+					t.Fatalf("D=%d n=%d: DotRows wrote past its rows", D, n)
+				}
+				for j, o := range rows {
+					var want, mag float64
+					for d := 0; d < D; d++ {
+						p := float64(q[d]) * float64(base[o+d])
+						want += p
+						mag += math.Abs(p)
+					}
+					if diff := math.Abs(float64(out[j]) - want); diff > tol(D, mag) {
+						t.Fatalf("D=%d key %d: %v, float64 %v", D, j, out[j], want)
+					}
+				}
+
+				p := make([]float32, n)
+				randF32(rng, p)
+				acc := make([]float32, D)
+				randF32(rng, acc)
+				seq := append([]float32(nil), acc...)
+				want := make([]float64, D)
+				for d := range want {
+					want[d] = float64(acc[d])
+				}
+				if err := AxpyRows(acc, p, base, rows); err != nil {
+					t.Fatal(err)
+				}
+				for j, o := range rows {
+					Axpy(p[j], base[o:o+D], seq)
+					for d := range want {
+						want[d] += float64(p[j]) * float64(base[o+d])
+					}
+				}
+				for d := range acc {
+					if math.Float32bits(acc[d]) != math.Float32bits(seq[d]) {
+						t.Fatalf("D=%d n=%d: AxpyRows acc[%d] = %v, Axpy calls give %v", D, n, d, acc[d], seq[d])
+					}
+					if diff := math.Abs(float64(acc[d]) - want[d]); diff > 1e-4*(1+math.Abs(want[d]))*float64(n+1) {
+						t.Fatalf("D=%d n=%d: acc[%d] = %v, float64 %v", D, n, d, acc[d], want[d])
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestGatherErrors(t *testing.T) {
+	base := make([]float32, 64)
+	q := make([]float32, 16)
+	out := make([]float32, 4)
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"row past the end", DotRows(out, q, base, []int{0, 49}), "offset 49"},
+		{"negative row", DotRows(out, q, base, []int{-1}), "offset -1"},
+		{"short out", DotRows(out[:1], q, base, []int{0, 16}), "room for 1"},
+		{"axpy row past the end", AxpyRows(q, out, base, []int{60}), "offset 60"},
+		{"short p", AxpyRows(q, out[:1], base, []int{0, 1}), "room for 1"},
+	} {
+		if c.err == nil || !contains(c.err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", c.name, c.err, c.want)
+		}
+	}
+}
+
+func ExampleDotRows() {
+	// Two keys of width 2 at offsets 4 and 0 of a flat cache.
+	cache := []float32{1, 2, 0, 0, 3, 4}
+	scores := make([]float32, 2)
+	_ = DotRows(scores, []float32{1, 1}, cache, []int{4, 0})
+	fmt.Println(scores)
+	// Output: [7 3]
+}
+
+func BenchmarkDotRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, D := range []int{64, 128} {
+		base, rows := gatherCase(rng, D, 64)
+		q := make([]float32, D)
+		randF32(rng, q)
+		out := make([]float32, 64)
+		b.Run(fmt.Sprintf("D%d/rows", D), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				_ = DotRows(out, q, base, rows)
+			}
+		})
+		b.Run(fmt.Sprintf("D%d/dot-per-row", D), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for j, o := range rows {
+					out[j] = Dot(q, base[o:o+D])
+				}
+			}
+		})
+		p := make([]float32, 64)
+		acc := make([]float32, D)
+		b.Run(fmt.Sprintf("D%d/axpyrows", D), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				_ = AxpyRows(acc, p, base, rows)
+			}
+		})
+		b.Run(fmt.Sprintf("D%d/axpy-per-row", D), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for j, o := range rows {
+					Axpy(p[j], base[o:o+D], acc)
+				}
+			}
+		})
+	}
+}
