@@ -204,8 +204,9 @@ type seqState struct {
 	res      *Result
 	admitted bool
 	// table is the sequence's block table as of its last step (nil until
-	// fetched): see Engine.blockTable.
-	table []int32
+	// fetched): see Engine.blockTable. tableBuf is the buffer it is
+	// fetched into, kept across readmissions.
+	table, tableBuf []int32
 }
 
 // Generate runs the requests together with continuous batching and
@@ -259,7 +260,11 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 			e.emitForced(s, emit, r.Steps+1)
 			continue
 		}
-		s.tokens = append([]int(nil), r.Prompt...)
+		// Room for every token the request can reach (Steps ≤ seq_len), so
+		// the decode loop's appends never reallocate.
+		s.tokens = append(make([]int, 0, r.Steps+1), r.Prompt...)
+		s.res.Tokens = make([]int, 0, r.Steps)
+		s.tableBuf = make([]int32, 0, (r.Steps+e.cache.BlockSize()-1)/e.cache.BlockSize())
 		waiting = append(waiting, s)
 	}
 
@@ -276,6 +281,12 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 				break
 			}
 			if err != nil {
+				return results, st, fmt.Errorf("scheduler: %w", err)
+			}
+			// Positions 0 … Steps−1 are the most the sequence feeds:
+			// size the cache's bookkeeping for them once, so its decode
+			// steps allocate nothing there either.
+			if err := e.cache.Reserve(s.id, s.req.Steps); err != nil {
 				return results, st, fmt.Errorf("scheduler: %w", err)
 			}
 			e.nextID++
@@ -394,7 +405,11 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 		failed := -1
 		for i, s := range *running {
 			n := len(s.tokens) - s.computed
-			slots, err := e.cache.Slots(s.id, s.computed, n)
+			// The slots go straight into the batch's slot mapping (the
+			// cache appends them; nothing is allocated once it has grown).
+			from := len(b.SlotMapping)
+			var err error
+			b.SlotMapping, err = e.cache.AppendSlots(b.SlotMapping, s.id, s.computed, n)
 			if errors.Is(err, kvcache.ErrOutOfBlocks) {
 				failed = i
 				break
@@ -402,7 +417,7 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			table, err := e.blockTable(s, slots)
+			table, err := e.blockTable(s, b.SlotMapping[from:])
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
@@ -410,7 +425,6 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 			b.QueryLen = append(b.QueryLen, n)
 			b.ContextLen = append(b.ContextLen, len(s.tokens))
 			b.BlockTables = append(b.BlockTables, table)
-			b.SlotMapping = append(b.SlotMapping, slots...)
 			for p := s.computed; p < len(s.tokens); p++ {
 				tokens = append(tokens, s.tokens[p])
 				positions = append(positions, p)
@@ -445,10 +459,10 @@ func (e *Engine) buildStep(running, waiting *[]*seqState, st *GenStats) (*attent
 }
 
 // blockTable returns sequence s's block table for a step whose new
-// positions s.computed, s.computed+1, … got slots. The cache hands out a
-// copy of the table per call; instead the engine keeps the copy of the
-// sequence's last step and fetches a fresh one only when a slot lies in a
-// block that copy does not list at that index. That is exact, because
+// positions s.computed, s.computed+1, … got slots. The engine keeps a
+// copy of the table as of the sequence's last step, in a buffer of its
+// own, and refills it (AppendBlockTable) only when a slot lies in a block
+// that copy does not list at that index. That is exact, because
 // Slots changes a table only at the blocks of the positions it hands out
 // (growing it, or replacing a shared block by its copy-on-write copy), and
 // slot = table[p/block_size]·block_size + p%block_size names the block of
@@ -470,11 +484,13 @@ func (e *Engine) blockTable(s *seqState, slots []int32) ([]int32, error) {
 	if ok {
 		return s.table, nil
 	}
-	t, err := e.cache.BlockTable(s.id)
+	// Refetch into the sequence's own buffer: no step still holds the old
+	// table (the batch is rebuilt every step), so it can be overwritten.
+	t, err := e.cache.AppendBlockTable(s.tableBuf[:0], s.id)
 	if err != nil {
 		return nil, err
 	}
-	s.table = t
+	s.table, s.tableBuf = t, t
 	return t, nil
 }
 
