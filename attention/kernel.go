@@ -453,6 +453,24 @@ func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []in
 			clear(dst[x*n+len(rows) : x*n+n])
 		}
 	}
+	if f32 != nil && D%8 == 0 {
+		// Eight columns at a time, one row per iteration: eight loads and
+		// eight stores, no index arithmetic beyond j (the eight dst lines
+		// are cut to len(rows) once, so their stores need no bounds check).
+		m := len(rows)
+		for c := 0; c < D; c += 8 {
+			d0, d1 := dst[c*n:c*n+m], dst[(c+1)*n:(c+1)*n+m]
+			d2, d3 := dst[(c+2)*n:(c+2)*n+m], dst[(c+3)*n:(c+3)*n+m]
+			d4, d5 := dst[(c+4)*n:(c+4)*n+m], dst[(c+5)*n:(c+5)*n+m]
+			d6, d7 := dst[(c+6)*n:(c+6)*n+m], dst[(c+7)*n:(c+7)*n+m]
+			for j, o := range rows {
+				r := (*[8]float32)(f32[o+c : o+c+8])
+				d0[j], d1[j], d2[j], d3[j] = r[0], r[1], r[2], r[3]
+				d4[j], d5[j], d6[j], d7[j] = r[4], r[5], r[6], r[7]
+			}
+		}
+		return
+	}
 	j := 0
 	if f32 != nil {
 		// Four rows at a time: each dst line gets four adjacent stores.
