@@ -52,3 +52,7 @@ const (
 	vnniMMRows = 4
 	vnniMMTok  = 3
 )
+
+func expSubAVX512(s *float32, n int, mx float32, c *expConsts) float32 {
+	panic("kernels: AVX-512 ExpSub called without AVX-512")
+}

@@ -12,3 +12,8 @@ func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs
 //
 //go:noescape
 func swigluAVX512(hb, hb2 *float32, n int, c *swigluConsts)
+
+// expSubAVX512 is ExpSub on n values. See expsub_amd64.s.
+//
+//go:noescape
+func expSubAVX512(s *float32, n int, mx float32, c *expConsts) float32
