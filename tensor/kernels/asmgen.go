@@ -219,6 +219,10 @@ func (g *gen) loadW(f wfmt, r int, dst, tmp string) {
 // (instead of to a buffer the caller copies) saves a copy per block.
 func (g *gen) storeOut(outOff, NT, MR int, acc func(r, t int) int, tmp int) {
 	g.p("MOVQ out+%d(FP), SI", outOff)
+	if g.isa.name == "AVX512" && NT == 1 && MR == 8 && acc(0, 0) == 0 && acc(7, 0) == 7 {
+		g.reduce8(tmp + 1)
+		return
+	}
 	if NT > 1 {
 		g.p("MOVQ os+%d(FP), %s", outOff+8, rWS)
 	}
@@ -230,6 +234,53 @@ func (g *gen) storeOut(outOff, NT, MR int, acc func(r, t int) int, tmp int) {
 			g.reduce(acc(r, t), tmp, 4*r)
 		}
 	}
+}
+
+// reduce8 folds the AVX-512 decode block's eight accumulators Z0…Z7 (rows
+// 0…7 of one token) together and stores the 8 sums at (SI) in one store.
+// Each sum is the same pairwise tree that reduce computes for one
+// accumulator (lanes i+8, then i+4, i+2, i+1), so the 8×1 kernel stays
+// bit-identical to the 1×1 and MR×NT ones; but the four levels run on
+// packed pairs and quads of accumulators (about 26 instructions instead
+// of 8 × 9), which matters for short rows such as stories260K's 64 columns.
+// Temporaries are Z(t0)…Z(t0+8).
+func (g *gen) reduce8(t0 int) {
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	y := func(i int) string { return fmt.Sprintf("Y%d", i) }
+	if t0+8 > 31 {
+		log.Fatalf("reduce8: temporaries Z%d… past Z31", t0)
+	}
+	// Level 1 (lane i + lane i+8): S_p = [A.lo + A.hi | B.lo + B.hi] for
+	// the pairs (A, B) = (Z0, Z1), (Z2, Z3), (Z4, Z5), (Z6, Z7).
+	S := []int{t0, t0 + 1, t0 + 2, t0 + 3}
+	tmp := t0 + 4
+	for p := 0; p < 4; p++ {
+		a, b := 2*p, 2*p+1
+		g.p("VINSERTF64X4 $1, %s, %s, %s", y(b), z(a), z(S[p])) // [A.lo, B.lo]
+		g.p("VSHUFF64X2 $0xee, %s, %s, %s", z(b), z(a), z(tmp)) // [A.hi, B.hi]
+		g.p("VADDPS %s, %s, %s", z(tmp), z(S[p]), z(S[p]))
+	}
+	// Level 2 (lane i + lane i+4): T = [C0 | C1 | C2 | C3], C_k the 4-lane
+	// folds of the rows in S_2q, S_2q+1, from their 128-bit units.
+	T := []int{t0 + 5, t0 + 6}
+	for q := 0; q < 2; q++ {
+		g.p("VSHUFF32X4 $0x88, %s, %s, %s", z(S[2*q+1]), z(S[2*q]), z(T[q])) // low halves
+		g.p("VSHUFF32X4 $0xdd, %s, %s, %s", z(S[2*q+1]), z(S[2*q]), z(tmp))  // high halves
+		g.p("VADDPS %s, %s, %s", z(tmp), z(T[q]), z(T[q]))
+	}
+	// Levels 3 and 4 (lane i + i+2, then i + i+1) in every 128-bit unit:
+	// lane 0 of unit k then holds row k's sum.
+	for q := 0; q < 2; q++ {
+		g.p("VPERMILPS $0x4e, %s, %s", z(T[q]), z(tmp))
+		g.p("VADDPS %s, %s, %s", z(tmp), z(T[q]), z(T[q]))
+		g.p("VPERMILPS $0xb1, %s, %s", z(T[q]), z(tmp))
+		g.p("VADDPS %s, %s, %s", z(tmp), z(T[q]), z(T[q]))
+	}
+	// Gather lanes 0, 4, 8, 12 of both into rows 0…7 and store them.
+	idx := t0 + 7
+	g.p("VMOVDQU32 reduce8idx<>(SB), %s", z(idx))
+	g.p("VPERMT2PS %s, %s, %s", z(T[1]), z(idx), z(T[0]))
+	g.p("VMOVUPS %s, (SI)", y(T[0]))
 }
 
 // reduce folds vector acc to a scalar and stores it at off(SI).
@@ -681,6 +732,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 // and odd vectors), added, then the blocks' halving sum; AxpyRows adds
 // p[j]·row to each accumulator with one FMA per vector, key after key.
 func (g *gen) gatherOps() (dots, axpys []string) {
+	g.gatherOps8()
 	for v := 1; v <= 16; v++ {
 		name := fmt.Sprintf("dotRows%dAVX512", v)
 		dots = append(dots, name)
@@ -763,6 +815,68 @@ func (g *gen) gatherOps() (dots, axpys []string) {
 		g.s.WriteString("\n")
 	}
 	return dots, axpys
+}
+
+// gatherOps8 emits the D = 8 row-gather kernels (stories260K's head
+// width) on 8-lane Y registers: a score is one multiply and a halving sum
+// of 8 lanes; AxpyRows one FMA per key.
+func (g *gen) gatherOps8() {
+	name := "dotRows8wAVX512"
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(out, q, base *float32, rows *int, n int)\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(out, q, base *float32, rows *int, n int); rows of 8 floats.\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ out+0(FP), DI")
+	g.p("MOVQ q+8(FP), SI")
+	g.p("MOVQ base+16(FP), BX")
+	g.p("MOVQ rows+24(FP), R8")
+	g.p("MOVQ n+32(FP), CX")
+	g.p("VMOVUPS (SI), Y16")
+	g.p("TESTQ CX, CX")
+	g.p("JZ %s_done", name)
+	g.label(name + "_key")
+	g.p("MOVQ (R8), AX")
+	g.p("VMULPS (BX)(AX*4), Y16, Y0")
+	g.p("VEXTRACTF32X4 $1, Y0, X2")
+	g.p("VADDPS X2, X0, X0")
+	g.p("VPERMILPS $0x4e, X0, X2")
+	g.p("VADDPS X2, X0, X0")
+	g.p("VPERMILPS $0xb1, X0, X2")
+	g.p("VADDSS X2, X0, X0")
+	g.p("VMOVSS X0, (DI)")
+	g.p("ADDQ $4, DI")
+	g.p("ADDQ $8, R8")
+	g.p("DECQ CX")
+	g.p("JNZ %s_key", name)
+	g.label(name + "_done")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+
+	name = "axpyRows8wAVX512"
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(acc, p, base *float32, rows *int, n int)\n\n", name)
+	fmt.Fprintf(&g.s, "// func %s(acc, p, base *float32, rows *int, n int); rows of 8 floats.\n", name)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	g.p("MOVQ acc+0(FP), DI")
+	g.p("MOVQ p+8(FP), SI")
+	g.p("MOVQ base+16(FP), BX")
+	g.p("MOVQ rows+24(FP), R8")
+	g.p("MOVQ n+32(FP), CX")
+	g.p("VMOVUPS (DI), Y16")
+	g.p("TESTQ CX, CX")
+	g.p("JZ %s_done", name)
+	g.label(name + "_key")
+	g.p("MOVQ (R8), AX")
+	g.p("VBROADCASTSS (SI), Y0")
+	g.p("VFMADD231PS (BX)(AX*4), Y0, Y16")
+	g.p("ADDQ $4, SI")
+	g.p("ADDQ $8, R8")
+	g.p("DECQ CX")
+	g.p("JNZ %s_key", name)
+	g.label(name + "_done")
+	g.p("VMOVUPS Y16, (DI)")
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
 }
 
 // vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
@@ -911,6 +1025,11 @@ func (g *gen) vecOps() {
 func main() {
 	var s, d bytes.Buffer
 	s.WriteString("// Code generated by asmgen.go; DO NOT EDIT.\n\n//go:build amd64\n\n#include \"textflag.h\"\n\n")
+	s.WriteString("// reduce8idx picks lanes 0, 4, 8, 12 of two vectors (VPERMT2PS): reduce8's\n// eight row sums.\n")
+	for i, v := range []int{0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0} {
+		fmt.Fprintf(&s, "DATA reduce8idx<>+%d(SB)/4, $%d\n", 4*i, v)
+	}
+	s.WriteString("GLOBL reduce8idx<>(SB), RODATA|NOPTR, $64\n\n")
 	s.WriteString(`// func cpuidECX1() uint32: CPUID leaf 1, ECX (bit 29 = F16C).
 TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	MOVL $1, AX

@@ -56,3 +56,11 @@ const (
 func expSubAVX512(s *float32, n int, mx float32, c *expConsts) float32 {
 	panic("kernels: AVX-512 ExpSub called without AVX-512")
 }
+
+func dotRows8wAVX512(out, q, base *float32, rows *int, n int) {
+	panic("kernels: AVX-512 DotRows called without AVX-512")
+}
+
+func axpyRows8wAVX512(acc, p, base *float32, rows *int, n int) {
+	panic("kernels: AVX-512 AxpyRows called without AVX-512")
+}

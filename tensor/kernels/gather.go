@@ -29,8 +29,12 @@ func DotRows(out, q, base []float32, rows []int) error {
 		clear(out[:len(rows)])
 		return nil
 	}
-	if CurrentImpl() == ImplAVX512 && D%16 == 0 && D <= maxGatherDim {
-		dotRowsAVX512(&out[0], &q[0], D, &base[0], &rows[0], len(rows))
+	if RowsAccelerated(D) {
+		if D == 8 {
+			dotRows8wAVX512(&out[0], &q[0], &base[0], &rows[0], len(rows))
+		} else {
+			dotRowsAVX512(&out[0], &q[0], D, &base[0], &rows[0], len(rows))
+		}
 		return nil
 	}
 	for j, o := range rows {
@@ -40,8 +44,9 @@ func DotRows(out, q, base []float32, rows []int) error {
 }
 
 // AxpyRows adds Σ_j p[j]·base[rows[j] : rows[j]+len(acc)] to acc, key by
-// key in order (each element gets one multiply-add per key, as a sequence
-// of Axpy calls would give it). It returns an error, touching nothing, if
+// key in order: each element gets one fused multiply-add per key, as a
+// sequence of Axpy calls gives it when len(acc) is a whole number of
+// vectors. It returns an error, touching nothing, if
 // p is shorter than rows or a row does not fit in base.
 func AxpyRows(acc, p, base []float32, rows []int) error {
 	D := len(acc)
@@ -51,14 +56,25 @@ func AxpyRows(acc, p, base []float32, rows []int) error {
 	if len(rows) == 0 || D == 0 {
 		return nil
 	}
-	if CurrentImpl() == ImplAVX512 && D%16 == 0 && D <= maxGatherDim {
-		axpyRowsAVX512(&acc[0], D, &p[0], &base[0], &rows[0], len(rows))
+	if RowsAccelerated(D) {
+		if D == 8 {
+			axpyRows8wAVX512(&acc[0], &p[0], &base[0], &rows[0], len(rows))
+		} else {
+			axpyRowsAVX512(&acc[0], D, &p[0], &base[0], &rows[0], len(rows))
+		}
 		return nil
 	}
 	for j, o := range rows {
 		Axpy(p[j], base[o:o+D], acc)
 	}
 	return nil
+}
+
+// RowsAccelerated reports whether DotRows and AxpyRows run a SIMD kernel
+// for rows of D floats with the current implementation (AVX-512 and D = 8
+// or a multiple of 16 up to 256), rather than one Dot or Axpy call per row.
+func RowsAccelerated(D int) bool {
+	return CurrentImpl() == ImplAVX512 && (D == 8 || (D%16 == 0 && D > 0 && D <= maxGatherDim))
 }
 
 // checkRows validates a gather: n values per row (out or p) for every row,

@@ -67,8 +67,13 @@ func TestDotRowsAxpyRows(t *testing.T) {
 						want[d] += float64(p[j]) * float64(base[o+d])
 					}
 				}
+				// Axpy's scalar tail (D mod 16 on AVX-512, D mod 8 on
+				// AVX2) multiplies and adds in two roundings where the
+				// row kernels fuse them, so only whole-vector widths must
+				// match bit for bit.
+				exact := impl == ImplGeneric || D%vecWidth(impl) == 0
 				for d := range acc {
-					if math.Float32bits(acc[d]) != math.Float32bits(seq[d]) {
+					if exact && math.Float32bits(acc[d]) != math.Float32bits(seq[d]) {
 						t.Fatalf("D=%d n=%d: AxpyRows acc[%d] = %v, Axpy calls give %v", D, n, d, acc[d], seq[d])
 					}
 					if diff := math.Abs(float64(acc[d]) - want[d]); diff > 1e-4*(1+math.Abs(want[d]))*float64(n+1) {

@@ -106,6 +106,12 @@ func axpyAVX512(a float32, x, y *float32, n int)
 func scaleAVX512(a float32, x *float32, n int)
 
 //go:noescape
+func dotRows8wAVX512(out, q, base *float32, rows *int, n int)
+
+//go:noescape
+func axpyRows8wAVX512(acc, p, base *float32, rows *int, n int)
+
+//go:noescape
 func dotRows1AVX512(out, q, base *float32, rows *int, n int)
 
 //go:noescape
