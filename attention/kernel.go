@@ -50,8 +50,10 @@ import (
 //   - smaller items (decode: one token, so g rows; fewer than mmMinRows
 //     for MHA and most GQA) read K and V straight from the cache blocks,
 //     since staging a tile that so few rows use would add memory traffic
-//     instead of saving it: with kernels' SIMD Dot and Axpy per K/V row
-//     for heads wider than smallHeadDim when the CPU has them; else, for
+//     instead of saving it: with kernels.DotRows and AxpyRows, one call
+//     per query row and key tile through the block-table offsets, when
+//     they have a SIMD kernel for D (kernels.RowsAccelerated) or D is
+//     wider than smallHeadDim; else, for
 //     an F32 cache and D a multiple of 8, row by row with the inline
 //     loops of rowTile; else with the scalar 2×4 / 1×4 register-blocked
 //     loops scoreTile and pvTile.
@@ -95,7 +97,7 @@ type flashArgs struct {
 	out       []float32 // [T, H·D] row-major
 	outStride int       // H·D
 
-	// simd selects tensor/kernels' SIMD Dot and Axpy for the direct
+	// simd selects tensor/kernels' DotRows and AxpyRows for the direct
 	// (decode) loops; without SIMD the scalar register-blocked loops of
 	// this file are faster than kernels' generic fallbacks.
 	simd bool
@@ -106,13 +108,15 @@ type flashArgs struct {
 const mmMinRows = 4
 
 // smallHeadDim is the head width up to which the direct (decode) loops
-// stay in Go even when the CPU has SIMD: at head_dim 8 (stories260K) a
-// kernels.Dot or Axpy call costs more than the eight multiply-adds it
-// does, while rowTile (D a multiple of 8) or scoreTile and pvTile keep
-// the arithmetic in registers with no call per key. Measured on one
-// AVX-512 core, a GQA decode step (8 query heads, 4 KV heads, 256 keys)
-// took 32 µs inline vs 52 µs with SIMD calls at D = 16, 46 vs 69 at
-// D = 24, but 74 vs 61 at D = 32.
+// stay in Go when kernels has no row-gather kernel for D (so DotRows and
+// AxpyRows would make a call per key): at head_dim 8 a kernels.Dot or Axpy
+// call costs more than the eight multiply-adds it does, while rowTile (D a
+// multiple of 8) or scoreTile and pvTile keep the arithmetic in registers
+// with no call per key. Measured on one AVX-512 core, a GQA decode step (8
+// query heads, 4 KV heads, 256 keys) took 32 µs inline vs 52 µs with a
+// call per key at D = 16, 46 vs 69 at D = 24, but 74 vs 61 at D = 32; with
+// the row-gather kernels (D = 8 and multiples of 16) it took 27 vs 28 µs
+// at D = 8, 25 vs 50 at D = 16 and 21 vs 86 at D = 32.
 const smallHeadDim = 24
 
 // simdPad is the key count a MatMul tile is padded to a multiple of: the
@@ -293,10 +297,11 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 	bs := a.blockSize
 	half := a.kF32 == nil
 	useMM := rows >= mmMinRows
-	// SIMD Dot and Axpy per key pay a call and a horizontal sum each,
-	// which only a wide head amortizes; small heads use the inline loops,
-	// row by row when D is a multiple of 8 (see rowTile).
-	simd := a.simd && D > smallHeadDim
+	// DotRows and AxpyRows take one call per row and tile; where they
+	// have no SIMD kernel for D they fall back to a Dot or Axpy call per
+	// key, which only a wide head amortizes, so small heads then use the
+	// inline loops, row by row when D is a multiple of 8 (see rowTile).
+	simd := a.simd && (D > smallHeadDim || kernels.RowsAccelerated(D))
 	// Prefill tiles of heads narrower than one AVX-512 vector score the
 	// tile with kernels.Axpy along the keys of K staged transposed (see
 	// axpyScores); MatMul would run their S = Q·Kᵀ in its scalar
@@ -363,10 +368,11 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 				return err
 			}
 		} else if simd {
-			for j, o := range krow {
-				k := kBuf[o : o+D]
-				for r := 0; r < rows; r++ {
-					s[r*ns+j] = kernels.Dot(sc.q[r*D:r*D+D], k)
+			// One DotRows call per query row scores the whole tile
+			// through the block-table offsets, the query in registers.
+			for r := 0; r < rows; r++ {
+				if err := kernels.DotRows(s[r*ns:r*ns+nk], sc.q[r*D:r*D+D], kBuf, krow); err != nil {
+					return err
 				}
 			}
 		} else {
@@ -402,12 +408,12 @@ func runItem(a *flashArgs, it workItem, sc *scratch, kt int) error {
 				acc[i] += x
 			}
 		} else if simd {
-			for j, o := range vrow {
-				v := vBuf[o : o+D]
-				for r := 0; r < rows; r++ {
-					if p := s[r*ns+j]; p != 0 {
-						kernels.Axpy(p, v, sc.acc[r*D:r*D+D])
-					}
+			// acc[r] += Σ_j p[r, j]·v_j in one AxpyRows call per row, the
+			// accumulator in registers across the tile (weights cut to 0
+			// add exact zeros).
+			for r := 0; r < rows; r++ {
+				if err := kernels.AxpyRows(sc.acc[r*D:r*D+D], s[r*ns:r*ns+nk], vBuf, vrow); err != nil {
+					return err
 				}
 			}
 		} else {
