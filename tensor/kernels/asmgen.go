@@ -593,7 +593,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 		g.zero(z(i))
 	}
 	g.p("TESTQ %s, %s", rN, rN)
-	g.p("JZ %s_reduce", name)
+	g.p("JZ %s_tail", name)
 
 	pf := NT == 1 && MR == 8 && prefetchOn
 	xaddr := func(t int) string { return addr(t, rXP, rXS, "", "", 0) }
@@ -620,7 +620,11 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 			if grp {
 				g.p("VBROADCASTSS %s, %s", sa, z(swl+r))
 			} else {
-				g.p("VMOVUPS.Z %s, K1, %s", sa, z(swl+r))
+				k := "K1"
+				if g.masked {
+					k = "K4" // the tail chunk's scales only
+				}
+				g.p("VMOVUPS.Z %s, %s, %s", sa, k, z(swl+r))
 				g.p("VPERMPS %s, %s, %s", z(swl+r), z(idx), z(swl+r))
 			}
 		}
@@ -649,13 +653,13 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 				g.p("ADDQ $%d, %s", 64*MR, rPF)
 			}
 			for r := 0; r < MR; r++ {
-				g.p("VPXORD %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv))
+				g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv))
 				dotLane(z(wv))
 				g.p("VFMADD231PS %s, %s, %s", z(swl+r), z(tv), z(acc(r, 0)))
 			}
 		} else {
 			for r := 0; r < MR; r++ {
-				g.p("VPXORD %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv+r))
+				g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv+r))
 			}
 			for t := 0; t < NT; t++ {
 				g.p("VMOVDQU32 %s, %s", xaddr(t), z(xv))
@@ -709,9 +713,24 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 	}
 	loops(name, false)
 	if pf {
-		g.p("JMP %s_reduce", name)
+		g.p("JMP %s_tail", name)
 		g.label(name + "_pf_start")
 		loops(name+"_pf", true)
+	}
+	g.label(name + "_tail")
+	if !grp {
+		// Groups past the last whole chunk (a row of 288 or 172 columns):
+		// one more chunk whose weight bytes (K3) and scales (K4) are
+		// masked loads, so nothing past the row is read; the activation
+		// side of the chunk is zero-padded (zero biases and scales).
+		g.p("MOVQ prm+80(FP), AX")
+		g.p("KMOVQ 72(AX), K3")
+		g.p("KORTESTQ K3, K3")
+		g.p("JZ %s_reduce", name)
+		g.p("KMOVW 80(AX), K4")
+		g.masked = true
+		body(false)
+		g.masked = false
 	}
 	g.label(name + "_reduce")
 	g.storeOut(88, NT, MR, acc, tv)
@@ -719,6 +738,18 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 	g.p("RET")
 	g.s.WriteString("\n")
 	return name
+}
+
+// vnniLoadW loads one 64-byte weight chunk flipped to w+128 (XOR 0x80);
+// in the tail chunk only the bytes in K3 are read (the rest are 0, and
+// flip to 128, which meets zero activations).
+func (g *gen) vnniLoadW(a, c80, dst string) {
+	if g.masked {
+		g.p("VMOVDQU8.Z %s, K3, %s", a, dst)
+		g.p("VPXORD %s, %s, %s", dst, c80, dst)
+		return
+	}
+	g.p("VPXORD %s, %s, %s", a, c80, dst)
 }
 
 // gatherOps emits the AVX-512 row-gather kernels of gather.go for rows of

@@ -97,6 +97,9 @@ func (a *q8Acts) run(t0, t1 int) {
 				aux = &a.aux[t*a.qs/2]
 			}
 			quantRowAVX512(&x[0], &q[0], &s[0], aux, ng, gs)
+			if a.wantAux {
+				clearAuxTail(a.aux[t*a.qs/2:(t+1)*a.qs/2], cols)
+			}
 		default:
 			quantizeRow(q[:cols], s, x, gs)
 			if a.wantAux {
@@ -163,15 +166,35 @@ func quantizeRow(q []int8, s []float32, x []float32, gs int) {
 // 16 int32 biases −128·(sum of the lane's 4 quantized values), then the 16
 // lanes' x scales as float32 bits. The kernels flip the weights to w+128 for
 // VPDPBUSD (unsigned × signed), and the bias takes the 128·Σx back out.
+//
+// A last, partial chunk (cols not a multiple of 64, cols a multiple of 4)
+// gets the same for its lanes inside the row and zero biases and scales
+// past it, which the kernels' masked tail chunk meets with zero weights.
 func laneAux(aux []int32, q []int8, s []float32, cols, gs int) {
-	for c := 0; c < cols/64; c++ {
+	for c := 0; c < (cols+63)/64; c++ {
 		blk := aux[c*32 : c*32+32]
 		for l := 0; l < 16; l++ {
 			j := c*64 + 4*l
+			if j+4 > cols {
+				blk[l], blk[16+l] = 0, 0
+				continue
+			}
 			sum := int32(q[j]) + int32(q[j+1]) + int32(q[j+2]) + int32(q[j+3])
 			blk[l] = -128 * sum
 			blk[16+l] = int32(math.Float32bits(s[j/gs]))
 		}
+	}
+}
+
+// clearAuxTail zeroes the lanes of a partial last chunk that lie past the
+// row (the assembly quantizer writes only the lanes inside it).
+func clearAuxTail(aux []int32, cols int) {
+	if cols%64 == 0 {
+		return
+	}
+	blk := aux[cols/64*32 : cols/64*32+32]
+	for l := cols % 64 / 4; l < 16; l++ {
+		blk[l], blk[16+l] = 0, 0
 	}
 }
 
@@ -253,6 +276,12 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 		prm.Mask = uint16(1<<spc - 1)
 		for l := range prm.Idx {
 			prm.Idx[l] = int32(4 * l / gs)
+		}
+		if tail := cols - nAsm; tail > 0 {
+			// The kernels finish the row with a masked chunk.
+			prm.TailMask = 1<<tail - 1
+			prm.TailScaleMask = uint16(1<<(tail/gs) - 1)
+			nAsm = cols
 		}
 	}
 	if nch == 0 {

@@ -10,4 +10,9 @@ type vnniParams struct {
 	Idx  [16]int32
 	Mask uint16
 	_    [6]byte
+	// TailMask (byte 72) selects the bytes of a row's last, partial
+	// chunk (0: none) and TailScaleMask (byte 80) its scales.
+	TailMask      uint64
+	TailScaleMask uint16
+	_             [6]byte
 }
