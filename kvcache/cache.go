@@ -3,6 +3,7 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -131,7 +132,7 @@ func (c *Cache) blocksFor(n int) int { return (n + c.layout.BlockSize - 1) / c.l
 func (c *Cache) fits(n int) error {
 	if n > c.layout.NumSlots() {
 		return fmt.Errorf("%d positions need %d blocks of %d slots but the pool has only %d blocks: %w",
-			n, c.blocksFor(min(n, 1<<62)), c.layout.BlockSize, c.layout.NumBlocks, ErrExceedsPool)
+			n, c.blocksFor(min(n, math.MaxInt/2)), c.layout.BlockSize, c.layout.NumBlocks, ErrExceedsPool)
 	}
 	return nil
 }

@@ -17,8 +17,12 @@ type Tensor struct {
 }
 
 // maxNumel caps the element count of one tensor so that products of sizes
-// cannot overflow int, whatever a caller or a file asks for.
-const maxNumel = 1 << 53
+// cannot overflow int, whatever a caller or a file asks for: 2^53 with a
+// 64-bit int, 2^30 with a 32-bit one (where 2^53 does not fit).
+const maxNumel = 1<<30 + (1<<53-1<<30)*(intBits/64)
+
+// intBits is the width of int: 32 or 64.
+const intBits = 32 << (^uint(0) >> 63)
 
 // ContiguousStrides returns the row-major strides of shape: the
 // right-to-left running product of the sizes, so [2,3,4] → [12,4,1].
