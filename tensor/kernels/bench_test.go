@@ -29,7 +29,7 @@ var matvecShapes = []benchShape{
 }
 
 // benchMatrix builds a shape in a format from deterministic random values.
-func benchMatrix(b *testing.B, f Format, rows, cols int) *Matrix {
+func benchMatrix(b testing.TB, f Format, rows, cols int) *Matrix {
 	b.Helper()
 	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	data := make([]float32, rows*cols)

@@ -213,7 +213,7 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 }
 
 // pfMaxBlock bounds the software prefetch of the matvec kernels: they
-// prefetch the next 8-row block while computing this one, which keeps more
+// prefetch the next 8-row block into L2 while computing this one, which keeps more
 // bytes in flight than the out-of-order window alone (compressed formats
 // spend several instructions per 64-byte line). For long rows the next
 // block is far enough ahead that prefetched lines would be evicted before
