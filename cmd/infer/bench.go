@@ -44,10 +44,11 @@ repetition runs every row once, so a shared machine's slow drift in speed
 touches all rows alike and the ratios between rows are measured side by
 side (--weights f32,bf16,q8_0 compares weight formats this way).
 
---roofline first measures this machine's read bandwidth with a streaming
-pass over a 1 GiB buffer, then shows for each tg row the bytes read per token
-(the weights, shared by the batch, plus the K/V of the average context) and
-the fraction of the bandwidth roofline the achieved rate reaches.`,
+--roofline measures this machine's read bandwidth with a streaming pass
+over a 1 GiB buffer before every round, and shows for each tg row the bytes
+read per token (the weights, shared by the batch, plus the K/V of the
+average context) and the fraction of the bandwidth roofline the achieved
+rate reaches, each run against its own round's bandwidth.`,
 		Example: `  infer bench --checkpoint stories110M.bin --roofline
   infer bench --tests pp512,tg128 --paths fused,naive --threads 1,2
   infer bench --weights bf16 --tests tg128 --batches 1,4,16
@@ -159,12 +160,16 @@ func runBench(a *app, cmd *cobra.Command) error {
 			weightsList = append(weightsList, w)
 		}
 	}
-	var bandwidth float64
+	// --roofline: the read bandwidth is measured before every round, so
+	// each timed run is compared with the bandwidth of its own minute on a
+	// machine whose speed drifts.
+	var probe *kernels.BandwidthProbe
+	var probePool *kernels.Pool
+	var bws []float64
 	if a.getBool("bench.roofline") {
-		p := kernels.NewPool(maxInt(threads))
-		bandwidth = kernels.MeasureReadBandwidth(1<<30, p)
-		fmt.Fprintf(cmd.ErrOrStderr(), "read bandwidth (%d threads, 1 GiB streaming sum): %.1f GB/s\n", p.Threads(), bandwidth)
-		p.Close()
+		probePool = kernels.NewPool(maxInt(threads))
+		defer probePool.Close()
+		probe = kernels.NewBandwidthProbe(benchProbeBytes)
 	}
 
 	// One engine per (weights, path, threads); every (engine, test, batch)
@@ -176,6 +181,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 		test  benchTest
 		batch int
 		rates []float64
+		bws   []float64 // --roofline: the bandwidth of each rate's round
 	}
 	var cases []*benchCase
 	var engines []*model.Engine
@@ -225,6 +231,11 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// Round 0 is the warm-up (caches, buffers, page faults); rounds 1…reps
 	// are measured.
 	for round := 0; round <= reps; round++ {
+		var bw float64
+		if probe != nil && round > 0 {
+			bw = probe.Measure(probePool, 3)
+			bws = append(bws, bw)
+		}
 		for _, bc := range cases {
 			var rate float64
 			var err error
@@ -238,6 +249,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 			}
 			if round > 0 {
 				bc.rates = append(bc.rates, rate)
+				bc.bws = append(bc.bws, bw)
 			}
 		}
 	}
@@ -246,15 +258,26 @@ func runBench(a *app, cmd *cobra.Command) error {
 		r := bc.row
 		st := model.NewBenchStat(bc.rates)
 		r.Mean, r.SD, r.Reps = st.Mean, st.SD, st.Reps
-		if bandwidth > 0 && bc.test.kind == "tg" {
+		if probe != nil && bc.test.kind == "tg" {
 			// Per decode row: the weights are read once per step and
 			// shared by the batch's b rows; each row reads its own K/V at
-			// the average context n/2.
+			// the average context n/2. The fraction is averaged over the
+			// rounds, each run against its round's bandwidth.
 			r.BytesPerToken = bc.e.WeightBytes()/int64(bc.batch) + int64(bc.test.n/2)*bc.e.Cache().BytesPerToken()
-			r.BandwidthGBs = bandwidth
-			r.Roofline = float64(r.BytesPerToken) * r.Mean / (bandwidth * 1e9)
+			for i, rate := range bc.rates {
+				r.BandwidthGBs += bc.bws[i] / float64(len(bc.rates))
+				r.Roofline += float64(r.BytesPerToken) * rate / (bc.bws[i] * 1e9) / float64(len(bc.rates))
+			}
 		}
 		rows = append(rows, r)
+	}
+	if len(bws) > 0 {
+		lo, hi := bws[0], bws[0]
+		for _, b := range bws {
+			lo, hi = min(lo, b), max(hi, b)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "read bandwidth (%d threads, 1 GiB streaming sum, before each of %d rounds): %.1f–%.1f GB/s\n",
+			probePool.Threads(), len(bws), lo, hi)
 	}
 	out := cmd.OutOrStdout()
 	switch a.getString("bench.output") {
@@ -263,10 +286,14 @@ func runBench(a *app, cmd *cobra.Command) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	case "markdown":
-		return writeBench(out, rows, bandwidth > 0, true)
+		return writeBench(out, rows, probe != nil, true)
 	}
-	return writeBench(out, rows, bandwidth > 0, false)
+	return writeBench(out, rows, probe != nil, false)
 }
+
+// benchProbeBytes is the --roofline probe's buffer: 1 GiB, several times a
+// server's last-level cache, so the probe measures DRAM (tests shrink it).
+var benchProbeBytes = 1 << 30
 
 func maxInt(v []int) int {
 	m := 0

@@ -76,3 +76,29 @@ func TestBenchWeightsList(t *testing.T) {
 		t.Fatalf("weight bytes should shrink f32 > bf16 > q8_0: %v", size)
 	}
 }
+
+// TestBenchRoofline: with --roofline every tg row carries its bytes per
+// token, the bandwidth measured around its runs and the fraction reached,
+// and pp rows carry none. (A 1 MiB probe here: it measures a cache, not
+// DRAM, which is all the test needs.)
+func TestBenchRoofline(t *testing.T) {
+	defer func(n int) { benchProbeBytes = n }(benchProbeBytes)
+	benchProbeBytes = 1 << 20
+	code, out, errs := cli(t, "bench", "--tests", "pp8,tg4", "--threads", "1", "--reps", "2", "--roofline", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "before each of 2 rounds") {
+		t.Fatalf("stderr should report the per-round bandwidth: %q", errs)
+	}
+	var rows []benchRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, r := range rows {
+		tg := r.Test == "tg4"
+		if has := r.BytesPerToken > 0 && r.BandwidthGBs > 0 && r.Roofline > 0; has != tg {
+			t.Fatalf("row %+v: roofline columns present = %v, want %v", r, has, tg)
+		}
+	}
+}

@@ -22,24 +22,43 @@ var bwSink struct {
 // counts. It uses the current Impl (the generic kernel is compute-bound
 // well below DRAM speed, so it reports a lower figure).
 func MeasureReadBandwidth(bytes int, p *Pool) float64 {
+	return NewBandwidthProbe(bytes).Measure(p, 5)
+}
+
+// BandwidthProbe is MeasureReadBandwidth's buffer, kept for repeated
+// measurements: on a shared machine the bandwidth drifts over minutes, so
+// a roofline is best computed against a measurement taken next to each
+// timed run (infer bench --roofline does one per repetition).
+type BandwidthProbe struct {
+	buf []float32
+}
+
+// NewBandwidthProbe allocates and touches a buffer of the given size (1 GiB
+// for bytes <= 0).
+func NewBandwidthProbe(bytes int) *BandwidthProbe {
 	if bytes <= 0 {
 		bytes = 1 << 30
 	}
-	n := max(bytes/4, 64)
-	buf := make([]float32, n)
+	buf := make([]float32, max(bytes/4, 64))
 	for i := range buf {
 		buf[i] = 1
 	}
+	return &BandwidthProbe{buf: buf}
+}
+
+// Measure sums the buffer once to warm up and then passes more times (at
+// least 1) on p's threads, and returns the fastest pass in GB/s.
+func (b *BandwidthProbe) Measure(p *Pool, passes int) float64 {
 	impl := CurrentImpl()
 	best := time.Duration(1<<63 - 1)
-	for pass := 0; pass < 6; pass++ {
+	for pass := 0; pass <= max(passes, 1); pass++ {
 		start := time.Now()
-		streamSum(p, impl, buf)
+		streamSum(p, impl, b.buf)
 		if d := time.Since(start); pass > 0 && d < best {
 			best = d
 		}
 	}
-	return float64(n*4) / best.Seconds() / 1e9
+	return float64(len(b.buf)*4) / best.Seconds() / 1e9
 }
 
 // streamSum reads buf once, split across p's threads in contiguous ranges.

@@ -82,3 +82,14 @@ func TestMeasureReadBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// A BandwidthProbe measures the same kind of figure repeatedly from one
+// buffer: positive and finite every time.
+func TestBandwidthProbe(t *testing.T) {
+	pr := NewBandwidthProbe(1 << 20)
+	for i := 0; i < 3; i++ {
+		if bw := pr.Measure(nil, 2); !(bw > 0) || math.IsInf(bw, 0) {
+			t.Fatalf("measure %d: %v GB/s", i, bw)
+		}
+	}
+}
