@@ -70,12 +70,12 @@ func (a *q8Acts) quantize(s *poolState, impl Impl, x []float32, T, cols, gs int,
 	if dq {
 		a.dq = grow(a.dq, T*cols)
 	}
-	if k := 1; s != nil {
-		if k = parts(s.threads, T, minQuantTokens, 1); k > 1 {
-			s.dispatch(T, k, 1, a)
-		} else {
-			a.run(0, T)
-		}
+	k := 1
+	if s != nil {
+		k = parts(s.threads, T, minQuantTokens, 1)
+	}
+	if k > 1 {
+		s.dispatch(T, k, 1, a)
 	} else {
 		a.run(0, T)
 	}
