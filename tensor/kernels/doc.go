@@ -1,8 +1,11 @@
 // Package kernels holds Stride's CPU compute kernels: weight matrices in
 // F32, F16, BF16 and Q8_0, the matmul that every projection of the model
-// runs through, vector helpers for attention, a persistent worker pool, and
-// a streaming-bandwidth probe for roofline plots. It imports nothing from
-// the rest of the module, so tensor, attention and model can all use it.
+// runs through, the attention helpers (Dot, Axpy, the row-gather kernels
+// DotRows and AxpyRows that read paged K/V through block-table offsets,
+// and ExpSub, the softmax exponential), SwiGLU, a persistent worker pool,
+// and a streaming-bandwidth probe for roofline plots. It imports nothing
+// from the rest of the module, so tensor, attention and model can all use
+// it.
 //
 // # Layout
 //
