@@ -64,3 +64,7 @@ func dotRows8wAVX512(out, q, base *float32, rows *int, n int) {
 func axpyRows8wAVX512(acc, p, base *float32, rows *int, n int) {
 	panic("kernels: AVX-512 AxpyRows called without AVX-512")
 }
+
+func quantRowSmallAVX512(x *float32, q *int8, s *float32, aux *int32, cols int, gs int) {
+	panic("kernels: AVX-512 quantizer called without AVX-512")
+}

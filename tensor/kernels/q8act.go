@@ -26,7 +26,7 @@ import (
 type q8Acts struct {
 	x              []float32 // the input being quantized, [T, cols]
 	T, cols, gs    int
-	avx512         bool      // quantize with quantRowAVX512 (gs % 16 == 0)
+	avx512         bool      // quantize with quantRow(Small)AVX512 (gs % 16 == 0, or 4 or 8)
 	qs             int       // row stride of q in bytes: cols rounded up to 64
 	q              []int8    // [T, qs] quantized values; columns ≥ cols are 0
 	s              []float32 // [T, cols/gs] group scales
@@ -60,7 +60,7 @@ const minQuantTokens = 8
 // large. aux and dq are built only when asked for.
 func (a *q8Acts) quantize(s *poolState, impl Impl, x []float32, T, cols, gs int, aux, dq bool) {
 	a.x, a.T, a.cols, a.gs, a.wantAux, a.wantD = x, T, cols, gs, aux, dq
-	a.avx512 = impl == ImplAVX512 && gs%16 == 0
+	a.avx512 = impl == ImplAVX512 && (gs%16 == 0 || gs == 4 || gs == 8)
 	a.qs = (cols + 63) &^ 63
 	a.q = grow(a.q, T*a.qs)
 	a.s = grow(a.s, T*(cols/gs))
@@ -96,7 +96,11 @@ func (a *q8Acts) run(t0, t1 int) {
 			if a.wantAux {
 				aux = &a.aux[t*a.qs/2]
 			}
-			quantRowAVX512(&x[0], &q[0], &s[0], aux, ng, gs)
+			if gs%16 == 0 {
+				quantRowAVX512(&x[0], &q[0], &s[0], aux, ng, gs)
+			} else {
+				quantRowSmallAVX512(&x[0], &q[0], &s[0], aux, cols, gs)
+			}
 			if a.wantAux {
 				clearAuxTail(a.aux[t*a.qs/2:(t+1)*a.qs/2], cols)
 			}

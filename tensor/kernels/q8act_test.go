@@ -198,9 +198,12 @@ func TestQuantRowAVX512MatchesGo(t *testing.T) {
 		t.Skip("no AVX-512 on this CPU: the assembly quantizer is not used here")
 	}
 	rng := rand.New(rand.NewPCG(27, 28))
-	for it := 0; it < 400; it++ {
-		gs := []int{16, 32, 64, 128}[it%4]
+	for it := 0; it < 600; it++ {
+		gs := []int{16, 32, 64, 128, 4, 8}[it%6]
 		cols := gs * (1 + rng.IntN(12))
+		if gs < 16 {
+			cols = gs * (1 + rng.IntN(50)) // any multiple of the group
+		}
 		x := make([]float32, cols)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64() * math.Exp(rng.NormFloat64()*3))
@@ -224,12 +227,16 @@ func TestQuantRowAVX512MatchesGo(t *testing.T) {
 			}
 		}
 		qs := (cols + 63) &^ 63
-		qGo, qAsm := make([]int8, cols), make([]int8, cols)
+		qGo, qAsm := make([]int8, cols), make([]int8, qs) // the assembly writes whole 16-value steps
 		sGo, sAsm := make([]float32, cols/gs), make([]float32, cols/gs)
 		auxGo, auxAsm := make([]int32, qs/2), make([]int32, qs/2)
 		quantizeRow(qGo, sGo, x, gs)
 		laneAux(auxGo, qGo, sGo, cols, gs)
-		quantRowAVX512(&x[0], &qAsm[0], &sAsm[0], &auxAsm[0], cols/gs, gs)
+		if gs < 16 {
+			quantRowSmallAVX512(&x[0], &qAsm[0], &sAsm[0], &auxAsm[0], cols, gs)
+		} else {
+			quantRowAVX512(&x[0], &qAsm[0], &sAsm[0], &auxAsm[0], cols/gs, gs)
+		}
 		for j := range qGo {
 			if qGo[j] != qAsm[j] {
 				t.Fatalf("gs %d: q[%d] asm %d, Go %d (x = %v, scale %v)", gs, j, qAsm[j], qGo[j], x[j], sGo[j/gs])

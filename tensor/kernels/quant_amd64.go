@@ -17,3 +17,10 @@ func swigluAVX512(hb, hb2 *float32, n int, c *swigluConsts)
 //
 //go:noescape
 func expSubAVX512(s *float32, n int, mx float32, c *expConsts) float32
+
+// quantRowSmallAVX512 is quantizeRow (and, when aux is not nil, laneAux's
+// whole lanes) for one token with groups of 4 or 8; cols must be a
+// multiple of gs. See quant_amd64.s.
+//
+//go:noescape
+func quantRowSmallAVX512(x *float32, q *int8, s *float32, aux *int32, cols int, gs int)

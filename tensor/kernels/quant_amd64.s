@@ -151,3 +151,126 @@ next:
 done:
 	VZEROUPPER
 	RET
+
+// func quantRowSmallAVX512(x *float32, q *int8, s *float32, aux *int32, cols int, gs int)
+//
+// quantRowAVX512 for groups of 4 or 8 (gs), 16 values (4 or 2 groups) per
+// step and any cols that is a multiple of gs: the last step loads only the
+// values inside the row (K2). Each lane gets its group's max|x| by folding
+// neighbours (VPERMILPS within 128 bits; for 8, also the adjacent 128-bit
+// unit), and its group's scale by one vector division; the group scales are
+// stored with VCOMPRESSPS (lanes 0, 4, 8, 12 or 0, 8). Groups holding NaN or
+// ±Inf get scale NaN and q = 0, all-zero groups scale 0 and q = 0, as in
+// quantizeRow. aux as in quantRowAVX512.
+TEXT ·quantRowSmallAVX512(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ s+16(FP), R8
+	MOVQ aux+24(FP), R9
+	MOVQ cols+32(FP), R10
+	MOVQ gs+40(FP), R11
+	XORQ R12, R12 // j
+
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z31 // |·| mask
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z30 // sign mask
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z29 // 1.0
+	MOVL $0x3f000000, AX
+	VPBROADCASTD AX, Z28 // 0.5
+	MOVL $0x7f7fffff, AX
+	VPBROADCASTD AX, Z27 // largest finite float32
+	MOVL $0x42fe0000, AX
+	VPBROADCASTD AX, Z26 // 127.0
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z25 // bytes of 1
+	MOVL $0x7fc00000, AX
+	VPBROADCASTD AX, Z24 // NaN
+	VPXORD Z23, Z23, Z23 // 0
+	MOVL $0x1111, R13    // group lanes for gs = 4
+	CMPQ R11, $8
+	JNE small_step
+	MOVL $0x0101, R13    // group lanes for gs = 8
+
+small_step:
+	CMPQ R12, R10
+	JGE small_done
+	MOVQ R10, CX
+	SUBQ R12, CX         // values left
+	MOVL $-1, AX
+	CMPQ CX, $16
+	JGE small_full
+	BZHIL CX, AX, AX
+small_full:
+	KMOVW AX, K2         // lanes inside the row
+	VMOVUPS.Z (SI), K2, Z3
+	VANDPS Z31, Z3, Z1           // |x|
+	VCMPPS $0x16, Z27, Z1, K3    // |x| > max finite, or NaN
+	VPMOVM2D K3, Z10
+	// Fold the group max and the group's non-finite flag to every lane.
+	VPERMILPS $0xb1, Z1, Z2
+	VMAXPS Z2, Z1, Z1
+	VPERMILPS $0xb1, Z10, Z11
+	VPORD Z11, Z10, Z10
+	VPERMILPS $0x4e, Z1, Z2
+	VMAXPS Z2, Z1, Z1
+	VPERMILPS $0x4e, Z10, Z11
+	VPORD Z11, Z10, Z10
+	CMPQ R11, $8
+	JNE small_folded
+	VSHUFF32X4 $0xb1, Z1, Z1, Z2
+	VMAXPS Z2, Z1, Z1
+	VSHUFI32X4 $0xb1, Z10, Z10, Z11
+	VPORD Z11, Z10, Z10
+small_folded:
+	VPMOVD2M Z10, K3             // lanes of non-finite groups
+	VDIVPS Z26, Z1, Z2           // scale = amax / 127, per lane
+	VCMPPS $0x00, Z23, Z2, K5    // EQ_OQ: scale == 0
+	KORW K3, K5, K6              // lanes whose q is 0
+	VDIVPS Z2, Z3, Z3            // f = x / scale
+	VRNDSCALEPS $0x0b, Z3, Z4    // t = trunc(f)
+	VSUBPS Z4, Z3, Z5
+	VANDPS Z31, Z5, Z5
+	VCMPPS $0x1d, Z28, Z5, K1    // |f − t| ≥ ½
+	VANDPS Z30, Z3, Z6
+	VORPS Z29, Z6, Z6
+	VADDPS Z6, Z4, K1, Z4
+	VCVTTPS2DQ Z4, Z4
+	VPXORD Z4, Z4, K6, Z4        // q = 0 in zero and non-finite groups
+	VPMOVSDB Z4, X7
+	VMOVDQU X7, (DI)
+	VMOVAPS Z24, K3, Z2          // scale NaN in non-finite groups
+	KMOVW R13, K4
+	KANDW K2, K4, K4             // groups inside the row
+	VCOMPRESSPS Z2, K4, (R8)
+	KMOVW K4, AX
+	POPCNTL AX, AX
+	LEAQ (R8)(AX*4), R8
+	TESTQ R9, R9
+	JZ small_next
+	VPXORD X8, X8, X8
+	VPDPBUSD X7, X25, X8         // Σ of each lane's 4 int8
+	VPSLLD $7, X8, X8
+	VPXORD X9, X9, X9
+	VPSUBD X8, X9, X8            // −128·Σ
+	MOVQ R12, AX
+	SHRQ $6, AX
+	SHLQ $7, AX
+	MOVQ R12, BX
+	ANDQ $63, BX
+	ADDQ BX, AX
+	ADDQ R9, AX
+	VMOVDQU X8, (AX)
+	MOVL $0x1111, BX
+	KMOVW BX, K4
+	VCOMPRESSPS Z2, K4, 64(AX)   // the 4 lanes' scales
+small_next:
+	ADDQ $64, SI
+	ADDQ $16, DI
+	ADDQ $16, R12
+	JMP small_step
+
+small_done:
+	VZEROUPPER
+	RET
