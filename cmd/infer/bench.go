@@ -185,9 +185,13 @@ func runBench(a *app, cmd *cobra.Command) error {
 	}
 	var cases []*benchCase
 	var engines []*model.Engine
+	var models []*model.Model
 	defer func() {
 		for _, e := range engines {
 			e.Close()
+		}
+		for _, m := range models {
+			m.Close() // unmap the checkpoint, after its engines
 		}
 	}()
 	for _, w := range weightsList {
@@ -195,6 +199,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
+		models = append(models, lm.m)
 		c := lm.m.Config
 		weights := w
 		if len(lm.m.Quantized) > 0 {

@@ -137,6 +137,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	defer lm.m.Close() // unmap the checkpoint
 	opts, err := engineOptions(a, nil)
 	if err != nil {
 		return err

@@ -72,6 +72,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	defer lm.m.Close() // unmap the checkpoint
 	c := lm.m.Config
 	texts, err := promptTexts(a)
 	if err != nil {

@@ -73,6 +73,7 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
+		defer lm.m.Close() // unmap the checkpoint
 		c := lm.m.Config
 		if cfg.H == 0 {
 			cfg.H = c.NHeads
