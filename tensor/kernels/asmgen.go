@@ -290,12 +290,22 @@ func (g *gen) reduce8(t0 int) {
 
 // reduce folds vector acc to a scalar and stores it at off(SI).
 func (g *gen) reduce(acc int, tmp int, off int) {
+	g.fold(acc, tmp, g.isa.reg, fmt.Sprintf("%d(SI)", off))
+}
+
+// fold sums the lanes of vector acc (a Z or Y register, from) by halves —
+// lane i + i+8, then i+4, i+2, i+1 — and stores the float32 sum at dst.
+// Every kernel that sums a vector uses this one tree, which is what makes
+// their results agree bit for bit. tmp is a scratch vector.
+func (g *gen) fold(acc, tmp int, from, dst string) {
 	x := func(i int) string { return fmt.Sprintf("X%d", i) }
 	y := func(i int) string { return fmt.Sprintf("Y%d", i) }
-	if g.isa.name == "AVX512" {
+	if from == "Z" {
 		g.p("VEXTRACTF64X4 $1, Z%d, %s", acc, y(tmp))
 		g.p("VADDPS %s, %s, %s", y(tmp), y(acc), y(acc))
-		g.p("VEXTRACTF32X4 $1, %s, %s", y(acc), x(tmp))
+	}
+	if g.isa.name == "AVX512" {
+		g.p("VEXTRACTF32X4 $1, %s, %s", y(acc), x(tmp)) // EVEX: any of Y0…Y31
 	} else {
 		g.p("VEXTRACTF128 $1, %s, %s", y(acc), x(tmp))
 	}
@@ -304,7 +314,25 @@ func (g *gen) reduce(acc int, tmp int, off int) {
 	g.p("VADDPS %s, %s, %s", x(tmp), x(acc), x(acc))
 	g.p("VPERMILPS $0xb1, %s, %s", x(acc), x(tmp))
 	g.p("VADDSS %s, %s, %s", x(tmp), x(acc), x(acc))
-	g.p("VMOVSS %s, %d(SI)", x(acc), off)
+	g.p("VMOVSS %s, %s", x(acc), dst)
+}
+
+// pfLoops emits a block's column loop, twice when the block prefetches:
+// a copy that also prefetches the next row block, taken when the pf
+// argument (frame offset pfOff) is not nil, and one that does not. The
+// prefetching copy then jumps to the label after.
+func (g *gen) pfLoops(name string, pf bool, pfOff int, after string, loops func(l string, prefetch bool)) {
+	if pf {
+		g.p("MOVQ pf+%d(FP), %s", pfOff, rPF)
+		g.p("TESTQ %s, %s", rPF, rPF)
+		g.p("JNZ %s_pf_start", name)
+	}
+	loops(name, false)
+	if pf {
+		g.p("JMP %s", after)
+		g.label(name + "_pf_start")
+		loops(name+"_pf", true)
+	}
 }
 
 func (g *gen) zero(r string) {
@@ -483,17 +511,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 			g.p("JNZ %s_loop", l)
 		}
 	}
-	if pf {
-		g.p("MOVQ pf+80(FP), %s", rPF)
-		g.p("TESTQ %s, %s", rPF, rPF)
-		g.p("JNZ %s_pf_start", name)
-	}
-	loops(name, false)
-	if pf {
-		g.p("JMP %s", after)
-		g.label(name + "_pf_start")
-		loops(name+"_pf", true)
-	}
+	g.pfLoops(name, pf, 80, after, loops)
 	if tailMask {
 		g.label(name + "_tail")
 		g.p("TESTQ AX, AX")
@@ -711,17 +729,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 			g.p("JNZ %s_loop", l)
 		}
 	}
-	if pf {
-		g.p("MOVQ pf+104(FP), %s", rPF)
-		g.p("TESTQ %s, %s", rPF, rPF)
-		g.p("JNZ %s_pf_start", name)
-	}
-	loops(name, false)
-	if pf {
-		g.p("JMP %s_tail", name)
-		g.label(name + "_pf_start")
-		loops(name+"_pf", true)
-	}
+	g.pfLoops(name, pf, 104, name+"_tail", loops)
 	g.label(name + "_tail")
 	if !grp {
 		// Groups past the last whole chunk (a row of 288 or 172 columns):
@@ -798,15 +806,7 @@ func (g *gen) gatherOps() (dots, axpys []string) {
 		if v > 1 {
 			g.p("VADDPS Z1, Z0, Z0")
 		}
-		g.p("VEXTRACTF64X4 $1, Z0, Y2")
-		g.p("VADDPS Y2, Y0, Y0")
-		g.p("VEXTRACTF32X4 $1, Y0, X2")
-		g.p("VADDPS X2, X0, X0")
-		g.p("VPERMILPS $0x4e, X0, X2")
-		g.p("VADDPS X2, X0, X0")
-		g.p("VPERMILPS $0xb1, X0, X2")
-		g.p("VADDSS X2, X0, X0")
-		g.p("VMOVSS X0, (DI)")
+		g.fold(0, 2, "Z", "(DI)")
 		g.p("ADDQ $4, DI")
 		g.p("ADDQ $8, R8")
 		g.p("DECQ CX")
@@ -872,13 +872,7 @@ func (g *gen) gatherOps8() {
 	g.label(name + "_key")
 	g.p("MOVQ (R8), AX")
 	g.p("VMULPS (BX)(AX*4), Y16, Y0")
-	g.p("VEXTRACTF32X4 $1, Y0, X2")
-	g.p("VADDPS X2, X0, X0")
-	g.p("VPERMILPS $0x4e, X0, X2")
-	g.p("VADDPS X2, X0, X0")
-	g.p("VPERMILPS $0xb1, X0, X2")
-	g.p("VADDSS X2, X0, X0")
-	g.p("VMOVSS X0, (DI)")
+	g.fold(0, 2, "Y", "(DI)")
 	g.p("ADDQ $4, DI")
 	g.p("ADDQ $8, R8")
 	g.p("DECQ CX")
@@ -926,22 +920,7 @@ func (g *gen) vecOps() {
 		g.p("VADDPS %s, %s, %s", v(3), v(2), v(2))
 		g.p("VADDPS %s, %s, %s", v(2), v(0), v(0))
 	}
-	hsum := func(dst string) {
-		x := func(i int) string { return fmt.Sprintf("X%d", i) }
-		if is.name == "AVX512" {
-			g.p("VEXTRACTF64X4 $1, Z0, Y4")
-			g.p("VADDPS Y4, Y0, Y0")
-			g.p("VEXTRACTF32X4 $1, Y0, X4")
-		} else {
-			g.p("VEXTRACTF128 $1, Y0, X4")
-		}
-		g.p("VADDPS %s, %s, %s", x(4), x(0), x(0))
-		g.p("VPERMILPS $0x4e, X0, X4")
-		g.p("VADDPS X4, X0, X0")
-		g.p("VPERMILPS $0xb1, X0, X4")
-		g.p("VADDSS X4, X0, X0")
-		g.p("VMOVSS X0, %s", dst)
-	}
+	hsum := func(dst string) { g.fold(0, 4, is.reg, dst) }
 
 	// dot: 4 accumulators over 4W-column blocks, then W-column blocks.
 	name := "dot" + is.name
