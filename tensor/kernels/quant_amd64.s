@@ -2,6 +2,59 @@
 
 #include "textflag.h"
 
+// Shared steps of the two quantizers below.
+//
+// QCONSTS loads the constants: Z31 |·| mask, Z30 sign mask, Z29 1.0,
+// Z28 0.5, Z27 the largest finite float32, Z25 bytes of 1 (VPDPBUSD sums
+// a lane's 4 int8 against them).
+#define QCONSTS \
+	MOVL $0x7fffffff, AX; \
+	VPBROADCASTD AX, Z31; \
+	MOVL $0x80000000, AX; \
+	VPBROADCASTD AX, Z30; \
+	MOVL $0x3f800000, AX; \
+	VPBROADCASTD AX, Z29; \
+	MOVL $0x3f000000, AX; \
+	VPBROADCASTD AX, Z28; \
+	MOVL $0x7f7fffff, AX; \
+	VPBROADCASTD AX, Z27; \
+	MOVL $0x01010101, AX; \
+	VPBROADCASTD AX, Z25
+
+// QROUND takes f = x / scale in Z3 and leaves q = round half away from
+// zero (f) as int32 in Z4: t = trunc(f), then t ± 1 where |f − t| ≥ ½
+// (the fraction is exact in float32). Uses Z5, Z6, K1.
+#define QROUND \
+	VRNDSCALEPS $0x0b, Z3, Z4; \
+	VSUBPS Z4, Z3, Z5; \
+	VANDPS Z31, Z5, Z5; \
+	VCMPPS $0x1d, Z28, Z5, K1; \
+	VANDPS Z30, Z3, Z6; \
+	VORPS Z29, Z6, Z6; \
+	VADDPS Z6, Z4, K1, Z4; \
+	VCVTTPS2DQ Z4, Z4
+
+// QBIAS sets X8 to the 4 lanes' biases −128·Σq of the 16 int8 in X7.
+// Uses X9.
+#define QBIAS \
+	VPXORD X8, X8, X8; \
+	VPDPBUSD X7, X25, X8; \
+	VPSLLD $7, X8, X8; \
+	VPXORD X9, X9, X9; \
+	VPSUBD X8, X9, X8
+
+// QAUXADDR sets AX to this step's place in aux (R9): the biases of column
+// j (R12) are at (j/64)·128 + (j mod 64) bytes, their scales 64 further.
+// Uses BX.
+#define QAUXADDR \
+	MOVQ R12, AX; \
+	SHRQ $6, AX; \
+	SHLQ $7, AX; \
+	MOVQ R12, BX; \
+	ANDQ $63, BX; \
+	ADDQ BX, AX; \
+	ADDQ R9, AX
+
 // func quantRowAVX512(x *float32, q *int8, s *float32, aux *int32, ngroups int, gs int)
 //
 // runq.c's quantize() for one token, 16 values per step, bit-identical to
@@ -23,20 +76,9 @@ TEXT ·quantRowAVX512(SB), NOSPLIT, $0-48
 	MOVQ gs+40(FP), R11
 	XORQ R12, R12 // j: column of the current 16-value step
 
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z31 // |·| mask
-	MOVL $0x80000000, AX
-	VPBROADCASTD AX, Z30 // sign mask
-	MOVL $0x3f800000, AX
-	VPBROADCASTD AX, Z29 // 1.0
-	MOVL $0x3f000000, AX
-	VPBROADCASTD AX, Z28 // 0.5
-	MOVL $0x7f7fffff, AX
-	VPBROADCASTD AX, Z27 // largest finite float32
+	QCONSTS
 	MOVL $0x42fe0000, AX
 	VMOVD AX, X26        // 127.0
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Z25 // bytes of 1, to sum 4 int8 per lane with VPDPBUSD
 
 	TESTQ R10, R10
 	JZ done
@@ -79,30 +121,13 @@ amax:
 quant:
 	VMOVUPS (SI), Z3
 	VDIVPS Z2, Z3, Z3          // f = x / scale
-	VRNDSCALEPS $0x0b, Z3, Z4  // t = trunc(f)
-	VSUBPS Z4, Z3, Z5          // f − t, exact
-	VANDPS Z31, Z5, Z5
-	VCMPPS $0x1d, Z28, Z5, K1  // GE_OQ: |f − t| ≥ ½
-	VANDPS Z30, Z3, Z6
-	VORPS Z29, Z6, Z6          // ±1 with f's sign
-	VADDPS Z6, Z4, K1, Z4
-	VCVTTPS2DQ Z4, Z4
+	QROUND
 	VPMOVSDB Z4, X7
 	VMOVDQU X7, (DI)
 	TESTQ R9, R9
 	JZ quant_next
-	VPXORD X8, X8, X8
-	VPDPBUSD X7, X25, X8 // Σ of each lane's 4 int8
-	VPSLLD $7, X8, X8
-	VPXORD X9, X9, X9
-	VPSUBD X8, X9, X8    // −128·Σ
-	MOVQ R12, AX
-	SHRQ $6, AX
-	SHLQ $7, AX
-	MOVQ R12, BX
-	ANDQ $63, BX
-	ADDQ BX, AX
-	ADDQ R9, AX
+	QBIAS
+	QAUXADDR
 	VMOVDQU X8, (AX)
 	VMOVUPS X2, 64(AX)
 quant_next:
@@ -127,13 +152,7 @@ fill_loop:
 	VMOVDQU X7, (DI)
 	TESTQ R9, R9
 	JZ fill_next
-	MOVQ R12, AX
-	SHRQ $6, AX
-	SHLQ $7, AX
-	MOVQ R12, BX
-	ANDQ $63, BX
-	ADDQ BX, AX
-	ADDQ R9, AX
+	QAUXADDR
 	VMOVDQU X7, (AX)
 	VMOVUPS X2, 64(AX)
 fill_next:
@@ -171,20 +190,9 @@ TEXT ·quantRowSmallAVX512(SB), NOSPLIT, $0-48
 	MOVQ gs+40(FP), R11
 	XORQ R12, R12 // j
 
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z31 // |·| mask
-	MOVL $0x80000000, AX
-	VPBROADCASTD AX, Z30 // sign mask
-	MOVL $0x3f800000, AX
-	VPBROADCASTD AX, Z29 // 1.0
-	MOVL $0x3f000000, AX
-	VPBROADCASTD AX, Z28 // 0.5
-	MOVL $0x7f7fffff, AX
-	VPBROADCASTD AX, Z27 // largest finite float32
+	QCONSTS
 	MOVL $0x42fe0000, AX
 	VPBROADCASTD AX, Z26 // 127.0
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Z25 // bytes of 1
 	MOVL $0x7fc00000, AX
 	VPBROADCASTD AX, Z24 // NaN
 	VPXORD Z23, Z23, Z23 // 0
@@ -229,14 +237,7 @@ small_folded:
 	VCMPPS $0x00, Z23, Z2, K5    // EQ_OQ: scale == 0
 	KORW K3, K5, K6              // lanes whose q is 0
 	VDIVPS Z2, Z3, Z3            // f = x / scale
-	VRNDSCALEPS $0x0b, Z3, Z4    // t = trunc(f)
-	VSUBPS Z4, Z3, Z5
-	VANDPS Z31, Z5, Z5
-	VCMPPS $0x1d, Z28, Z5, K1    // |f − t| ≥ ½
-	VANDPS Z30, Z3, Z6
-	VORPS Z29, Z6, Z6
-	VADDPS Z6, Z4, K1, Z4
-	VCVTTPS2DQ Z4, Z4
+	QROUND
 	VPXORD Z4, Z4, K6, Z4        // q = 0 in zero and non-finite groups
 	VPMOVSDB Z4, X7
 	VMOVDQU X7, (DI)
@@ -249,18 +250,8 @@ small_folded:
 	LEAQ (R8)(AX*4), R8
 	TESTQ R9, R9
 	JZ small_next
-	VPXORD X8, X8, X8
-	VPDPBUSD X7, X25, X8         // Σ of each lane's 4 int8
-	VPSLLD $7, X8, X8
-	VPXORD X9, X9, X9
-	VPSUBD X8, X9, X8            // −128·Σ
-	MOVQ R12, AX
-	SHRQ $6, AX
-	SHLQ $7, AX
-	MOVQ R12, BX
-	ANDQ $63, BX
-	ADDQ BX, AX
-	ADDQ R9, AX
+	QBIAS
+	QAUXADDR
 	VMOVDQU X8, (AX)
 	MOVL $0x1111, BX
 	KMOVW BX, K4
