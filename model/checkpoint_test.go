@@ -167,6 +167,23 @@ func transpose(v []float32, rows, cols int) []float32 {
 	return out
 }
 
+// writeRefHeader writes the start of export.py's version 1 and 2 headers:
+// magic "ak42", the version, the seven config ints and the shared-classifier
+// byte (version 2 continues with group_size; both pad to 256 bytes).
+func writeRefHeader(b *bytes.Buffer, c Config, version int32) {
+	le := binary.LittleEndian
+	binary.Write(b, le, uint32(0x616b3432))
+	binary.Write(b, le, version)
+	for _, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
+		binary.Write(b, le, int32(v))
+	}
+	if c.SharedClassifier {
+		b.WriteByte(1)
+	} else {
+		b.WriteByte(0)
+	}
+}
+
 // writeV1 is an independent writer of llama2.c's export version 1, written
 // from export.py's version1_export, to test the reader.
 func writeV1(t testing.TB, m *Model) []byte {
@@ -174,16 +191,7 @@ func writeV1(t testing.TB, m *Model) []byte {
 	c := m.Config
 	var b bytes.Buffer
 	le := binary.LittleEndian
-	binary.Write(&b, le, uint32(0x616b3432))
-	binary.Write(&b, le, int32(1))
-	for _, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
-		binary.Write(&b, le, int32(v))
-	}
-	if c.SharedClassifier {
-		b.WriteByte(1)
-	} else {
-		b.WriteByte(0)
-	}
+	writeRefHeader(&b, c, 1)
 	b.Write(make([]byte, 256-b.Len()))
 	put := func(x *tensor.Tensor, from, to int) {
 		v, err := x.Float32s()

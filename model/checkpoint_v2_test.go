@@ -44,16 +44,7 @@ func writeV2Ref(t testing.TB, m *Model, gs int) []byte {
 	c := m.Config
 	var b bytes.Buffer
 	le := binary.LittleEndian
-	binary.Write(&b, le, uint32(0x616b3432))
-	binary.Write(&b, le, int32(2))
-	for _, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
-		binary.Write(&b, le, int32(v))
-	}
-	if c.SharedClassifier {
-		b.WriteByte(1)
-	} else {
-		b.WriteByte(0)
-	}
+	writeRefHeader(&b, c, 2)
 	binary.Write(&b, le, int32(gs))
 	b.Write(make([]byte, 256-b.Len()))
 	vals := func(x *tensor.Tensor) []float32 {
