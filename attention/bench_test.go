@@ -179,3 +179,24 @@ func gatherInto(dst, cache *tensor.Tensor, table []int32, C int, d dims) {
 		copy(out[p*row:(p+n)*row], src[so:so+n*row])
 	}
 }
+
+// BenchmarkDecodeHeadWidth is one layer's GQA decode step (8 query heads
+// on 4 KV heads, 256 keys) at the narrow head widths where the choice
+// between kernels.DotRows/AxpyRows and the inline row loops is made
+// (smallHeadDim): "kernels" is the default, "inline" turns the SIMD
+// kernels off (kernels.SetSIMD(false)), which sends every width to the
+// row loops and the softmax exponential to its portable loop.
+func BenchmarkDecodeHeadWidth(b *testing.B) {
+	for _, D := range []int{8, 16, 24, 32} {
+		for _, mode := range []string{"kernels", "inline"} {
+			b.Run(fmt.Sprintf("D=%d/%s", D, mode), func(b *testing.B) {
+				if mode == "inline" {
+					kernels.SetSIMD(false)
+					defer kernels.SetSIMD(true)
+				}
+				p, ctx, in, batch := benchStep(b, "fused", 8, 4, D, 1, 255)
+				runSteps(b, p, ctx, in, batch)
+			})
+		}
+	}
+}

@@ -114,9 +114,11 @@ const mmMinRows = 4
 // multiple of 8) or scoreTile and pvTile keep the arithmetic in registers
 // with no call per key. Measured on one AVX-512 core, a GQA decode step (8
 // query heads, 4 KV heads, 256 keys) took 32 µs inline vs 52 µs with a
-// call per key at D = 16, 46 vs 69 at D = 24, but 74 vs 61 at D = 32; with
-// the row-gather kernels (D = 8 and multiples of 16) it took 27 vs 28 µs
-// at D = 8, 25 vs 50 at D = 16 and 21 vs 86 at D = 32.
+// call per key at D = 16, 46 vs 69 at D = 24, but 74 vs 61 at D = 32.
+// With the row-gather kernels (D = 8 and multiples of 16),
+// BenchmarkDecodeHeadWidth (medians of -count 3, kernels vs everything
+// inline) gives 15.5 vs 22.7 µs at D = 8, 17.7 vs 36.0 at D = 16 and
+// 17.6 vs 56.1 at D = 32; D = 24 has no gather kernel and stays inline.
 const smallHeadDim = 24
 
 // simdPad is the key count a MatMul tile is padded to a multiple of: the
