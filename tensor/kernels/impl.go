@@ -108,7 +108,7 @@ func implFor(impl Impl, m *Matrix) Impl {
 	if impl == ImplGeneric || m.Format != Q8_0 {
 		return impl
 	}
-	if impl == ImplAVX512 && available[impl] && hasVNNI && useVNNI && vnniGroupOK(m.GroupSize) {
+	if useVNNIFor(impl, m) {
 		return impl
 	}
 	for ; impl > ImplGeneric; impl-- {

@@ -239,11 +239,18 @@ var useVNNI = true
 // whole chunks.
 func vnniGroupOK(gs int) bool { return gs%4 == 0 && (64%gs == 0 || gs%64 == 0) }
 
+// useVNNIFor reports whether Q8_0 matrix m runs the VNNI kernels under
+// impl: AVX-512 with VNNI (hasVNNI implies AVX-512 is available), not
+// switched off, and a group size the kernels take.
+func useVNNIFor(impl Impl, m *Matrix) bool {
+	return impl == ImplAVX512 && hasVNNI && useVNNI && vnniGroupOK(m.GroupSize)
+}
+
 // routeQ8 picks the route for Q8_0 matrix m under impl (as adjusted by
 // implFor).
 func routeQ8(impl Impl, m *Matrix) q8Route {
 	switch {
-	case impl == ImplAVX512 && hasVNNI && useVNNI && vnniGroupOK(m.GroupSize):
+	case useVNNIFor(impl, m):
 		return q8VNNI
 	case impl != ImplGeneric && m.GroupSize%vecWidth(impl) == 0:
 		return q8Float
