@@ -280,40 +280,55 @@ func (a *blockArgs) tail(r, t int) float32 {
 }
 
 // simdRows computes rows [r0, r1) for all T tokens with the assembly
-// kernels. A range that does not divide into whole blocks ends with a block
-// shifted back to end at r1 (it recomputes a few rows with bit-identical
-// results), so no kernel ever reads past the range or the matrix; ranges
-// shorter than one block use the 1×1 kernel. Every kernel of an Impl sums
+// kernels, in the blocks walkBlocks lays out. Every kernel of an Impl sums
 // each (row, token) in the same order, so the mix of shapes is invisible
 // in the output.
 func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 	geo := simdGeometry[impl][m.Format]
 	a := newBlockArgs(impl, m, x)
-	hasTail := a.nAsm < m.Cols
-	rows := m.Rows
+	var tail func(r, t, n int)
+	if a.nAsm < m.Cols {
+		tail = func(r, t, n int) {
+			o := out[t*m.Rows+r : t*m.Rows+r+n]
+			for rr := range o {
+				o[rr] += a.tail(r+rr, t)
+			}
+		}
+	}
+	walkBlocks(m, T, r0, r1, geo.mmRows, geo.mmTok, geo.mvRows,
+		func(shape, r, t int) { a.call(shape, r, t, out) }, tail)
+}
 
-	if T >= geo.mmTok && r1-r0 >= geo.mmRows {
-		MR, NT := geo.mmRows, geo.mmTok
+// walkBlocks covers rows [r0, r1) × tokens [0, T) of a matmul with register
+// blocks, calling kernel(shape, r, t) for the block at row r and token t
+// and then, if tail is not nil, tail(r, t, n) for each of its tokens (n
+// rows), to add the columns the kernel left to Go:
+//
+//   - T ≥ NT and at least MR rows: MR×NT blocks. Tokens are cut into
+//     panels whose x rows stay in L2 while every row block of the range
+//     streams past once, and G row blocks (in L1) share each x tile.
+//   - otherwise mvRows×1 blocks, or 1×1 for a range shorter than that.
+//
+// A range that does not divide into whole blocks ends with a block shifted
+// back to end at r1 (and a panel shifted back to end at its last token):
+// it recomputes a few outputs with bit-identical results, so no kernel
+// reads past the range or the matrix.
+func walkBlocks(m *Matrix, T, r0, r1, MR, NT, mvRows int, kernel func(shape, r, t int), tail func(r, t, n int)) {
+	if T >= NT && r1-r0 >= MR {
 		tp, G := prefillBlocking(m, MR, NT)
 		nblocks := (r1 - r0 + MR - 1) / MR
 		for t0 := 0; t0 < T; t0 += tp {
-			// Token panel [t0, t1): its x rows stay in L2 while every row
-			// block of the range streams past once.
 			t1 := min(t0+tp, T)
-			pt0 := min(t0, t1-NT) // a short last panel shifts back
+			pt0 := min(t0, t1-NT)
 			for b0 := 0; b0 < nblocks; b0 += G {
-				// G row blocks (G·MR rows, in L1) share each x tile.
 				for t := pt0; t < t1; t += NT {
 					ts := min(t, t1-NT)
 					for b := b0; b < min(b0+G, nblocks); b++ {
 						rs := min(r0+b*MR, r1-MR)
-						a.call(shapeMM, rs, ts, out)
-						if hasTail {
+						kernel(shapeMM, rs, ts)
+						if tail != nil {
 							for tt := ts; tt < ts+NT; tt++ {
-								o := out[tt*rows+rs : tt*rows+rs+MR]
-								for rr := range o {
-									o[rr] += a.tail(rs+rr, tt)
-								}
+								tail(rs, tt, MR)
 							}
 						}
 					}
@@ -322,28 +337,23 @@ func simdRows(impl Impl, out, x []float32, m *Matrix, T, r0, r1 int) {
 		}
 		return
 	}
-
-	MR := geo.mvRows
-	if r1-r0 < MR {
+	if r1-r0 < mvRows {
 		for r := r0; r < r1; r++ {
 			for t := 0; t < T; t++ {
-				a.call(shape1x1, r, t, out)
-				if hasTail {
-					out[t*rows+r] += a.tail(r, t)
+				kernel(shape1x1, r, t)
+				if tail != nil {
+					tail(r, t, 1)
 				}
 			}
 		}
 		return
 	}
-	for r := r0; r < r1; r += MR {
-		rs := min(r, r1-MR)
+	for r := r0; r < r1; r += mvRows {
+		rs := min(r, r1-mvRows)
 		for t := 0; t < T; t++ {
-			a.call(shapeMV, rs, t, out)
-			o := out[t*rows+rs : t*rows+rs+MR]
-			if hasTail {
-				for rr := range o {
-					o[rr] += a.tail(rs+rr, t)
-				}
+			kernel(shapeMV, rs, t)
+			if tail != nil {
+				tail(rs, t, mvRows)
 			}
 		}
 	}

@@ -318,52 +318,14 @@ func vnniRows(out []float32, a *q8Acts, m *Matrix, T, r0, r1 int) {
 		return dotQ8Q8(m.Q[r*cols+nAsm:(r+1)*cols], m.Scales[r*ng+g0:(r+1)*ng],
 			a.q[t*a.qs+nAsm:t*a.qs+cols], a.s[t*ng+g0:(t+1)*ng], gs)
 	}
-	addTail := func(rs, t, MR int) {
-		if nAsm < cols {
-			o := out[t*rows+rs : t*rows+rs+MR]
+	var addTail func(r, t, n int)
+	if nAsm < cols {
+		addTail = func(r, t, n int) {
+			o := out[t*rows+r : t*rows+r+n]
 			for rr := range o {
-				o[rr] += tail(rs+rr, t)
+				o[rr] += tail(r+rr, t)
 			}
 		}
 	}
-
-	if T >= vnniMMTok && r1-r0 >= vnniMMRows {
-		MR, NT := vnniMMRows, vnniMMTok
-		tp, G := prefillBlocking(m, MR, NT)
-		nblocks := (r1 - r0 + MR - 1) / MR
-		for t0 := 0; t0 < T; t0 += tp {
-			t1 := min(t0+tp, T)
-			pt0 := min(t0, t1-NT)
-			for b0 := 0; b0 < nblocks; b0 += G {
-				for t := pt0; t < t1; t += NT {
-					ts := min(t, t1-NT)
-					for b := b0; b < min(b0+G, nblocks); b++ {
-						rs := min(r0+b*MR, r1-MR)
-						call(shapeMM, rs, ts)
-						for tt := 0; tt < NT; tt++ {
-							addTail(rs, ts+tt, MR)
-						}
-					}
-				}
-			}
-		}
-		return
-	}
-	MR := 8
-	if r1-r0 < MR {
-		for r := r0; r < r1; r++ {
-			for t := 0; t < T; t++ {
-				call(shape1x1, r, t)
-				out[t*rows+r] += tail(r, t)
-			}
-		}
-		return
-	}
-	for r := r0; r < r1; r += MR {
-		rs := min(r, r1-MR)
-		for t := 0; t < T; t++ {
-			call(shapeMV, rs, t)
-			addTail(rs, t, MR)
-		}
-	}
+	walkBlocks(m, T, r0, r1, vnniMMRows, vnniMMTok, 8, call, addTail)
 }
