@@ -766,8 +766,9 @@ func (g *gen) vnniLoadW(a, c80, dst string) {
 }
 
 // gatherOps emits the AVX-512 row-gather kernels of gather.go for rows of
-// v vectors (D = 16·v, v = 1…16), so the query (DotRows) or the output
-// accumulator (AxpyRows) stays in Z16…Z(15+v) for a whole tile of keys:
+// v vectors (D = 16·v, v = 1…16), and for D = 8 on one Y register ("8w"),
+// so the query (DotRows) or the output accumulator (AxpyRows) stays in
+// registers 16…15+v for a whole tile of keys:
 //
 //	func dotRows<v>AVX512(out, q, base *float32, rows *int, n int)
 //	func axpyRows<v>AVX512(acc, p, base *float32, rows *int, n int)
@@ -776,137 +777,84 @@ func (g *gen) vnniLoadW(a, c80, dst string) {
 // and odd vectors), added, then the blocks' halving sum; AxpyRows adds
 // p[j]·row to each accumulator with one FMA per vector, key after key.
 func (g *gen) gatherOps() (dots, axpys []string) {
-	g.gatherOps8()
+	// D = 8 (stories260K's head width): one 8-lane Y register per row.
+	g.gatherPair("8w", "Y", 1, 32)
 	for v := 1; v <= 16; v++ {
-		name := fmt.Sprintf("dotRows%dAVX512", v)
-		dots = append(dots, name)
-		fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(out, q, base *float32, rows *int, n int)\n\n", name)
-		fmt.Fprintf(&g.s, "// func %s(out, q, base *float32, rows *int, n int); rows of %d floats.\n", name, 16*v)
-		fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
-		g.p("MOVQ out+0(FP), DI")
-		g.p("MOVQ q+8(FP), SI")
-		g.p("MOVQ base+16(FP), BX")
-		g.p("MOVQ rows+24(FP), R8")
-		g.p("MOVQ n+32(FP), CX")
-		for k := 0; k < v; k++ {
-			g.p("VMOVUPS %d(SI), Z%d", 64*k, 16+k)
-		}
-		g.p("TESTQ CX, CX")
-		g.p("JZ %s_done", name)
-		g.label(name + "_key")
-		g.p("MOVQ (R8), AX")
-		g.p("LEAQ (BX)(AX*4), DX")
-		g.p("VMULPS (DX), Z16, Z0")
-		if v > 1 {
-			g.p("VMULPS 64(DX), Z17, Z1")
-		}
-		for k := 2; k < v; k++ {
-			g.p("VFMADD231PS %d(DX), Z%d, Z%d", 64*k, 16+k, k%2)
-		}
-		if v > 1 {
-			g.p("VADDPS Z1, Z0, Z0")
-		}
-		g.fold(0, 2, "Z", "(DI)")
-		g.p("ADDQ $4, DI")
-		g.p("ADDQ $8, R8")
-		g.p("DECQ CX")
-		g.p("JNZ %s_key", name)
-		g.label(name + "_done")
-		g.p("VZEROUPPER")
-		g.p("RET")
-		g.s.WriteString("\n")
-
-		name = fmt.Sprintf("axpyRows%dAVX512", v)
-		axpys = append(axpys, name)
-		fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(acc, p, base *float32, rows *int, n int)\n\n", name)
-		fmt.Fprintf(&g.s, "// func %s(acc, p, base *float32, rows *int, n int); rows of %d floats.\n", name, 16*v)
-		fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
-		g.p("MOVQ acc+0(FP), DI")
-		g.p("MOVQ p+8(FP), SI")
-		g.p("MOVQ base+16(FP), BX")
-		g.p("MOVQ rows+24(FP), R8")
-		g.p("MOVQ n+32(FP), CX")
-		for k := 0; k < v; k++ {
-			g.p("VMOVUPS %d(DI), Z%d", 64*k, 16+k)
-		}
-		g.p("TESTQ CX, CX")
-		g.p("JZ %s_done", name)
-		g.label(name + "_key")
-		g.p("MOVQ (R8), AX")
-		g.p("LEAQ (BX)(AX*4), DX")
-		g.p("VBROADCASTSS (SI), Z0")
-		for k := 0; k < v; k++ {
-			g.p("VFMADD231PS %d(DX), Z0, Z%d", 64*k, 16+k)
-		}
-		g.p("ADDQ $4, SI")
-		g.p("ADDQ $8, R8")
-		g.p("DECQ CX")
-		g.p("JNZ %s_key", name)
-		g.label(name + "_done")
-		for k := 0; k < v; k++ {
-			g.p("VMOVUPS Z%d, %d(DI)", 16+k, 64*k)
-		}
-		g.p("VZEROUPPER")
-		g.p("RET")
-		g.s.WriteString("\n")
+		d, a := g.gatherPair(fmt.Sprint(v), "Z", v, 64)
+		dots, axpys = append(dots, d), append(axpys, a)
 	}
 	return dots, axpys
 }
 
-// gatherOps8 emits the D = 8 row-gather kernels (stories260K's head
-// width) on 8-lane Y registers: a score is one multiply and a halving sum
-// of 8 lanes; AxpyRows one FMA per key.
-func (g *gen) gatherOps8() {
-	name := "dotRows8wAVX512"
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(out, q, base *float32, rows *int, n int)\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(out, q, base *float32, rows *int, n int); rows of 8 floats.\n", name)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
-	g.p("MOVQ out+0(FP), DI")
-	g.p("MOVQ q+8(FP), SI")
-	g.p("MOVQ base+16(FP), BX")
-	g.p("MOVQ rows+24(FP), R8")
-	g.p("MOVQ n+32(FP), CX")
-	g.p("VMOVUPS (SI), Y16")
-	g.p("TESTQ CX, CX")
-	g.p("JZ %s_done", name)
-	g.label(name + "_key")
-	g.p("MOVQ (R8), AX")
-	g.p("VMULPS (BX)(AX*4), Y16, Y0")
-	g.fold(0, 2, "Y", "(DI)")
-	g.p("ADDQ $4, DI")
-	g.p("ADDQ $8, R8")
-	g.p("DECQ CX")
-	g.p("JNZ %s_key", name)
-	g.label(name + "_done")
+// gatherPair emits dotRows<id>AVX512 and axpyRows<id>AVX512 for rows of v
+// vectors of register kind reg (vb bytes each), kept in registers 16…15+v.
+func (g *gen) gatherPair(id, reg string, v, vb int) (dot, axpy string) {
+	r := func(i int) string { return fmt.Sprintf("%s%d", reg, i) }
+	head := func(name, args, ptr string) {
+		fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(%s, base *float32, rows *int, n int)\n\n", name, args)
+		fmt.Fprintf(&g.s, "// func %s(%s, base *float32, rows *int, n int); rows of %d floats.\n", name, args, v*vb/4)
+		fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+		g.p("MOVQ %s+0(FP), DI", ptr)
+		g.p("MOVQ %s+8(FP), SI", map[string]string{"out": "q", "acc": "p"}[ptr])
+		g.p("MOVQ base+16(FP), BX")
+		g.p("MOVQ rows+24(FP), R8")
+		g.p("MOVQ n+32(FP), CX")
+	}
+	// keyLoop wraps body in the loop over rows[0…n): DX = the key's row.
+	keyLoop := func(name string, body func(), step string) {
+		g.p("TESTQ CX, CX")
+		g.p("JZ %s_done", name)
+		g.label(name + "_key")
+		g.p("MOVQ (R8), AX")
+		g.p("LEAQ (BX)(AX*4), DX")
+		body()
+		g.p("ADDQ $4, %s", step)
+		g.p("ADDQ $8, R8")
+		g.p("DECQ CX")
+		g.p("JNZ %s_key", name)
+		g.label(name + "_done")
+	}
+
+	dot = "dotRows" + id + "AVX512"
+	head(dot, "out, q", "out")
+	for k := 0; k < v; k++ {
+		g.p("VMOVUPS %d(SI), %s", vb*k, r(16+k))
+	}
+	keyLoop(dot, func() {
+		g.p("VMULPS (DX), %s, %s", r(16), r(0))
+		if v > 1 {
+			g.p("VMULPS %d(DX), %s, %s", vb, r(17), r(1))
+		}
+		for k := 2; k < v; k++ {
+			g.p("VFMADD231PS %d(DX), %s, %s", vb*k, r(16+k), r(k%2))
+		}
+		if v > 1 {
+			g.p("VADDPS %s, %s, %s", r(1), r(0), r(0))
+		}
+		g.fold(0, 2, reg, "(DI)")
+	}, "DI")
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
 
-	name = "axpyRows8wAVX512"
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(acc, p, base *float32, rows *int, n int)\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(acc, p, base *float32, rows *int, n int); rows of 8 floats.\n", name)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
-	g.p("MOVQ acc+0(FP), DI")
-	g.p("MOVQ p+8(FP), SI")
-	g.p("MOVQ base+16(FP), BX")
-	g.p("MOVQ rows+24(FP), R8")
-	g.p("MOVQ n+32(FP), CX")
-	g.p("VMOVUPS (DI), Y16")
-	g.p("TESTQ CX, CX")
-	g.p("JZ %s_done", name)
-	g.label(name + "_key")
-	g.p("MOVQ (R8), AX")
-	g.p("VBROADCASTSS (SI), Y0")
-	g.p("VFMADD231PS (BX)(AX*4), Y0, Y16")
-	g.p("ADDQ $4, SI")
-	g.p("ADDQ $8, R8")
-	g.p("DECQ CX")
-	g.p("JNZ %s_key", name)
-	g.label(name + "_done")
-	g.p("VMOVUPS Y16, (DI)")
+	axpy = "axpyRows" + id + "AVX512"
+	head(axpy, "acc, p", "acc")
+	for k := 0; k < v; k++ {
+		g.p("VMOVUPS %d(DI), %s", vb*k, r(16+k))
+	}
+	keyLoop(axpy, func() {
+		g.p("VBROADCASTSS (SI), %s", r(0))
+		for k := 0; k < v; k++ {
+			g.p("VFMADD231PS %d(DX), %s, %s", vb*k, r(0), r(16+k))
+		}
+	}, "SI")
+	for k := 0; k < v; k++ {
+		g.p("VMOVUPS %s, %d(DI)", r(16+k), vb*k)
+	}
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
+	return dot, axpy
 }
 
 // vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
