@@ -24,21 +24,21 @@ var benchShapes = []struct {
 // ones, with q, k, v laid out as each path gets them in the model (views
 // of the fused QKV output for fused, separate contiguous tensors for
 // naive).
-func benchStep(b *testing.B, path string, H, KVH, D, S, past int) (Path, *tensor.Context, [5]*tensor.Tensor, *Batch) {
+func benchStep(b *testing.B, path string, H, KVH, D, S, past int) (Path, *tensor.Ledger, [5]*tensor.Tensor, *Batch) {
 	b.Helper()
 	const bs = 16
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	batch, nb, err := NewLinearBatch([]int{S}, []int{past + S}, bs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	kc := tensor.Must(tensor.Randn(ctx, tensor.F32, 1, nb, bs, KVH, D))
-	vc := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, nb, bs, KVH, D))
+	kc := tensor.Must(tensor.Randn(led, tensor.F32, 1, nb, bs, KVH, D))
+	vc := tensor.Must(tensor.Randn(led, tensor.F32, 2, nb, bs, KVH, D))
 	var q, k, v *tensor.Tensor
 	var p Path
 	if path == "fused" || path == "fused+pool" {
 		W := (H + 2*KVH) * D
-		qkv := tensor.Must(tensor.Randn(ctx, tensor.F32, 3, S, W))
+		qkv := tensor.Must(tensor.Randn(led, tensor.F32, 3, S, W))
 		q = tensor.Must(tensor.Must(qkv.Narrow(1, 0, H*D)).View(S, H, D))
 		k = tensor.Must(tensor.Must(qkv.Narrow(1, H*D, KVH*D)).View(S, KVH, D))
 		v = tensor.Must(tensor.Must(qkv.Narrow(1, (H+KVH)*D, KVH*D)).View(S, KVH, D))
@@ -50,20 +50,20 @@ func benchStep(b *testing.B, path string, H, KVH, D, S, past int) (Path, *tensor
 		}
 		p = NewFused(opts)
 	} else {
-		q = tensor.Must(tensor.Randn(ctx, tensor.F32, 3, S, H, D))
-		k = tensor.Must(tensor.Randn(ctx, tensor.F32, 4, S, KVH, D))
-		v = tensor.Must(tensor.Randn(ctx, tensor.F32, 5, S, KVH, D))
+		q = tensor.Must(tensor.Randn(led, tensor.F32, 3, S, H, D))
+		k = tensor.Must(tensor.Randn(led, tensor.F32, 4, S, KVH, D))
+		v = tensor.Must(tensor.Randn(led, tensor.F32, 5, S, KVH, D))
 		p = NewNaive(Options{})
 	}
-	return p, ctx, [5]*tensor.Tensor{q, k, v, kc, vc}, batch
+	return p, led, [5]*tensor.Tensor{q, k, v, kc, vc}, batch
 }
 
-func runSteps(b *testing.B, p Path, ctx *tensor.Context, in [5]*tensor.Tensor, batch *Batch) {
+func runSteps(b *testing.B, p Path, led *tensor.Ledger, in [5]*tensor.Tensor, batch *Batch) {
 	// One warm-up step, so the fused path's output buffer exists.
 	if _, err := p.Attend(in[0], in[1], in[2], in[3], in[4], batch, nil); err != nil {
 		b.Fatal(err)
 	}
-	before := ctx.Stats()
+	before := led.Stats()
 	n := 0
 	b.ResetTimer()
 	for b.Loop() {
@@ -76,7 +76,7 @@ func runSteps(b *testing.B, p Path, ctx *tensor.Context, in [5]*tensor.Tensor, b
 		}
 		n++
 	}
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	b.ReportMetric(float64(d.BytesCopied)/float64(n), "B-copied/op")
 	b.ReportMetric(float64(d.BytesAllocated)/float64(n), "B-alloc/op")
 }
@@ -89,8 +89,8 @@ func BenchmarkPrefill(b *testing.B) {
 		for _, S := range []int{128, 512, 2048} {
 			for _, path := range []string{"naive", "fused"} {
 				b.Run(fmt.Sprintf("%s/S=%d/%s", sh.name, S, path), func(b *testing.B) {
-					p, ctx, in, batch := benchStep(b, path, sh.H, sh.KVH, sh.D, S, 0)
-					runSteps(b, p, ctx, in, batch)
+					p, led, in, batch := benchStep(b, path, sh.H, sh.KVH, sh.D, S, 0)
+					runSteps(b, p, led, in, batch)
 				})
 			}
 		}
@@ -106,8 +106,8 @@ func BenchmarkDecode(b *testing.B) {
 		for _, C := range []int{128, 1024, 4096} {
 			for _, path := range []string{"naive", "fused", "fused+pool"} {
 				b.Run(fmt.Sprintf("%s/ctx=%d/%s", sh.name, C, path), func(b *testing.B) {
-					p, ctx, in, batch := benchStep(b, path, sh.H, sh.KVH, sh.D, 1, C-1)
-					runSteps(b, p, ctx, in, batch)
+					p, led, in, batch := benchStep(b, path, sh.H, sh.KVH, sh.D, 1, C-1)
+					runSteps(b, p, led, in, batch)
 				})
 			}
 		}
@@ -123,7 +123,7 @@ func BenchmarkPagedDecodeVsGather(b *testing.B) {
 	const H, KVH, D, bs = 12, 4, 64, 16
 	scale := 1 / float32(math.Sqrt(D))
 	for _, C := range []int{256, 1024, 4096} {
-		ctx := tensor.NewContext()
+		led := tensor.NewLedger()
 		batch, nb, err := NewLinearBatch([]int{1}, []int{C}, bs)
 		if err != nil {
 			b.Fatal(err)
@@ -133,10 +133,10 @@ func BenchmarkPagedDecodeVsGather(b *testing.B) {
 		for i := 0; i < nb/2; i += 2 { // swap pairs of blocks across the table
 			tbl[i], tbl[nb-1-i] = tbl[nb-1-i], tbl[i]
 		}
-		kc := tensor.Must(tensor.Randn(ctx, tensor.F32, 1, nb, bs, KVH, D))
-		vc := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, nb, bs, KVH, D))
-		q := tensor.Must(tensor.Randn(ctx, tensor.F32, 3, 1, H, D))
-		out := tensor.Must(tensor.Zeros(ctx, tensor.F32, 1, H*D))
+		kc := tensor.Must(tensor.Randn(led, tensor.F32, 1, nb, bs, KVH, D))
+		vc := tensor.Must(tensor.Randn(led, tensor.F32, 2, nb, bs, KVH, D))
+		q := tensor.Must(tensor.Randn(led, tensor.F32, 3, 1, H, D))
+		out := tensor.Must(tensor.Zeros(led, tensor.F32, 1, H*D))
 		b.Run(fmt.Sprintf("ctx=%d/paged", C), func(b *testing.B) {
 			for b.Loop() {
 				if err := PagedDecode(out, q, kc, vc, batch.BlockTables, []int{C}, scale, Options{}); err != nil {
@@ -148,21 +148,21 @@ func BenchmarkPagedDecodeVsGather(b *testing.B) {
 		b.Run(fmt.Sprintf("ctx=%d/gather-then-attend", C), func(b *testing.B) {
 			// Gather into one contiguous "block" of C slots, then run the
 			// kernel on it with the trivial block table [0].
-			gk := tensor.Must(tensor.Zeros(ctx, tensor.F32, 1, C, KVH, D))
-			gv := tensor.Must(tensor.Zeros(ctx, tensor.F32, 1, C, KVH, D))
+			gk := tensor.Must(tensor.Zeros(led, tensor.F32, 1, C, KVH, D))
+			gv := tensor.Must(tensor.Zeros(led, tensor.F32, 1, C, KVH, D))
 			d := dims{KVH: KVH, D: D, blockSize: bs}
-			before := ctx.Stats()
+			before := led.Stats()
 			n := 0
 			for b.Loop() {
 				gatherInto(gk, kc, batch.BlockTables[0], C, d)
 				gatherInto(gv, vc, batch.BlockTables[0], C, d)
-				ctx.RecordCopy(int64(2 * C * KVH * D * 4))
+				led.RecordCopy(int64(2 * C * KVH * D * 4))
 				if err := PagedDecode(out, q, gk, gv, [][]int32{{0}}, []int{C}, scale, Options{}); err != nil {
 					b.Fatal(err)
 				}
 				n++
 			}
-			b.ReportMetric(float64(ctx.Stats().Sub(before).BytesCopied)/float64(n), "B-copied/op")
+			b.ReportMetric(float64(led.Stats().Sub(before).BytesCopied)/float64(n), "B-copied/op")
 		})
 	}
 }
@@ -194,8 +194,8 @@ func BenchmarkDecodeHeadWidth(b *testing.B) {
 					kernels.SetSIMD(false)
 					defer kernels.SetSIMD(true)
 				}
-				p, ctx, in, batch := benchStep(b, "fused", 8, 4, D, 1, 255)
-				runSteps(b, p, ctx, in, batch)
+				p, led, in, batch := benchStep(b, "fused", 8, 4, D, 1, 255)
+				runSteps(b, p, led, in, batch)
 			})
 		}
 	}

@@ -13,16 +13,16 @@ import (
 // K and V written into the paged cache.
 func ExampleNewFused() {
 	const H, KVH, D, bs = 4, 2, 8, 4
-	ctx := tensor.NewContext()
-	kCache := tensor.Must(tensor.Zeros(ctx, tensor.F32, 8, bs, KVH, D))
-	vCache := tensor.Must(tensor.Zeros(ctx, tensor.F32, 8, bs, KVH, D))
+	led := tensor.NewLedger()
+	kCache := tensor.Must(tensor.Zeros(led, tensor.F32, 8, bs, KVH, D))
+	vCache := tensor.Must(tensor.Zeros(led, tensor.F32, 8, bs, KVH, D))
 	pool := kernels.NewPool(2) // optional: persistent workers
 	defer pool.Close()
 	fused := attention.NewFused(attention.Options{Runner: pool})
 
 	step := func(T, past int) {
 		W := (H + 2*KVH) * D
-		qkv := tensor.Must(tensor.Randn(ctx, tensor.F32, uint64(past), T, W))
+		qkv := tensor.Must(tensor.Randn(led, tensor.F32, uint64(past), T, W))
 		q := tensor.Must(tensor.Must(qkv.Narrow(1, 0, H*D)).View(T, H, D))
 		k := tensor.Must(tensor.Must(qkv.Narrow(1, H*D, KVH*D)).View(T, KVH, D))
 		v := tensor.Must(tensor.Must(qkv.Narrow(1, (H+KVH)*D, KVH*D)).View(T, KVH, D))
@@ -30,12 +30,12 @@ func ExampleNewFused() {
 		if err != nil {
 			panic(err)
 		}
-		before := ctx.Stats()
+		before := led.Stats()
 		out, err := fused.Attend(q, k, v, kCache, vCache, b, nil)
 		if err != nil {
 			panic(err)
 		}
-		d := ctx.Stats().Sub(before)
+		d := led.Stats().Sub(before)
 		fmt.Printf("T=%d past=%d: out %s contiguous=%v, copied %d bytes (cache write %d)\n",
 			T, past, tensor.FormatInts(out.Shape()), out.IsContiguous(), d.BytesCopied, 2*T*KVH*D*4)
 	}

@@ -43,8 +43,8 @@ type Fused struct {
 	kernel flashKernel
 	args   flashArgs
 	out    []float32
-	outCtx *tensor.Context // Context the output buffer's bytes were recorded in
-	outT   *tensor.Tensor  // the last output tensor: f.out[:T·H·D] as [T, H·D]
+	outLed *tensor.Ledger // Ledger the output buffer's bytes were recorded in
+	outT   *tensor.Tensor // the last output tensor: f.out[:T·H·D] as [T, H·D]
 }
 
 // NewFused returns a fused path.
@@ -81,13 +81,13 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 	} else {
 		if cap(f.out) < n {
 			if f.out != nil {
-				f.outCtx.RecordFree(int64(cap(f.out)) * 4)
+				f.outLed.RecordFree(int64(cap(f.out)) * 4)
 			}
 			f.out = make([]float32, n)
-			f.outCtx = q.Context()
+			f.outLed = q.Ledger()
 			f.outT = nil
 			allocated = int64(n) * 4
-			f.outCtx.RecordAlloc(allocated)
+			f.outLed.RecordAlloc(allocated)
 		}
 		buf := f.out[:n]
 		zeroPadding(buf, b, d.T, d.H*d.D)
@@ -99,7 +99,7 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 		if err != nil {
 			return nil, fmt.Errorf("fused attention: %w", err)
 		}
-		if out, err = f.output(q.Context(), buf, d.T, d.H*d.D); err != nil {
+		if out, err = f.output(q.Ledger(), buf, d.T, d.H*d.D); err != nil {
 			return nil, err
 		}
 	}
@@ -113,12 +113,12 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 	return out, nil
 }
 
-// output returns buf as a [T, width] tensor in ctx, reusing the previous
+// output returns buf as a [T, width] tensor in led, reusing the previous
 // call's tensor when it already is exactly that (same T, same buffer, same
-// Context): tensors are immutable as metadata, so handing out the same one
+// Ledger): tensors are immutable as metadata, so handing out the same one
 // again is safe, and a decode loop then builds no tensor per layer.
-func (f *Fused) output(ctx *tensor.Context, buf []float32, T, width int) (*tensor.Tensor, error) {
-	if o := f.outT; o != nil && o.Context() == ctx && o.Dim() == 2 {
+func (f *Fused) output(led *tensor.Ledger, buf []float32, T, width int) (*tensor.Tensor, error) {
+	if o := f.outT; o != nil && o.Ledger() == led && o.Dim() == 2 {
 		r, _ := o.Size(0)
 		c, _ := o.Size(1)
 		if r == T && c == width && o.Offset() == 0 {
@@ -127,7 +127,7 @@ func (f *Fused) output(ctx *tensor.Context, buf []float32, T, width int) (*tenso
 			}
 		}
 	}
-	out, err := tensor.WrapFloat32(ctx, buf, T, width)
+	out, err := tensor.WrapFloat32(led, buf, T, width)
 	if err != nil {
 		return nil, err
 	}

@@ -118,11 +118,11 @@ func TestFusedCopiesOnlyTheCacheWrite(t *testing.T) {
 	f := NewFused(Options{})
 	cacheBytes := int64(2 * tc.written * s.KVH * s.D * 4)
 
-	before := tc.ctx.Stats()
+	before := tc.led.Stats()
 	if _, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil); err != nil {
 		t.Fatal(err)
 	}
-	d := tc.ctx.Stats().Sub(before)
+	d := tc.led.Stats().Sub(before)
 	if d.BytesCopied != cacheBytes || d.CopyOps != 2 {
 		t.Fatalf("first step copied %d bytes in %d ops; want only the cache write, %d bytes in 2 ops", d.BytesCopied, d.CopyOps, cacheBytes)
 	}
@@ -131,12 +131,12 @@ func TestFusedCopiesOnlyTheCacheWrite(t *testing.T) {
 		t.Fatalf("first step allocated %d bytes in %d allocations; want the [T, H·D] output once, %d bytes", d.BytesAllocated, d.Allocations, outBytes)
 	}
 
-	before = tc.ctx.Stats()
+	before = tc.led.Stats()
 	out, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d = tc.ctx.Stats().Sub(before)
+	d = tc.led.Stats().Sub(before)
 	if d.BytesCopied != cacheBytes || d.Allocations != 0 || d.BytesAllocated != 0 {
 		t.Fatalf("second step: %v; want %d bytes copied and no allocation", d, cacheBytes)
 	}

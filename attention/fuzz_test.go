@@ -72,12 +72,12 @@ func FuzzAttend(f *testing.F) {
 		}
 
 		run := func(p Path) ([]float32, error) {
-			ctx := tensor.NewContext()
-			kc := tensor.Must(tensor.Randn(ctx, tensor.F32, 1, numBlocks, bs, KVH, D))
-			vc := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, numBlocks, bs, KVH, D))
-			q := tensor.Must(tensor.Randn(ctx, tensor.F32, 3, T, H, D))
-			k := tensor.Must(tensor.Randn(ctx, tensor.F32, 4, T, KVH, D))
-			v := tensor.Must(tensor.Randn(ctx, tensor.F32, 5, T, KVH, D))
+			led := tensor.NewLedger()
+			kc := tensor.Must(tensor.Randn(led, tensor.F32, 1, numBlocks, bs, KVH, D))
+			vc := tensor.Must(tensor.Randn(led, tensor.F32, 2, numBlocks, bs, KVH, D))
+			q := tensor.Must(tensor.Randn(led, tensor.F32, 3, T, H, D))
+			k := tensor.Must(tensor.Randn(led, tensor.F32, 4, T, KVH, D))
+			v := tensor.Must(tensor.Randn(led, tensor.F32, 5, T, KVH, D))
 			out, err := p.Attend(q, k, v, kc, vc, b, nil)
 			if err != nil {
 				return nil, err

@@ -28,7 +28,7 @@ type caseSpec struct {
 // testCase is a built step: inputs, caches and the float64 reference.
 type testCase struct {
 	spec           caseSpec
-	ctx            *tensor.Context
+	led            *tensor.Ledger
 	q, k, v        *tensor.Tensor
 	kCache, vCache *tensor.Tensor
 	batch          *Batch
@@ -44,7 +44,7 @@ func buildCase(t testing.TB, s caseSpec) *testCase {
 	t.Helper()
 	r := rand.New(rand.NewPCG(s.seed, 77))
 	H, KVH, D, bs := s.H, s.KVH, s.D, s.bs
-	tc := &testCase{spec: s, ctx: tensor.NewContext()}
+	tc := &testCase{spec: s, led: tensor.NewLedger()}
 
 	// Rows: sequences in order, with optional padding rows.
 	b := &Batch{}
@@ -106,10 +106,10 @@ func buildCase(t testing.TB, s caseSpec) *testCase {
 		round = func(x float32) float32 { return tensor.BF16Float(tensor.BF16Bits(x)) }
 	}
 	var err error
-	if tc.kCache, err = tensor.Zeros(tc.ctx, dt, numBlocks, bs, KVH, D); err != nil {
+	if tc.kCache, err = tensor.Zeros(tc.led, dt, numBlocks, bs, KVH, D); err != nil {
 		t.Fatal(err)
 	}
-	if tc.vCache, err = tensor.Zeros(tc.ctx, dt, numBlocks, bs, KVH, D); err != nil {
+	if tc.vCache, err = tensor.Zeros(tc.led, dt, numBlocks, bs, KVH, D); err != nil {
 		t.Fatal(err)
 	}
 
@@ -166,14 +166,14 @@ func buildCase(t testing.TB, s caseSpec) *testCase {
 			copy(fused[t*W+qw:], kbuf[t*kw:(t+1)*kw])
 			copy(fused[t*W+qw+kw:], vbuf[t*kw:(t+1)*kw])
 		}
-		qkv := tensor.Must(tensor.FromFloat32(tc.ctx, tensor.F32, fused, T, W))
+		qkv := tensor.Must(tensor.FromFloat32(tc.led, tensor.F32, fused, T, W))
 		tc.q = tensor.Must(tensor.Must(qkv.Narrow(1, 0, qw)).View(T, H, D))
 		tc.k = tensor.Must(tensor.Must(qkv.Narrow(1, qw, kw)).View(T, KVH, D))
 		tc.v = tensor.Must(tensor.Must(qkv.Narrow(1, qw+kw, kw)).View(T, KVH, D))
 	} else {
-		tc.q = tensor.Must(tensor.FromFloat32(tc.ctx, tensor.F32, qbuf, T, H, D))
-		tc.k = tensor.Must(tensor.FromFloat32(tc.ctx, tensor.F32, kbuf, T, KVH, D))
-		tc.v = tensor.Must(tensor.FromFloat32(tc.ctx, tensor.F32, vbuf, T, KVH, D))
+		tc.q = tensor.Must(tensor.FromFloat32(tc.led, tensor.F32, qbuf, T, H, D))
+		tc.k = tensor.Must(tensor.FromFloat32(tc.led, tensor.F32, kbuf, T, KVH, D))
+		tc.v = tensor.Must(tensor.FromFloat32(tc.led, tensor.F32, vbuf, T, KVH, D))
 	}
 
 	// Reference: dense causal attention in float64, per sequence and head,

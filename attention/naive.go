@@ -29,7 +29,7 @@ import (
 // into a new [T, H·D] tensor (padding rows are zero), and that copy is
 // counted too.
 //
-// Every intermediate is a fresh tensor in q's Context, released (for
+// Every intermediate is a fresh tensor in q's Ledger, released (for
 // peak-memory accounting) once the next stage has consumed it. Inputs may
 // have any strides; only dim 0 (tokens) is ever split by a view.
 type Naive struct {
@@ -69,7 +69,7 @@ func (n *Naive) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 	if d.meta {
 		result, err = tensor.Meta(tensor.F32, d.T, d.H*d.D)
 	} else {
-		result, err = tensor.Zeros(q.Context(), tensor.F32, d.T, d.H*d.D)
+		result, err = tensor.Zeros(q.Ledger(), tensor.F32, d.T, d.H*d.D)
 	}
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func naiveGroups(b *Batch) []naiveGroup {
 // [B, S, H·D] output.
 func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveGroup, tr *tensor.Trace) (*tensor.Tensor, error) {
 	B, S, C, H, KVH, D := g.B, g.S, g.C, d.H, d.KVH, d.D
-	ctx := q.Context()
+	led := q.Ledger()
 
 	// q = Q.view(B, S, H, D); q = q.transpose(1, 2)
 	qg, err := q.Narrow(0, g.row, B*S)
@@ -165,7 +165,7 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 			continue
 		}
 		cache := [2]*tensor.Tensor{kCache, vCache}[i]
-		x, err := gather(ctx, cache, b, d, g)
+		x, err := gather(led, cache, b, d, g)
 		if err != nil {
 			return nil, err
 		}
@@ -275,14 +275,14 @@ func causalMask(s []float32, BH, S, C int) {
 // gather copies the C cached positions of the group's B sequences out of a
 // paged cache into a new contiguous [B, KVH, C, D] F32 tensor, walking
 // each block table: the copy a kernel that reads the blocks in place
-// avoids. The tensor is allocated in ctx and the fill recorded there as one
+// avoids. The tensor is allocated in led and the fill recorded there as one
 // copy.
-func gather(ctx *tensor.Context, cache *tensor.Tensor, b *Batch, d dims, g naiveGroup) (*tensor.Tensor, error) {
+func gather(led *tensor.Ledger, cache *tensor.Tensor, b *Batch, d dims, g naiveGroup) (*tensor.Tensor, error) {
 	B, C, KVH, D, bs := g.B, g.C, d.KVH, d.D, d.blockSize
 	if d.meta {
 		return tensor.Meta(tensor.F32, B, KVH, C, D)
 	}
-	out, err := tensor.Empty(ctx, tensor.F32, B, KVH, C, D)
+	out, err := tensor.Empty(led, tensor.F32, B, KVH, C, D)
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +306,6 @@ func gather(ctx *tensor.Context, cache *tensor.Tensor, b *Batch, d dims, g naive
 			}
 		}
 	}
-	ctx.RecordCopy(int64(out.Nbytes()))
+	led.RecordCopy(int64(out.Nbytes()))
 	return out, nil
 }

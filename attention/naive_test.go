@@ -71,24 +71,24 @@ func TestNaiveCopiesMatchAnalyticBytes(t *testing.T) {
 	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
 			tc := buildCase(t, s)
-			before := tc.ctx.Stats()
+			before := tc.led.Stats()
 			tr := tensor.NewTrace(s.name)
 			if _, err := NewNaive(Options{}).Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, tr); err != nil {
 				t.Fatal(err)
 			}
-			d := tc.ctx.Stats().Sub(before)
+			d := tc.led.Stats().Sub(before)
 			wantCopied, wantOps := naiveBytes(tc)
 			if d.BytesCopied != wantCopied || d.CopyOps != wantOps {
 				t.Fatalf("copied %d bytes in %d ops; analytic count is %d bytes in %d ops", d.BytesCopied, d.CopyOps, wantCopied, wantOps)
 			}
-			// The trace's per-step bytes add up to what the Context saw.
+			// The trace's per-step bytes add up to what the Ledger saw.
 			var trCopied, trAlloc int64
 			for _, st := range tr.Steps {
 				trCopied += st.BytesCopied
 				trAlloc += st.BytesAllocated
 			}
 			if trCopied != d.BytesCopied || trAlloc != d.BytesAllocated {
-				t.Fatalf("trace rows sum to %d copied / %d allocated; the Context counted %d / %d",
+				t.Fatalf("trace rows sum to %d copied / %d allocated; the Ledger counted %d / %d",
 					trCopied, trAlloc, d.BytesCopied, d.BytesAllocated)
 			}
 			// Every intermediate but the returned output is released.

@@ -20,8 +20,8 @@ func BenchmarkPrefillSmallHeads(b *testing.B) {
 				if err := kernels.SetImpl(impl); err != nil {
 					b.Fatal(err)
 				}
-				p, ctx, in, batch := benchStep(b, "fused", 8, 4, D, 512, 0)
-				runSteps(b, p, ctx, in, batch)
+				p, led, in, batch := benchStep(b, "fused", 8, 4, D, 512, 0)
+				runSteps(b, p, led, in, batch)
 			})
 		}
 	}

@@ -77,14 +77,14 @@ func TraceLayer(path string, cfg TraceConfig) (*tensor.Trace, error) {
 		return nil, err
 	}
 
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	seed := cfg.Seed
 	mk := func(shape ...int) (*tensor.Tensor, error) {
 		if cfg.Meta {
 			return tensor.Meta(tensor.F32, shape...)
 		}
 		seed++
-		return tensor.Randn(ctx, tensor.F32, seed, shape...)
+		return tensor.Randn(led, tensor.F32, seed, shape...)
 	}
 	title := fmt.Sprintf("%s attention: B=%d S=%d H=%d KVH=%d D=%d past=%d block_size=%d", path, B, S, H, KVH, D, cfg.Past, bs)
 	if cfg.Meta {

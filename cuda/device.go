@@ -359,7 +359,7 @@ func (d *Device) Upload(t *tensor.Tensor) (*DeviceTensor, error) {
 
 // Download copies x's buffer back and returns a host tensor (in ctx) with
 // x's layout over it. It synchronizes first.
-func (x *DeviceTensor) Download(ctx *tensor.Context) (*tensor.Tensor, error) {
+func (x *DeviceTensor) Download(ctx *tensor.Ledger) (*tensor.Tensor, error) {
 	rt := x.buf.rt
 	if rt == nil {
 		return nil, ErrNoCUDA

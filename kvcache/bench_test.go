@@ -54,16 +54,16 @@ func BenchmarkReshapeAndCache(b *testing.B) {
 		for _, cacheDT := range []tensor.DType{tensor.F32, tensor.F16} {
 			for _, mode := range []string{"contiguous", "strided", "copy-then-write"} {
 				b.Run(fmt.Sprintf("T=%d/%v/%s", T, cacheDT, mode), func(b *testing.B) {
-					ctx := tensor.NewContext()
+					led := tensor.NewLedger()
 					blocks := (T + bs - 1) / bs * 2
-					kc := must(tensor.Zeros(ctx, cacheDT, blocks, bs, KV, D))
-					vc := must(tensor.Zeros(ctx, cacheDT, blocks, bs, KV, D))
+					kc := must(tensor.Zeros(led, cacheDT, blocks, bs, KV, D))
+					vc := must(tensor.Zeros(led, cacheDT, blocks, bs, KV, D))
 					var key, value *tensor.Tensor
 					if mode == "contiguous" {
-						key = must(tensor.Randn(ctx, tensor.F32, 1, T, KV, D))
-						value = must(tensor.Randn(ctx, tensor.F32, 2, T, KV, D))
+						key = must(tensor.Randn(led, tensor.F32, 1, T, KV, D))
+						value = must(tensor.Randn(led, tensor.F32, 2, T, KV, D))
 					} else {
-						qkv := must(tensor.Randn(ctx, tensor.F32, 1, T, (H+2*KV)*D))
+						qkv := must(tensor.Randn(led, tensor.F32, 1, T, (H+2*KV)*D))
 						key = must(must(qkv.Narrow(1, H*D, KV*D)).View(T, KV, D))
 						value = must(must(qkv.Narrow(1, (H+KV)*D, KV*D)).View(T, KV, D))
 					}
@@ -73,7 +73,7 @@ func BenchmarkReshapeAndCache(b *testing.B) {
 						slots[i] = int32(p)
 					}
 					b.SetBytes(int64(2 * T * KV * D * cacheDT.Size()))
-					before := ctx.Stats()
+					before := led.Stats()
 					for b.Loop() {
 						k, v := key, value
 						if mode == "copy-then-write" {
@@ -83,7 +83,7 @@ func BenchmarkReshapeAndCache(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					d := ctx.Stats().Sub(before)
+					d := led.Stats().Sub(before)
 					b.ReportMetric(float64(d.BytesCopied)/float64(b.N), "copiedB/op")
 					b.ReportMetric(float64(d.BytesAllocated)/float64(b.N), "allocB/op")
 				})

@@ -39,7 +39,7 @@ var (
 type Cache struct {
 	cfg    Config
 	layout Layout
-	ctx    *tensor.Context
+	led    *tensor.Ledger
 	k, v   []*tensor.Tensor
 
 	mu   sync.Mutex
@@ -58,19 +58,19 @@ type sequence struct {
 	hashes []prefixHash
 }
 
-// New allocates the cache in ctx: 2·NumLayers tensors of
+// New allocates the cache in led: 2·NumLayers tensors of
 // [num_blocks, block_size, n_kv_heads, head_dim], i.e. NumBlocks ·
 // BytesPerBlock bytes in all, recorded as 2·NumLayers allocations.
-func New(ctx *tensor.Context, cfg Config) (*Cache, error) {
+func New(led *tensor.Ledger, cfg Config) (*Cache, error) {
 	layout, err := cfg.Layout()
 	if err != nil {
 		return nil, err
 	}
 	cfg.NumBlocks = layout.NumBlocks
-	c := &Cache{cfg: cfg, layout: layout, ctx: ctx, seqs: map[int]*sequence{}}
+	c := &Cache{cfg: cfg, layout: layout, led: led, seqs: map[int]*sequence{}}
 	for l := 0; l < cfg.NumLayers; l++ {
 		for _, dst := range []*[]*tensor.Tensor{&c.k, &c.v} {
-			t, err := tensor.Zeros(ctx, cfg.DType, layout.Shape()...)
+			t, err := tensor.Zeros(led, cfg.DType, layout.Shape()...)
 			if err != nil {
 				c.Release()
 				return nil, fmt.Errorf("kvcache: allocating layer %d of %v: %w", l, layout.Shape(), err)
@@ -82,7 +82,7 @@ func New(ctx *tensor.Context, cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// Release tells the Context the cache tensors are no longer live. The
+// Release tells the Ledger the cache tensors are no longer live. The
 // Cache must not be used afterwards.
 func (c *Cache) Release() {
 	for _, t := range append(slices.Clone(c.k), c.v...) {
@@ -268,7 +268,7 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 // into a shared block) is copied on write first: a fresh block replaces it
 // in this table, and the rows before start that the block already held
 // valid (start % block_size of them, in the first written block only) are
-// copied in every layer's K and V, recorded in the Context as one copy op
+// copied in every layer's K and V, recorded in the Ledger as one copy op
 // per tensor. A block this sequence holds alone but had registered for
 // prefix reuse is unregistered, since its content is about to change.
 //
@@ -409,7 +409,7 @@ func (c *Cache) copyRows(dst, src int32, rows int) {
 			u := st.Uint16s()
 			copy(u[d:d+n], u[s:s+n])
 		}
-		t.Context().RecordCopy(nbytes)
+		t.Ledger().RecordCopy(nbytes)
 		c.cowBytes += nbytes
 	}
 }

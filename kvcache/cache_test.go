@@ -13,9 +13,9 @@ func smallConfig(blocks, bs int) Config {
 	return Config{NumLayers: 2, NumKVHeads: 2, HeadDim: 3, BlockSize: bs, NumBlocks: blocks, DType: tensor.F32}
 }
 
-func mustNew(t *testing.T, ctx *tensor.Context, cfg Config) *Cache {
+func mustNew(t *testing.T, led *tensor.Ledger, cfg Config) *Cache {
 	t.Helper()
-	c, err := New(ctx, cfg)
+	c, err := New(led, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +38,14 @@ func seqTokens(n, base int) []int {
 }
 
 func TestNewAllocatesAccountedTensors(t *testing.T) {
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	cfg := Config{NumLayers: 3, NumKVHeads: 2, HeadDim: 4, BlockSize: 8, MemoryBudget: 64 << 10, DType: tensor.F16}
-	c := mustNew(t, ctx, cfg)
+	c := mustNew(t, led, cfg)
 	// 2·3·2·4·2 = 96 bytes per token, 768 per block: 65536/768 = 85 blocks.
 	if c.BytesPerToken() != 96 || c.NumBlocks() != 85 || c.Config().NumBlocks != 85 {
 		t.Fatalf("bytes/token %d blocks %d", c.BytesPerToken(), c.NumBlocks())
 	}
-	st := ctx.Stats()
+	st := led.Stats()
 	if st.Allocations != 6 || st.BytesAllocated != 85*768 || st.LiveBytes != 85*768 {
 		t.Fatalf("accounting %v, want 6 allocations of %d bytes in all", st, 85*768)
 	}
@@ -71,8 +71,8 @@ func TestNewAllocatesAccountedTensors(t *testing.T) {
 		t.Fatalf("stats %v", s)
 	}
 	c.Release()
-	if ctx.Stats().LiveBytes != 0 {
-		t.Fatalf("live bytes %d after Release", ctx.Stats().LiveBytes)
+	if led.Stats().LiveBytes != 0 {
+		t.Fatalf("live bytes %d after Release", led.Stats().LiveBytes)
 	}
 }
 

@@ -95,7 +95,7 @@
 // or after a Truncate into a shared block) it copies on write: a fresh
 // block replaces the shared one in this table and the rows that were
 // already valid are copied in every layer's K and V, recorded in the
-// Context like any other copy.
+// Ledger like any other copy.
 //
 // A freed block whose K/V are registered stays cached: it counts as free
 // but keeps its content until the pool needs it, so a later prompt with

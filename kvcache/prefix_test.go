@@ -147,9 +147,9 @@ func TestFreedPrefixStaysCachedUntilEvicted(t *testing.T) {
 }
 
 func TestForkCopyOnWrite(t *testing.T) {
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	cfg := smallConfig(8, 4) // 2 layers, 2 kv heads × 3: 6 floats per token row
-	c := mustNew(t, ctx, cfg)
+	c := mustNew(t, led, cfg)
 	parent := seqTokens(6, 1)
 	prefill(t, c, 1, parent)
 	if err := c.Fork(1, 2); err != nil {
@@ -161,9 +161,9 @@ func TestForkCopyOnWrite(t *testing.T) {
 	}
 	check(t, c)
 	child := append(slices.Clone(parent), 60)
-	before := ctx.Stats()
+	before := led.Stats()
 	writeStep(t, c, child, 6, must(c.Slots(2, 6, 1)))
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	// CoW of block 1 copies its 6%4 = 2 valid rows of 6 floats in 2 layers
 	// × (K, V): 4 copies of 48 bytes; then the write of 1 token: 2 layers
 	// × 2 copies of 24 bytes.
@@ -180,9 +180,9 @@ func TestForkCopyOnWrite(t *testing.T) {
 	}
 	// The parent now holds block 1 alone: its write copies nothing.
 	parentNext := append(slices.Clone(parent), 61)
-	before = ctx.Stats()
+	before = led.Stats()
 	writeStep(t, c, parentNext, 6, must(c.Slots(1, 6, 1)))
-	if d := ctx.Stats().Sub(before); d.BytesCopied != 4*24 || c.Stats().CopyOnWriteBlocks != 1 {
+	if d := led.Stats().Sub(before); d.BytesCopied != 4*24 || c.Stats().CopyOnWriteBlocks != 1 {
 		t.Fatalf("parent write %v, %v", d, c.Stats())
 	}
 	checkSeq(t, c, 1, parentNext)
@@ -192,9 +192,9 @@ func TestForkCopyOnWrite(t *testing.T) {
 	// takes a fresh block and copies nothing.
 	prefill(t, c, 3, seqTokens(8, 30))
 	must(0, c.Fork(3, 4))
-	before = ctx.Stats()
+	before = led.Stats()
 	must(c.Slots(4, 8, 1))
-	if d := ctx.Stats().Sub(before); d.BytesCopied != 0 || c.Stats().CopyOnWriteBlocks != 1 {
+	if d := led.Stats().Sub(before); d.BytesCopied != 0 || c.Stats().CopyOnWriteBlocks != 1 {
 		t.Fatalf("aligned fork copied: %v", d)
 	}
 	for _, id := range c.Sequences() {

@@ -37,8 +37,8 @@ func ReshapeAndCache(key, value, kCache, vCache *tensor.Tensor, slotMapping []in
 		var buf [4]int
 		sh := kCache.AppendShape(buf[:0])
 		bytes := int64(written) * int64(sh[2]*sh[3]*kCache.DType().Size())
-		kCache.Context().RecordCopy(bytes)
-		vCache.Context().RecordCopy(bytes)
+		kCache.Ledger().RecordCopy(bytes)
+		vCache.Ledger().RecordCopy(bytes)
 	}
 	return nil
 }

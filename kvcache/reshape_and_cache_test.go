@@ -80,8 +80,8 @@ type rcCase struct {
 	wantNonContigKey bool
 }
 
-// makeKV builds key and value [T, KV, D] in the requested layout, all in ctx.
-func makeKV(t *testing.T, ctx *tensor.Context, c rcCase, seed uint64) (key, value *tensor.Tensor) {
+// makeKV builds key and value [T, KV, D] in the requested layout, all in led.
+func makeKV(t *testing.T, led *tensor.Ledger, c rcCase, seed uint64) (key, value *tensor.Tensor) {
 	t.Helper()
 	switch c.layout {
 	case "fused":
@@ -89,7 +89,7 @@ func makeKV(t *testing.T, ctx *tensor.Context, c rcCase, seed uint64) (key, valu
 		// column ranges of it, viewed as [T, KV, D] with token stride
 		// (H+2·KV)·D: no copy.
 		w := (c.H + 2*c.KV) * c.D
-		qkv := tensor.Must(tensor.Randn(ctx, c.inDT, seed, c.T, w))
+		qkv := tensor.Must(tensor.Randn(led, c.inDT, seed, c.T, w))
 		key = tensor.Must(tensor.Must(qkv.Narrow(1, c.H*c.D, c.KV*c.D)).View(c.T, c.KV, c.D))
 		value = tensor.Must(tensor.Must(qkv.Narrow(1, (c.H+c.KV)*c.D, c.KV*c.D)).View(c.T, c.KV, c.D))
 		if got, want := key.Strides(), []int{w, c.D, 1}; !equal(got, want) {
@@ -97,13 +97,13 @@ func makeKV(t *testing.T, ctx *tensor.Context, c rcCase, seed uint64) (key, valu
 		}
 	case "permuted":
 		// [D, T, KV] permuted to [T, KV, D]: element stride T·KV ≠ 1.
-		k := tensor.Must(tensor.Randn(ctx, c.inDT, seed, c.D, c.T, c.KV))
-		v := tensor.Must(tensor.Randn(ctx, c.inDT, seed+1, c.D, c.T, c.KV))
+		k := tensor.Must(tensor.Randn(led, c.inDT, seed, c.D, c.T, c.KV))
+		v := tensor.Must(tensor.Randn(led, c.inDT, seed+1, c.D, c.T, c.KV))
 		key = tensor.Must(k.Permute(1, 2, 0))
 		value = tensor.Must(v.Permute(1, 2, 0))
 	default:
-		key = tensor.Must(tensor.Randn(ctx, c.inDT, seed, c.T, c.KV, c.D))
-		value = tensor.Must(tensor.Randn(ctx, c.inDT, seed+1, c.T, c.KV, c.D))
+		key = tensor.Must(tensor.Randn(led, c.inDT, seed, c.T, c.KV, c.D))
+		value = tensor.Must(tensor.Randn(led, c.inDT, seed+1, c.T, c.KV, c.D))
 	}
 	return key, value
 }
@@ -122,26 +122,26 @@ func TestReshapeAndCacheMatchesContiguousReference(t *testing.T) {
 		{name: "no tokens", T: 0, H: 4, KV: 2, D: 4, blocks: 2, bs: 4, inDT: tensor.F32, cacheDT: tensor.F32, layout: "contiguous"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := tensor.NewContext()
+			led := tensor.NewLedger()
 			r := rand.New(rand.NewPCG(uint64(c.T), 7))
-			key, value := makeKV(t, ctx, c, 42)
+			key, value := makeKV(t, led, c, 42)
 			if key.IsContiguous() == c.wantNonContigKey {
 				t.Fatalf("key contiguity %v, the case wants non-contiguous=%v: %v", key.IsContiguous(), c.wantNonContigKey, key)
 			}
 			shape := []int{c.blocks, c.bs, c.KV, c.D}
 			// Start from nonzero garbage so skipped slots are visible.
-			kCache := tensor.Must(tensor.Full(ctx, c.cacheDT, -7, shape...))
-			vCache := tensor.Must(tensor.Full(ctx, c.cacheDT, -9, shape...))
-			refCtx := tensor.NewContext()
+			kCache := tensor.Must(tensor.Full(led, c.cacheDT, -7, shape...))
+			vCache := tensor.Must(tensor.Full(led, c.cacheDT, -9, shape...))
+			refCtx := tensor.NewLedger()
 			kRef := tensor.Must(tensor.Full(refCtx, c.cacheDT, -7, shape...))
 			vRef := tensor.Must(tensor.Full(refCtx, c.cacheDT, -9, shape...))
 			slots := randomSlots(r, c.T, c.blocks*c.bs, c.pad)
 
-			before := ctx.Stats()
+			before := led.Stats()
 			if err := ReshapeAndCache(key, value, kCache, vCache, slots); err != nil {
 				t.Fatal(err)
 			}
-			d := ctx.Stats().Sub(before)
+			d := led.Stats().Sub(before)
 			referenceCache(t, key, value, kRef, vRef, slots)
 
 			if !slices.Equal(rawBits(kCache), rawBits(kRef)) || !slices.Equal(rawBits(vCache), rawBits(vRef)) {
@@ -171,12 +171,12 @@ func TestReshapeAndCacheMatchesContiguousReference(t *testing.T) {
 // TestReshapeAndCacheSkipsNegativeSlots checks that a padding slot leaves
 // every element of both caches as it was.
 func TestReshapeAndCacheSkipsNegativeSlots(t *testing.T) {
-	ctx := tensor.NewContext()
-	key := tensor.Must(tensor.Full(ctx, tensor.F32, 1, 3, 1, 2))
-	value := tensor.Must(tensor.Full(ctx, tensor.F32, 2, 3, 1, 2))
-	kCache := tensor.Must(tensor.Zeros(ctx, tensor.F32, 2, 2, 1, 2))
-	vCache := tensor.Must(tensor.Zeros(ctx, tensor.F32, 2, 2, 1, 2))
-	before := ctx.Stats()
+	led := tensor.NewLedger()
+	key := tensor.Must(tensor.Full(led, tensor.F32, 1, 3, 1, 2))
+	value := tensor.Must(tensor.Full(led, tensor.F32, 2, 3, 1, 2))
+	kCache := tensor.Must(tensor.Zeros(led, tensor.F32, 2, 2, 1, 2))
+	vCache := tensor.Must(tensor.Zeros(led, tensor.F32, 2, 2, 1, 2))
+	before := led.Stats()
 	if err := ReshapeAndCache(key, value, kCache, vCache, []int32{-1, 2, -5}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,23 +186,23 @@ func TestReshapeAndCacheSkipsNegativeSlots(t *testing.T) {
 	if !slices.Equal(k, []float32{0, 0, 0, 0, 1, 1, 0, 0}) || !slices.Equal(v, []float32{0, 0, 0, 0, 2, 2, 0, 0}) {
 		t.Fatalf("k %v v %v", k, v)
 	}
-	if d := ctx.Stats().Sub(before); d.BytesCopied != 2*2*4 {
+	if d := led.Stats().Sub(before); d.BytesCopied != 2*2*4 {
 		t.Fatalf("copied %d bytes, want 16 (one token of 2 floats per cache)", d.BytesCopied)
 	}
 }
 
 func TestReshapeAndCacheRejectsBeforeWriting(t *testing.T) {
-	ctx := tensor.NewContext()
-	key := tensor.Must(tensor.Randn(ctx, tensor.F32, 1, 4, 2, 3))
-	value := tensor.Must(tensor.Randn(ctx, tensor.F32, 2, 4, 2, 3))
-	kCache := tensor.Must(tensor.Randn(ctx, tensor.F32, 3, 3, 2, 2, 3))
-	vCache := tensor.Must(tensor.Randn(ctx, tensor.F32, 4, 3, 2, 2, 3))
+	led := tensor.NewLedger()
+	key := tensor.Must(tensor.Randn(led, tensor.F32, 1, 4, 2, 3))
+	value := tensor.Must(tensor.Randn(led, tensor.F32, 2, 4, 2, 3))
+	kCache := tensor.Must(tensor.Randn(led, tensor.F32, 3, 3, 2, 2, 3))
+	vCache := tensor.Must(tensor.Randn(led, tensor.F32, 4, 3, 2, 2, 3))
 	meta := tensor.Must(tensor.Meta(tensor.F32, 4, 2, 3))
-	f16Cache := tensor.Must(tensor.Zeros(ctx, tensor.F16, 3, 2, 2, 3))
-	both := tensor.Must(tensor.Zeros(ctx, tensor.F32, 2, 3, 2, 2, 3))
+	f16Cache := tensor.Must(tensor.Zeros(led, tensor.F16, 3, 2, 2, 3))
+	both := tensor.Must(tensor.Zeros(led, tensor.F32, 2, 3, 2, 2, 3))
 	kHalf := tensor.Must(both.Select(0, 0))
 	vHalf := tensor.Must(both.Select(0, 1))
-	kWide := tensor.Must(tensor.Zeros(ctx, tensor.F32, 3, 2, 2, 6))
+	kWide := tensor.Must(tensor.Zeros(led, tensor.F32, 3, 2, 2, 6))
 	kNonContig := tensor.Must(kWide.Narrow(3, 0, 3))
 	// A key that is itself a view of the K cache's storage.
 	aliasKey := tensor.Must(tensor.Must(kCache.Narrow(0, 0, 2)).Reshape(4, 2, 3))
@@ -228,13 +228,13 @@ func TestReshapeAndCacheRejectsBeforeWriting(t *testing.T) {
 		{"key aliases cache", "clobber", aliasKey, value, kCache, vCache, ok},
 	} {
 		kSnap, vSnap := must(kCache.Float32s()), must(vCache.Float32s())
-		before := ctx.Stats()
+		before := led.Stats()
 		err := ReshapeAndCache(tc.key, tc.value, tc.kc, tc.vc, tc.slots)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
 			continue
 		}
-		if d := ctx.Stats().Sub(before); d.BytesCopied != 0 || d.CopyOps != 0 {
+		if d := led.Stats().Sub(before); d.BytesCopied != 0 || d.CopyOps != 0 {
 			t.Errorf("%s: %v recorded although the call failed", tc.name, d)
 		}
 		if !slices.Equal(must(kCache.Float32s()), kSnap) || !slices.Equal(must(vCache.Float32s()), vSnap) {

@@ -79,11 +79,11 @@ type LoadOptions struct {
 	// has mmap and the host is little-endian) and the float32 weight
 	// tensors are views of the mapping; see Load.
 	NoMmap bool
-	// Ctx receives the allocations of the weights (may be nil). With a
+	// Ledger receives the allocations of the weights (may be nil). With a
 	// mapped file only the memory the loader allocates is counted (the
 	// fused WQKV, converted dtypes), and the bytes it copies out of the
 	// mapping are recorded as copies.
-	Ctx *tensor.Context
+	Ledger *tensor.Ledger
 }
 
 // Header is the validated header of a checkpoint: its format, the model
@@ -281,31 +281,31 @@ func (s *source) f32View(off, n int64) []float32 {
 }
 
 // copied records n bytes copied out of a mapping into new memory.
-func (s *source) copied(ctx *tensor.Context, n int64) {
+func (s *source) copied(led *tensor.Ledger, n int64) {
 	if s.mp != nil {
 		s.mp.copied += n
-		ctx.RecordCopy(n)
+		led.RecordCopy(n)
 	}
 }
 
 // tensor returns the tensor of dtype dt and shape whose float32s start at
 // byte off: a view of the mapping when the file is mapped and dt is F32,
 // otherwise a new tensor filled by reading and converting.
-func (s *source) tensor(ctx *tensor.Context, off int64, dt tensor.DType, shape ...int) (*tensor.Tensor, error) {
+func (s *source) tensor(led *tensor.Ledger, off int64, dt tensor.DType, shape ...int) (*tensor.Tensor, error) {
 	n := int64(1)
 	for _, d := range shape {
 		n *= int64(d)
 	}
 	if dt == tensor.F32 {
 		if v := s.f32View(off, n); v != nil {
-			return tensor.WrapFloat32(ctx, v, shape...)
+			return tensor.WrapFloat32(led, v, shape...)
 		}
 	}
-	t, err := tensor.Empty(ctx, dt, shape...)
+	t, err := tensor.Empty(led, dt, shape...)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.fill(ctx, off, n, t.Storage(), 0); err != nil {
+	if err := s.fill(led, off, n, t.Storage(), 0); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -313,13 +313,13 @@ func (s *source) tensor(ctx *tensor.Context, off int64, dt tensor.DType, shape .
 
 // fill reads n float32s at byte off into st from element dstOff on,
 // converting to st's dtype.
-func (s *source) fill(ctx *tensor.Context, off, n int64, st *tensor.Storage, dstOff int) error {
+func (s *source) fill(led *tensor.Ledger, off, n int64, st *tensor.Storage, dstOff int) error {
 	if v := s.f32View(off, n); v != nil && st.DType() == tensor.F32 && int64(dstOff)+n <= int64(st.Len()) {
 		copy(st.Float32s()[dstOff:], v)
 	} else if err := readFloats(s.reader(), off, n, st, dstOff, s.scratch()); err != nil {
 		return err
 	}
-	s.copied(ctx, n*int64(st.DType().Size()))
+	s.copied(led, n*int64(st.DType().Size()))
 	return nil
 }
 
@@ -340,7 +340,7 @@ func buildModel(h Header, src *source, name string, opts LoadOptions) (*Model, e
 	if err != nil {
 		return nil, fail("%v", err)
 	}
-	ctx, dt := opts.Ctx, cfg.WeightDType
+	led, dt := opts.Ledger, cfg.WeightDType
 	hs := cfg.HeadDim()
 	qRows, kvRows := int64(cfg.NHeads*hs), int64(cfg.NKVHeads*hs)
 	m := &Model{Config: cfg}
@@ -389,13 +389,13 @@ func buildModel(h Header, src *source, name string, opts LoadOptions) (*Model, e
 				// file keeps them apart, so this is a copy even when mapped.
 				L := &w.Layers[l]
 				if L.WQKV == nil {
-					if L.WQKV, err = tensor.Empty(ctx, dt, cfg.QKVRows(), cfg.Dim); err != nil {
+					if L.WQKV, err = tensor.Empty(led, dt, cfg.QKVRows(), cfg.Dim); err != nil {
 						return nil, fail("%v", err)
 					}
 				}
-				err = src.fill(ctx, off, b.elems, L.WQKV.Storage(), int(at))
+				err = src.fill(led, off, b.elems, L.WQKV.Storage(), int(at))
 			} else {
-				*dst, err = src.tensor(ctx, off, tdt, shape...)
+				*dst, err = src.tensor(led, off, tdt, shape...)
 			}
 			if err != nil {
 				return nil, fail("truncated or unreadable %s at byte %d: %v", b.label(l), off, err)
@@ -653,14 +653,14 @@ func fileLayout(f Format, c Config) ([]block, int64, error) {
 // allocWeights allocates every tensor of a model with config c: matrices in
 // c.WeightDType, norms in F32. The classifier is the embedding itself when
 // shared.
-func allocWeights(ctx *tensor.Context, c Config) (*Model, error) {
+func allocWeights(led *tensor.Ledger, c Config) (*Model, error) {
 	dt := c.WeightDType
 	var firstErr error
 	mk := func(dt tensor.DType, shape ...int) *tensor.Tensor {
 		if firstErr != nil {
 			return nil
 		}
-		t, err := tensor.Empty(ctx, dt, shape...)
+		t, err := tensor.Empty(led, dt, shape...)
 		if err != nil {
 			firstErr = err
 		}

@@ -281,10 +281,10 @@ func legacyOffsets(c Config) map[string]int {
 
 func TestLoadStories260K(t *testing.T) {
 	path := sharedFile(t, "models/stories260K.bin")
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	// Read into Go memory: every weight is allocated (see mmap_test.go for
 	// the mapped load, which allocates only the fused WQKV).
-	m, err := Load(path, LoadOptions{Ctx: ctx, NoMmap: true})
+	m, err := Load(path, LoadOptions{Ledger: led, NoMmap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestLoadStories260K(t *testing.T) {
 	if m.Weights.Classifier != m.Weights.TokenEmbedding {
 		t.Fatal("shared classifier should be the embedding tensor itself")
 	}
-	if got := ctx.Stats().BytesAllocated; got != c.Params()*4 {
+	if got := led.Stats().BytesAllocated; got != c.Params()*4 {
 		t.Fatalf("allocated %d bytes, want params·4 = %d", got, c.Params()*4)
 	}
 	raw, err := os.ReadFile(path)
@@ -384,8 +384,8 @@ func TestLoadStories260KHalf(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
-		ctx := tensor.NewContext()
-		m, err := Load(path, LoadOptions{WeightDType: dt, Ctx: ctx, NoMmap: true})
+		led := tensor.NewLedger()
+		m, err := Load(path, LoadOptions{WeightDType: dt, Ledger: led, NoMmap: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,7 +407,7 @@ func TestLoadStories260KHalf(t *testing.T) {
 		}
 		c := m.Config
 		norms := int64(2*c.NLayers+1) * int64(c.Dim)
-		if got, want := ctx.Stats().BytesAllocated, (c.Params()-norms)*2+norms*4; got != want {
+		if got, want := led.Stats().BytesAllocated, (c.Params()-norms)*2+norms*4; got != want {
 			t.Fatalf("%v: allocated %d bytes, want %d", dt, got, want)
 		}
 	}
@@ -585,10 +585,10 @@ func BenchmarkReadStories15MShape(b *testing.B) {
 // want, with no weight allocated and under 1 MiB allocated in all.
 func assertRejected(t *testing.T, data []byte, size int64, want string) {
 	t.Helper()
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	m, err := Read(bytes.NewReader(data), size, "bad.bin", LoadOptions{Ctx: ctx})
+	m, err := Read(bytes.NewReader(data), size, "bad.bin", LoadOptions{Ledger: led})
 	runtime.ReadMemStats(&ms1)
 	if err == nil {
 		t.Fatalf("accepted (%+v)", m.Config)
@@ -597,7 +597,7 @@ func assertRejected(t *testing.T, data []byte, size int64, want string) {
 	if !strings.HasPrefix(msg, "checkpoint bad.bin: ") || !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
 		t.Fatalf("error %q should be one line starting with the file name and mention %q", msg, want)
 	}
-	if got := ctx.Stats().BytesAllocated; got != 0 {
+	if got := led.Stats().BytesAllocated; got != 0 {
 		t.Fatalf("allocated %d bytes of weights before rejecting the file", got)
 	}
 	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 1<<20 {

@@ -146,38 +146,38 @@ func v2Layout(c Config, gs int) (v2File, error) {
 
 // int8s returns the n int8 values at byte off: a view of a mapped file,
 // else a new slice read from the source.
-func (s *source) int8s(ctx *tensor.Context, off, n int64) ([]int8, error) {
+func (s *source) int8s(led *tensor.Ledger, off, n int64) ([]int8, error) {
 	if s.data != nil && n > 0 && off >= 0 && off+n <= int64(len(s.data)) {
 		return unsafe.Slice((*int8)(unsafe.Pointer(&s.data[off])), n), nil
 	}
 	q := make([]int8, n)
-	ctx.RecordAlloc(n)
-	return q, s.readInt8s(ctx, q, off)
+	led.RecordAlloc(n)
+	return q, s.readInt8s(led, q, off)
 }
 
 // float32s returns the n float32s at byte off: a view of a mapped file
 // when aligned, else a new slice read (or copied) from the source.
-func (s *source) float32s(ctx *tensor.Context, off, n int64) ([]float32, error) {
+func (s *source) float32s(led *tensor.Ledger, off, n int64) ([]float32, error) {
 	if v := s.f32View(off, n); v != nil {
 		return v, nil
 	}
 	v := make([]float32, n)
-	ctx.RecordAlloc(4 * n)
-	return v, s.readFloat32s(ctx, v, off)
+	led.RecordAlloc(4 * n)
+	return v, s.readFloat32s(led, v, off)
 }
 
 // readInt8s fills dst with the int8 values at byte off.
-func (s *source) readInt8s(ctx *tensor.Context, dst []int8, off int64) error {
+func (s *source) readInt8s(led *tensor.Ledger, dst []int8, off int64) error {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), len(dst))
 	if err := readFull(s.reader(), b, off); err != nil {
 		return err
 	}
-	s.copied(ctx, int64(len(dst)))
+	s.copied(led, int64(len(dst)))
 	return nil
 }
 
 // readFloat32s fills dst with the little-endian float32s at byte off.
-func (s *source) readFloat32s(ctx *tensor.Context, dst []float32, off int64) error {
+func (s *source) readFloat32s(led *tensor.Ledger, dst []float32, off int64) error {
 	if v := s.f32View(off, int64(len(dst))); v != nil {
 		copy(dst, v)
 	} else {
@@ -194,7 +194,7 @@ func (s *source) readFloat32s(ctx *tensor.Context, dst []float32, off int64) err
 			i += chunk
 		}
 	}
-	s.copied(ctx, 4*int64(len(dst)))
+	s.copied(led, 4*int64(len(dst)))
 	return nil
 }
 
@@ -209,7 +209,7 @@ func buildV2(h Header, src *source, name string, opts LoadOptions) (*Model, erro
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("checkpoint %s: %s", name, fmt.Sprintf(format, a...))
 	}
-	cfg, gs, ctx := h.Config, h.GroupSize, opts.Ctx
+	cfg, gs, led := h.Config, h.GroupSize, opts.Ledger
 	if err := checkGroupSize(cfg, gs); err != nil {
 		return nil, fail("%v", err)
 	}
@@ -223,7 +223,7 @@ func buildV2(h Header, src *source, name string, opts LoadOptions) (*Model, erro
 	for _, b := range lay.norms {
 		for l := 0; l < b.count(cfg); l++ {
 			off := b.off + int64(l)*b.elems*4
-			t, err := src.tensor(ctx, off, tensor.F32, cfg.Dim)
+			t, err := src.tensor(led, off, tensor.F32, cfg.Dim)
 			if err != nil {
 				return nil, fail("truncated or unreadable %s at byte %d: %v", b.label(l), off, err)
 			}
@@ -250,22 +250,22 @@ func buildV2(h Header, src *source, name string, opts LoadOptions) (*Model, erro
 			if row, fused := rowAt[b.kind]; fused {
 				if fusedQ[l] == nil {
 					fusedQ[l], fusedS[l] = make([]int8, qkvN), make([]float32, qkvN/int64(gs))
-					ctx.RecordAlloc(qkvN + 4*qkvN/int64(gs))
+					led.RecordAlloc(qkvN + 4*qkvN/int64(gs))
 				}
 				at := row * int64(cfg.Dim)
-				err := src.readInt8s(ctx, fusedQ[l][at:at+n], qOff)
+				err := src.readInt8s(led, fusedQ[l][at:at+n], qOff)
 				if err == nil {
-					err = src.readFloat32s(ctx, fusedS[l][at/int64(gs):(at+n)/int64(gs)], sOff)
+					err = src.readFloat32s(led, fusedS[l][at/int64(gs):(at+n)/int64(gs)], sOff)
 				}
 				if err != nil {
 					return nil, fail("truncated or unreadable %s at byte %d: %v", b.label(l), qOff, err)
 				}
 				continue
 			}
-			q, err := src.int8s(ctx, qOff, n)
+			q, err := src.int8s(led, qOff, n)
 			var s []float32
 			if err == nil {
-				s, err = src.float32s(ctx, sOff, n/int64(gs))
+				s, err = src.float32s(led, sOff, n/int64(gs))
 			}
 			if err != nil {
 				return nil, fail("truncated or unreadable %s at byte %d: %v", b.label(l), qOff, err)
@@ -299,7 +299,7 @@ func buildV2(h Header, src *source, name string, opts LoadOptions) (*Model, erro
 		w.Classifier = w.TokenEmbedding
 	}
 	if opts.WeightDType != tensor.F32 {
-		if err := dequantizeAll(m, opts.WeightDType, ctx); err != nil {
+		if err := dequantizeAll(m, opts.WeightDType, led); err != nil {
 			return nil, fail("%v", err)
 		}
 	}
@@ -324,7 +324,7 @@ func quantized(m *Model, rows, cols int, q []int8, s []float32, gs int) (*tensor
 // dequantizeAll replaces every Q8_0 weight of m by a real tensor of dtype
 // dt holding q·scale (computed in float32, as the kernels do), rounded
 // once to dt, and clears m.Quantized.
-func dequantizeAll(m *Model, dt tensor.DType, ctx *tensor.Context) error {
+func dequantizeAll(m *Model, dt tensor.DType, led *tensor.Ledger) error {
 	done := map[*tensor.Tensor]*tensor.Tensor{}
 	deq := func(p **tensor.Tensor) error {
 		old := *p
@@ -336,7 +336,7 @@ func dequantizeAll(m *Model, dt tensor.DType, ctx *tensor.Context) error {
 		if q == nil {
 			return nil
 		}
-		t, err := tensor.Empty(ctx, dt, q.Rows, q.Cols)
+		t, err := tensor.Empty(led, dt, q.Rows, q.Cols)
 		if err != nil {
 			return err
 		}

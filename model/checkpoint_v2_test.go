@@ -215,8 +215,8 @@ func TestReadV2(t *testing.T) {
 		data := writeV2Ref(t, m, gs)
 		atLoad := quantizedCopy(t, m, gs)
 		for _, noMmap := range []bool{false, true} {
-			ctx := tensor.NewContext()
-			got := loadV2(t, data, LoadOptions{NoMmap: noMmap, Ctx: ctx})
+			led := tensor.NewLedger()
+			got := loadV2(t, data, LoadOptions{NoMmap: noMmap, Ledger: led})
 			sameQuantized(t, atLoad, got)
 			if again := v2Bytes(t, got, 0); !bytes.Equal(again, data) {
 				t.Fatalf("shared=%v mmap=%v: load → WriteV2 is not byte-identical", shared, !noMmap)
@@ -237,7 +237,7 @@ func TestReadV2(t *testing.T) {
 			if noMmap {
 				want = all
 			}
-			if a := ctx.Stats().BytesAllocated; a != want {
+			if a := led.Stats().BytesAllocated; a != want {
 				t.Fatalf("shared=%v mmap=%v: allocated %d bytes, want %d", shared, !noMmap, a, want)
 			}
 			mapped, copied := got.MappedBytes()

@@ -65,14 +65,14 @@ type logitKey struct{ seq, pos int }
 // Compare runs the same requests through the naive and the fused path.
 // newRequests must return fresh requests (fresh samplers) on each call, so
 // both runs start from the same RNG state. base configures both engines;
-// its Path, Ctx and OnLogits are set per run.
+// its Path, Ledger and OnLogits are set per run.
 func Compare(m *Model, base EngineOptions, newRequests func() []Request) (*Comparison, error) {
 	cmp := &Comparison{}
 	logits := map[logitKey][]float32{}
 	for _, path := range []string{"naive", "fused"} {
-		ctx := tensor.NewContext()
+		led := tensor.NewLedger()
 		opts := base
-		opts.Path, opts.Ctx = path, ctx
+		opts.Path, opts.Ledger = path, led
 		first := path == "naive"
 		opts.OnLogits = func(seq, pos int, row []float32) {
 			k := logitKey{seq, pos}
@@ -90,10 +90,10 @@ func Compare(m *Model, base EngineOptions, newRequests func() []Request) (*Compa
 		if err != nil {
 			return nil, err
 		}
-		ctx.ResetPeak()
-		before := ctx.Stats()
+		led.ResetPeak()
+		before := led.Stats()
 		res, st, err := e.Generate(newRequests(), nil)
-		after := ctx.Stats()
+		after := led.Stats()
 		e.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s path: %w", path, err)

@@ -34,8 +34,8 @@ type EngineOptions struct {
 	MaxBatch int
 	// DisablePrefixSharing turns prefix caching off.
 	DisablePrefixSharing bool
-	// Ctx receives the accounting of activations and the cache.
-	Ctx *tensor.Context
+	// Ledger receives the accounting of activations and the cache.
+	Ledger *tensor.Ledger
 	// OnLogits, if set, sees the logits every sequence is sampled from:
 	// seq is the request index and pos the position of the token whose
 	// logits they are. The slice is only valid during the call.
@@ -107,12 +107,12 @@ func NewEngine(m *Model, opts EngineOptions) (*Engine, error) {
 	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
 		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
 	}
-	cache, err := kvcache.New(opts.Ctx, kcfg)
+	cache, err := kvcache.New(opts.Ledger, kcfg)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	fwd, err := NewForward(m, ForwardOptions{Projection: proj, Path: path, Ctx: opts.Ctx, Pool: pool})
+	fwd, err := NewForward(m, ForwardOptions{Projection: proj, Path: path, Ledger: opts.Ledger, Pool: pool})
 	if err != nil {
 		cache.Release()
 		pool.Close()

@@ -40,7 +40,7 @@ type Forward struct {
 	m     *Model
 	proj  Projection
 	path  attention.Path
-	ctx   *tensor.Context
+	led   *tensor.Ledger
 	mats  *matrices
 	trace *tensor.Trace
 
@@ -73,8 +73,8 @@ type Forward struct {
 type ForwardOptions struct {
 	Projection Projection
 	Path       attention.Path
-	Ctx        *tensor.Context // accounting for activations (may be nil)
-	Threads    int             // worker threads for matmuls (0 = all cores)
+	Ledger     *tensor.Ledger // accounting for activations (may be nil)
+	Threads    int            // worker threads for matmuls (0 = all cores)
 	// Pool runs the matmuls; nil makes the Forward start (and Close) its
 	// own pool of Threads workers.
 	Pool *kernels.Pool
@@ -93,7 +93,7 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, ctx: opts.Ctx, mats: mats}
+	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, led: opts.Ledger, mats: mats}
 	f.ropeCos, f.ropeSin = ropeTables(c)
 	return f, nil
 }
@@ -285,9 +285,9 @@ func (f *Forward) views(T int) (q, k, v *tensor.Tensor, err error) {
 	c := f.m.Config
 	qDim, kvDim := c.NHeads*c.HeadDim(), c.KVDim()
 	if f.proj == FusedQKV {
-		q, k, v, err = splitQKV(f.ctx, f.qkv[:T*c.QKVRows()], T, c)
+		q, k, v, err = splitQKV(f.led, f.qkv[:T*c.QKVRows()], T, c)
 	} else {
-		q, k, v, err = wrapQKV(f.ctx, f.q[:T*qDim], f.k[:T*kvDim], f.v[:T*kvDim], T, c)
+		q, k, v, err = wrapQKV(f.led, f.q[:T*qDim], f.k[:T*kvDim], f.v[:T*kvDim], T, c)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -305,9 +305,9 @@ func (f *Forward) views(T int) (q, k, v *tensor.Tensor, err error) {
 //
 // None of these copies a byte: the token stride stays (H+2·KVH)·D, and
 // the kernels read through it.
-func splitQKV(ctx *tensor.Context, buf []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
+func splitQKV(led *tensor.Ledger, buf []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
 	hs := c.HeadDim()
-	qkv, err := tensor.WrapFloat32(ctx, buf, T, c.QKVRows())
+	qkv, err := tensor.WrapFloat32(led, buf, T, c.QKVRows())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -331,15 +331,15 @@ func splitQKV(ctx *tensor.Context, buf []float32, T int, c Config) (q, k, v *ten
 }
 
 // wrapQKV views three separate contiguous projections as [T, heads, D].
-func wrapQKV(ctx *tensor.Context, qb, kb, vb []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
+func wrapQKV(led *tensor.Ledger, qb, kb, vb []float32, T int, c Config) (q, k, v *tensor.Tensor, err error) {
 	hs := c.HeadDim()
-	if q, err = tensor.WrapFloat32(ctx, qb, T, c.NHeads, hs); err != nil {
+	if q, err = tensor.WrapFloat32(led, qb, T, c.NHeads, hs); err != nil {
 		return
 	}
-	if k, err = tensor.WrapFloat32(ctx, kb, T, c.NKVHeads, hs); err != nil {
+	if k, err = tensor.WrapFloat32(led, kb, T, c.NKVHeads, hs); err != nil {
 		return
 	}
-	v, err = tensor.WrapFloat32(ctx, vb, T, c.NKVHeads, hs)
+	v, err = tensor.WrapFloat32(led, vb, T, c.NKVHeads, hs)
 	return
 }
 

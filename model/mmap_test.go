@@ -55,7 +55,7 @@ func inMapping(m *Model, t *tensor.Tensor) bool {
 // checkMapped asserts the zero-copy layout of a mapped F32 model: every
 // weight but WQKV is a view of the mapping, WQKV is not, and the loader
 // allocated and copied exactly the WQKV bytes.
-func checkMapped(t *testing.T, m *Model, ctx *tensor.Context, fileSize int64) {
+func checkMapped(t *testing.T, m *Model, led *tensor.Ledger, fileSize int64) {
 	t.Helper()
 	if !mmapSupported || !hostLittleEndian {
 		t.Skip("skipping: no mmap on this platform")
@@ -78,7 +78,7 @@ func checkMapped(t *testing.T, m *Model, ctx *tensor.Context, fileSize int64) {
 		}
 	}
 	qkv := int64(c.NLayers) * int64(c.QKVRows()) * int64(c.Dim) * 4
-	st := ctx.Stats()
+	st := led.Stats()
 	if st.BytesAllocated != qkv || st.BytesCopied != qkv {
 		t.Fatalf("allocated %d and copied %d bytes, want the fused WQKV: %d", st.BytesAllocated, st.BytesCopied, qkv)
 	}
@@ -97,12 +97,12 @@ func TestLoadMmapZeroCopy(t *testing.T) {
 			data []byte
 		}{{"legacy", legacyBytes(t, m)}, {"v1", writeV1(t, m)}} {
 			path := writeFile(t, f.name+".bin", f.data)
-			ctx := tensor.NewContext()
-			mapped := mustLoad(t, path, LoadOptions{Ctx: ctx})
+			led := tensor.NewLedger()
+			mapped := mustLoad(t, path, LoadOptions{Ledger: led})
 			read := mustLoad(t, path, LoadOptions{NoMmap: true})
 			sameModel(t, m, mapped)
 			sameModel(t, m, read)
-			checkMapped(t, mapped, ctx, int64(len(f.data)))
+			checkMapped(t, mapped, led, int64(len(f.data)))
 			if mb, _ := read.MappedBytes(); mb != 0 {
 				t.Fatalf("a read model reports %d mapped bytes", mb)
 			}
@@ -115,15 +115,15 @@ func TestLoadMmapZeroCopy(t *testing.T) {
 
 func TestLoadMmapStories260K(t *testing.T) {
 	path := sharedFile(t, "models/stories260K.bin")
-	ctx := tensor.NewContext()
-	mapped := mustLoad(t, path, LoadOptions{Ctx: ctx})
+	led := tensor.NewLedger()
+	mapped := mustLoad(t, path, LoadOptions{Ledger: led})
 	read := mustLoad(t, path, LoadOptions{NoMmap: true})
 	sameModel(t, read, mapped)
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMapped(t, mapped, ctx, st.Size())
+	checkMapped(t, mapped, led, st.Size())
 	_, copied := mapped.MappedBytes()
 	t.Logf("stories260K: %d bytes mapped, qkv fusion copies %d bytes at load", st.Size(), copied)
 	if a, b := greedyIDs(t, mapped, 64), greedyIDs(t, read, 64); !slices.Equal(a, b) {
@@ -141,15 +141,15 @@ func TestLoadMmapHalf(t *testing.T) {
 	path := writeFile(t, "m.bin", legacyBytes(t, m))
 	c := m.Config
 	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
-		ctx := tensor.NewContext()
-		mapped := mustLoad(t, path, LoadOptions{WeightDType: dt, Ctx: ctx})
+		led := tensor.NewLedger()
+		mapped := mustLoad(t, path, LoadOptions{WeightDType: dt, Ledger: led})
 		sameModel(t, mustLoad(t, path, LoadOptions{WeightDType: dt, NoMmap: true}), mapped)
 		if !inMapping(mapped, mapped.Weights.Layers[1].FFNNorm) || !inMapping(mapped, mapped.Weights.FinalNorm) {
 			t.Fatalf("%v: norms should be views of the mapping", dt)
 		}
 		norms := int64(2*c.NLayers+1) * int64(c.Dim)
 		want := (c.Params() - norms) * 2
-		if st := ctx.Stats(); st.BytesAllocated != want || st.BytesCopied != want {
+		if st := led.Stats(); st.BytesAllocated != want || st.BytesCopied != want {
 			t.Fatalf("%v: allocated %d, copied %d; want the matrices at 2 bytes: %d", dt, st.BytesAllocated, st.BytesCopied, want)
 		}
 	}

@@ -33,8 +33,8 @@ func Synthesize(cfg Config, seed uint64) (*Model, error) {
 	return SynthesizeIn(nil, cfg, seed)
 }
 
-// SynthesizeIn is Synthesize with the weights allocated in ctx.
-func SynthesizeIn(ctx *tensor.Context, cfg Config, seed uint64) (*Model, error) {
+// SynthesizeIn is Synthesize with the weights allocated in led.
+func SynthesizeIn(led *tensor.Ledger, cfg Config, seed uint64) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
@@ -49,7 +49,7 @@ func SynthesizeIn(ctx *tensor.Context, cfg Config, seed uint64) (*Model, error) 
 		return nil, fmt.Errorf("synthesize: %s needs about %s of weights, beyond the %s limit",
 			describe(cfg), humanBytes(need), humanBytes(maxSynthBytes))
 	}
-	m, err := allocWeights(ctx, cfg)
+	m, err := allocWeights(led, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}

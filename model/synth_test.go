@@ -169,22 +169,22 @@ func TestSynthesizeRejects(t *testing.T) {
 	}
 	huge := tinyConfig(true)
 	huge.Dim, huge.HiddenDim, huge.VocabSize = 1<<20, 1<<20, 1<<20
-	ctx := tensor.NewContext()
-	if _, err := SynthesizeIn(ctx, huge, 1); err == nil || !strings.Contains(err.Error(), "beyond the") {
+	led := tensor.NewLedger()
+	if _, err := SynthesizeIn(led, huge, 1); err == nil || !strings.Contains(err.Error(), "beyond the") {
 		t.Fatalf("got %v", err)
 	}
-	if ctx.Stats().BytesAllocated != 0 {
+	if led.Stats().BytesAllocated != 0 {
 		t.Fatal("allocated before rejecting")
 	}
 }
 
 func TestSynthesizeIn(t *testing.T) {
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	c := tinyConfig(false)
-	if _, err := SynthesizeIn(ctx, c, 1); err != nil {
+	if _, err := SynthesizeIn(led, c, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := ctx.Stats().BytesAllocated; got != c.Params()*4 {
+	if got := led.Stats().BytesAllocated; got != c.Params()*4 {
 		t.Fatalf("allocated %d, want %d", got, c.Params()*4)
 	}
 }

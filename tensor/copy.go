@@ -4,7 +4,7 @@ import "fmt"
 
 // This file holds the ops that move bytes: Contiguous, Clone and the
 // strided→strided CopyFrom. Every one of them records its bytes in the
-// destination's Context.
+// destination's Ledger.
 
 // Contiguous returns t itself when it is already contiguous (no copy, no
 // allocation) and otherwise a row-major copy of it. On a meta tensor the
@@ -18,7 +18,7 @@ func (t *Tensor) Contiguous() (*Tensor, error) {
 
 // Clone always returns a new contiguous tensor with t's elements.
 func (t *Tensor) Clone() (*Tensor, error) {
-	out, err := newTensor(t.st.ctx, t.st.dtype, t.shape, t.st.meta, "clone")
+	out, err := newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, "clone")
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (t *Tensor) Clone() (*Tensor, error) {
 		return out, nil
 	}
 	copyStrided(out, t)
-	out.st.ctx.RecordCopy(int64(out.Nbytes()))
+	out.st.led.RecordCopy(int64(out.Nbytes()))
 	return out, nil
 }
 
@@ -54,7 +54,7 @@ func (t *Tensor) CopyFrom(src *Tensor) error {
 		s = tmp
 	}
 	copyStrided(t, s)
-	t.st.ctx.RecordCopy(int64(t.Nbytes()))
+	t.st.led.RecordCopy(int64(t.Nbytes()))
 	return nil
 }
 
@@ -221,23 +221,23 @@ func walk2(a, b *Tensor, f func(ao, astr, bo, bstr, n int)) {
 }
 
 // To returns t converted to dtype dt (t itself when it already has dt),
-// as a contiguous copy recorded in the Context.
+// as a contiguous copy recorded in the Ledger.
 func (t *Tensor) To(dt DType) (*Tensor, error) {
 	if dt == t.st.dtype {
 		return t, nil
 	}
-	out, err := newTensor(t.st.ctx, dt, t.shape, t.st.meta, "to")
+	out, err := newTensor(t.st.led, dt, t.shape, t.st.meta, "to")
 	if err != nil {
 		return nil, err
 	}
 	if !t.st.meta {
 		copyStrided(out, t)
-		out.st.ctx.RecordCopy(int64(out.Nbytes()))
+		out.st.led.RecordCopy(int64(out.Nbytes()))
 	}
 	return out, nil
 }
 
-// Release marks t's storage as no longer live in its Context (see
+// Release marks t's storage as no longer live in its Ledger (see
 // Storage.Release). Other views of the same storage become invalid for
 // accounting purposes only; their data stays readable.
 func (t *Tensor) Release() { t.st.Release() }

@@ -9,13 +9,13 @@ import (
 
 // randomStridedView returns a random view of a fresh random tensor of
 // dtype dt: a permutation, maybe a stepped slice, maybe an expand.
-func randomStridedView(tb testing.TB, r *rand.Rand, ctx *Context, dt DType, maxDim int) *Tensor {
+func randomStridedView(tb testing.TB, r *rand.Rand, led *Ledger, dt DType, maxDim int) *Tensor {
 	nd := 1 + r.IntN(4)
 	shape := make([]int, nd)
 	for i := range shape {
 		shape[i] = 1 + r.IntN(maxDim)
 	}
-	x := coreMust(tb)(Randn(ctx, dt, r.Uint64(), shape...))
+	x := coreMust(tb)(Randn(led, dt, r.Uint64(), shape...))
 	x = coreMust(tb)(x.Permute(r.Perm(nd)...))
 	if r.IntN(2) == 0 {
 		d := r.IntN(nd)
@@ -39,12 +39,12 @@ func randomStridedView(tb testing.TB, r *rand.Rand, ctx *Context, dt DType, maxD
 func TestCloneRandomLayouts(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for trial := range 600 {
-		ctx := NewContext()
+		led := NewLedger()
 		dt := DType(trial % 3)
-		x := randomStridedView(t, r, ctx, dt, 9)
-		before := ctx.Stats()
+		x := randomStridedView(t, r, led, dt, 9)
+		before := led.Stats()
 		c := coreMust(t)(x.Clone())
-		if d := ctx.Stats().Sub(before); d.BytesCopied != int64(x.Nbytes()) || d.CopyOps != 1 {
+		if d := led.Stats().Sub(before); d.BytesCopied != int64(x.Nbytes()) || d.CopyOps != 1 {
 			t.Fatalf("trial %d: clone accounting %v for %d bytes", trial, d, x.Nbytes())
 		}
 		if !c.IsContiguous() || c.DType() != dt || !slices.Equal(c.Shape(), x.Shape()) {
@@ -66,8 +66,8 @@ func TestCloneRandomLayouts(t *testing.T) {
 func TestCopyFromRandomLayouts(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for trial := range 400 {
-		ctx := NewContext()
-		src := randomStridedView(t, r, ctx, DType(r.IntN(3)), 12)
+		led := NewLedger()
+		src := randomStridedView(t, r, led, DType(r.IntN(3)), 12)
 		// Destination: a permuted, sliced window of a larger buffer.
 		dt := DType(r.IntN(3))
 		nd := src.Dim()
@@ -76,16 +76,16 @@ func TestCopyFromRandomLayouts(t *testing.T) {
 		for i, p := range perm {
 			big[p] = src.shape[i] + r.IntN(3)
 		}
-		buf := coreMust(t)(Full(ctx, dt, -7, big...))
+		buf := coreMust(t)(Full(led, dt, -7, big...))
 		dst := coreMust(t)(buf.Permute(perm...)) // dst.shape[i] = big[perm[i]] >= src.shape[i]
 		for d := range nd {
 			dst = coreMust(t)(dst.Narrow(d, dst.shape[d]-src.shape[d], src.shape[d]))
 		}
-		before := ctx.Stats()
+		before := led.Stats()
 		if err := dst.CopyFrom(src); err != nil {
 			t.Fatalf("trial %d: copy_ %v <- %v: %v", trial, dst, src, err)
 		}
-		if d := ctx.Stats().Sub(before); d.BytesCopied != int64(dst.Nbytes()) || d.CopyOps != 1 || d.Allocations != 0 {
+		if d := led.Stats().Sub(before); d.BytesCopied != int64(dst.Nbytes()) || d.CopyOps != 1 || d.Allocations != 0 {
 			t.Fatalf("trial %d: copy_ accounting %v", trial, d)
 		}
 		inDst := map[int]bool{}
@@ -124,15 +124,15 @@ func roundTo(dt DType, v float32) float32 {
 // copy_: a broadcast source, and a source that overlaps the destination
 // in the same storage (x[1:] = x[:-1] must shift, not smear).
 func TestCopyFromBroadcastAndSelfOverlap(t *testing.T) {
-	ctx := NewContext()
-	dst := coreMust(t)(Zeros(ctx, F32, 3, 4))
-	row := coreMust(t)(FromFloat32(ctx, F32, []float32{1, 2, 3, 4}, 4))
+	led := NewLedger()
+	dst := coreMust(t)(Zeros(led, F32, 3, 4))
+	row := coreMust(t)(FromFloat32(led, F32, []float32{1, 2, 3, 4}, 4))
 	if err := dst.CopyFrom(row); err != nil {
 		t.Fatal(err)
 	}
 	coreValues(t, "broadcast copy", dst, []float32{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4})
 
-	x := coreMust(t)(Arange(ctx, F32, 6))
+	x := coreMust(t)(Arange(led, F32, 6))
 	head := coreMust(t)(x.Narrow(0, 0, 5))
 	tail := coreMust(t)(x.Narrow(0, 1, 5))
 	if err := tail.CopyFrom(head); err != nil {
@@ -141,7 +141,7 @@ func TestCopyFromBroadcastAndSelfOverlap(t *testing.T) {
 	coreValues(t, "x[1:] = x[:-1]", x, []float32{0, 0, 1, 2, 3, 4})
 
 	// In-place transpose of a square matrix through its own transposed view.
-	sq := coreMust(t)(FromFloat32(ctx, F32, []float32{1, 2, 3, 4}, 2, 2))
+	sq := coreMust(t)(FromFloat32(led, F32, []float32{1, 2, 3, 4}, 2, 2))
 	if err := sq.CopyFrom(coreMust(t)(sq.T())); err != nil {
 		t.Fatal(err)
 	}

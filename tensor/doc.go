@@ -23,11 +23,11 @@
 // product of the sizes to its right; size-1 dims are ignored, and a tensor
 // with 0 or 1 elements is always contiguous. Contiguous returns the same
 // tensor when that holds and a copy otherwise, and the copy is recorded in
-// the tensor's Context.
+// the tensor's Ledger.
 //
 // # Accounting
 //
-// Every allocation and every copy is counted by a Context (bytes allocated,
+// Every allocation and every copy is counted by a Ledger (bytes allocated,
 // bytes copied, copy ops, live and peak bytes). A test can assert that a
 // block of code copied 0 bytes; the CLI prints the counters side by side.
 //

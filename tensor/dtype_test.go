@@ -216,17 +216,17 @@ func TestDTypeNamesAndSizes(t *testing.T) {
 // elements read back are the float32 inputs rounded once.
 func TestHalfTensorsThroughViews(t *testing.T) {
 	for _, dt := range []DType{F16, BF16} {
-		ctx := NewContext()
-		x := coreMust(t)(coreMust(t)(Arange(ctx, dt, 24)).View(2, 3, 4))
+		led := NewLedger()
+		x := coreMust(t)(coreMust(t)(Arange(led, dt, 24)).View(2, 3, 4))
 		if x.Nbytes() != 48 || x.Storage().Bytes() != 48 || x.DType() != dt {
 			t.Errorf("%v: nbytes %d", dt, x.Nbytes())
 		}
 		p := coreMust(t)(x.Permute(2, 0, 1))
 		coreLayout(t, dt.String()+" permute", p, []int{4, 2, 3}, []int{1, 12, 4}, 0, false)
 		v := coreMust(t)(p.View(4, 6))
-		before := ctx.Stats()
+		before := led.Stats()
 		c := coreMust(t)(p.Contiguous())
-		if d := ctx.Stats().Sub(before); d.BytesCopied != 48 || d.CopyOps != 1 {
+		if d := led.Stats().Sub(before); d.BytesCopied != 48 || d.CopyOps != 1 {
 			t.Errorf("%v: contiguous copied %v, want 48 bytes", dt, d)
 		}
 		want := make([]float32, 0, 24)
@@ -256,7 +256,7 @@ func TestHalfTensorsThroughViews(t *testing.T) {
 			t.Errorf("%v: Store(2, 3.5) reads %v through the permute", dt, g)
 		}
 		// Conversions: F32 → half rounds each element once; half → F32 is exact.
-		f := coreMust(t)(Randn(ctx, F32, 9, 5, 7))
+		f := coreMust(t)(Randn(led, F32, 9, 5, 7))
 		h := coreMust(t)(coreMust(t)(f.T()).To(dt))
 		back := coreMust(t)(h.To(F32))
 		fv, _ := coreMust(t)(f.T()).Float32s()

@@ -10,8 +10,8 @@ import (
 // expressed with strides over the existing memory; Reshape then copies.
 // SharesStorage tells which one happened.
 func ExampleTensor_View() {
-	ctx := tensor.NewContext()
-	x := tensor.Must(tensor.Must(tensor.Arange(ctx, tensor.F32, 12)).View(3, 4))
+	led := tensor.NewLedger()
+	x := tensor.Must(tensor.Must(tensor.Arange(led, tensor.F32, 12)).View(3, 4))
 	xt := tensor.Must(x.T())
 	fmt.Println("x:  ", x)
 	fmt.Println("x.t:", xt)
@@ -19,11 +19,11 @@ func ExampleTensor_View() {
 	if _, err := xt.View(12); err != nil {
 		fmt.Println("view(12) of x.t fails:", err != nil)
 	}
-	before := ctx.Stats()
+	before := led.Stats()
 	r := tensor.Must(xt.Reshape(12))
 	v, _ := r.Float32s()
 	fmt.Println("reshape(12) shares storage:", tensor.SharesStorage(r, x), v)
-	fmt.Println("reshape(12) cost:", ctx.Stats().Sub(before).BytesCopied, "bytes copied")
+	fmt.Println("reshape(12) cost:", led.Stats().Sub(before).BytesCopied, "bytes copied")
 
 	// A permuted tensor can still be viewed when the merged dims are
 	// contiguous with each other: stride[1] == shape[2]·stride[2] (12 == 3·4).
@@ -42,8 +42,8 @@ func ExampleTensor_View() {
 // new memory. A write through the expanded view lands on the one shared
 // element, so every row sees it.
 func ExampleTensor_Expand() {
-	ctx := tensor.NewContext()
-	bias := tensor.Must(tensor.FromFloat32(ctx, tensor.F32, []float32{1, 2, 3}, 3))
+	led := tensor.NewLedger()
+	bias := tensor.Must(tensor.FromFloat32(led, tensor.F32, []float32{1, 2, 3}, 3))
 	e := tensor.Must(bias.Expand(4, 3))
 	r := tensor.Must(bias.Repeat(4, 1))
 	fmt.Println("expand:", e.Strides(), e.Storage().Bytes(), "bytes")
@@ -62,17 +62,17 @@ func ExampleTensor_Expand() {
 }
 
 // Contiguous is free on a contiguous tensor (it returns the same tensor)
-// and a full copy otherwise; the Context counts it.
+// and a full copy otherwise; the Ledger counts it.
 func ExampleTensor_Contiguous() {
-	ctx := tensor.NewContext()
-	x := tensor.Must(tensor.Zeros(ctx, tensor.F32, 64, 128))
-	before := ctx.Stats()
+	led := tensor.NewLedger()
+	x := tensor.Must(tensor.Zeros(led, tensor.F32, 64, 128))
+	before := led.Stats()
 	same := tensor.Must(x.Contiguous())
-	fmt.Println("already contiguous:", same == x, ctx.Stats().Sub(before).BytesCopied, "bytes copied")
+	fmt.Println("already contiguous:", same == x, led.Stats().Sub(before).BytesCopied, "bytes copied")
 
-	before = ctx.Stats()
+	before = led.Stats()
 	c := tensor.Must(tensor.Must(x.T()).Contiguous())
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	fmt.Println("transposed:", c.Shape(), c.Strides(), d.BytesCopied, "bytes in", d.CopyOps, "copy")
 	// Output:
 	// already contiguous: true 0 bytes copied
@@ -82,10 +82,10 @@ func ExampleTensor_Contiguous() {
 // A meta tensor has a layout and no data, so the attention scores of
 // B=2, H=32, S=4096 can be planned and traced without allocating 4 GiB.
 func ExampleMeta() {
-	ctx := tensor.NewContext()
+	led := tensor.NewLedger()
 	scores := tensor.Must(tensor.Meta(tensor.F32, 2, 32, 4096, 4096))
 	fmt.Println(scores)
-	fmt.Println("would occupy", scores.Nbytes()>>30, "GiB; allocated", ctx.Stats().BytesAllocated, "bytes")
+	fmt.Println("would occupy", scores.Nbytes()>>30, "GiB; allocated", led.Stats().BytesAllocated, "bytes")
 
 	out := tensor.Must(tensor.Meta(tensor.F32, 2, 32, 4096, 128))
 	merged := tensor.Must(tensor.Must(out.Transpose(1, 2)).Contiguous())

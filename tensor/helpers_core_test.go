@@ -65,12 +65,12 @@ func coreErrContains(tb testing.TB, name string, err error, op string, frags ...
 	}
 }
 
-// coreArange returns arange(n) (F32) viewed as shape, in ctx.
-func coreArange(tb testing.TB, ctx *Context, shape ...int) *Tensor {
+// coreArange returns arange(n) (F32) viewed as shape, in led.
+func coreArange(tb testing.TB, led *Ledger, shape ...int) *Tensor {
 	tb.Helper()
 	n := 1
 	for _, s := range shape {
 		n *= s
 	}
-	return coreMust(tb)(coreMust(tb)(Arange(ctx, F32, n)).View(shape...))
+	return coreMust(tb)(coreMust(tb)(Arange(led, F32, n)).View(shape...))
 }

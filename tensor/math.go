@@ -12,7 +12,7 @@ import (
 // softmax, RMSNorm, SiLU, broadcasting Add/Mul and the small in-place
 // helpers. Every operand is read through its (shape, strides, offset), so
 // a transposed or sliced view costs nothing to pass in; results are new
-// contiguous tensors in the first operand's Context. Computation is in
+// contiguous tensors in the first operand's Ledger. Computation is in
 // float32 whatever the storage dtype, as in llama2.c. On meta operands the
 // ops return a meta result of the right shape and compute nothing, so a
 // [2,32,4096,4096] attention can be traced for free.
@@ -165,7 +165,7 @@ func gemmLayout(rows, cols, sr, sc int) (trans bool, ld int, ok bool) {
 
 // gemmOperand returns t ready for BLAS: t itself when it is F32 and its
 // last two dims satisfy gemmLayout, otherwise a contiguous F32 copy (the
-// copy is recorded in t's Context, and tmp is true so the caller can
+// copy is recorded in t's Ledger, and tmp is true so the caller can
 // release it when done).
 func gemmOperand(t *Tensor) (out *Tensor, tmp bool, err error) {
 	nd := len(t.shape)
@@ -180,7 +180,7 @@ func gemmOperand(t *Tensor) (out *Tensor, tmp bool, err error) {
 	return c, true, err
 }
 
-// Matmul returns a @ b as a new contiguous F32 tensor in a's Context.
+// Matmul returns a @ b as a new contiguous F32 tensor in a's Ledger.
 //
 // Shapes follow torch.matmul: [M,K]@[K,N] → [M,N]; with more dims the
 // leading (batch) dims broadcast, [...,M,K]@[...,K,N] → [...,M,N]; a 1-D
@@ -195,7 +195,7 @@ func gemmOperand(t *Tensor) (out *Tensor, tmp bool, err error) {
 // nothing. Batch i starts at offset + Σ idx_k·batch_stride_k (0 for a
 // broadcast dim). Only operands whose inner dims are unit-stride in neither
 // order, or that are F16/BF16, are first copied to contiguous F32, and that
-// copy is recorded in the operand's Context.
+// copy is recorded in the operand's Ledger.
 //
 // If either operand is meta, the result is a meta tensor of the result
 // shape and nothing is computed.
@@ -235,7 +235,7 @@ func Matmul(a, b *Tensor) (res *Tensor, err error) {
 		final = append(final, n)
 	}
 	meta := a.st.meta || b.st.meta
-	out, err := newTensor(a.st.ctx, F32, full, meta, op)
+	out, err := newTensor(a.st.led, F32, full, meta, op)
 	if err != nil {
 		return nil, err
 	}
@@ -358,12 +358,12 @@ func SoftmaxLastDimInPlace(t *Tensor) error {
 }
 
 // Softmax returns softmax over the last dim of t as a new contiguous
-// tensor of t's dtype in t's Context (meta in, meta out).
+// tensor of t's dtype in t's Ledger (meta in, meta out).
 func Softmax(t *Tensor) (*Tensor, error) {
 	if err := checkOperands("softmax", t); err != nil {
 		return nil, err
 	}
-	out, err := newTensor(t.st.ctx, t.st.dtype, t.shape, t.st.meta, "softmax")
+	out, err := newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, "softmax")
 	if err != nil || t.st.meta {
 		return out, err
 	}
@@ -382,7 +382,7 @@ func lastDim(t *Tensor) int {
 }
 
 // RMSNorm returns x·w / sqrt(mean(x²) + eps) over the last dim of x, as a
-// new contiguous tensor of x's dtype in x's Context. w is 1-D with the
+// new contiguous tensor of x's dtype in x's Ledger. w is 1-D with the
 // size of that dim (any stride). The arithmetic is llama2.c's rmsnorm in
 // float32: ss = Σx², ss = 1/sqrt(ss/n + eps), out = w·(ss·x).
 func RMSNorm(x, w *Tensor, eps float32) (*Tensor, error) {
@@ -395,7 +395,7 @@ func RMSNorm(x, w *Tensor, eps float32) (*Tensor, error) {
 		return nil, errorf(op, "weight of shape %s does not match the last dim of input of shape %s", FormatInts(w.shape), FormatInts(x.shape))
 	}
 	meta := x.st.meta || w.st.meta
-	out, err := newTensor(x.st.ctx, x.st.dtype, x.shape, meta, op)
+	out, err := newTensor(x.st.led, x.st.dtype, x.shape, meta, op)
 	if err != nil || meta {
 		return out, err
 	}
@@ -423,7 +423,7 @@ func unary(op string, t *Tensor, f func(float32) float32) (*Tensor, error) {
 	if err := checkOperands(op, t); err != nil {
 		return nil, err
 	}
-	out, err := newTensor(t.st.ctx, t.st.dtype, t.shape, t.st.meta, op)
+	out, err := newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, op)
 	if err != nil || t.st.meta {
 		return out, err
 	}
@@ -445,7 +445,7 @@ func SiLU(t *Tensor) (*Tensor, error) {
 
 // binary broadcasts a and b to a common shape (stride 0 along broadcast
 // dims, so nothing is materialized) and returns f of each pair as a new
-// contiguous tensor in a's Context.
+// contiguous tensor in a's Ledger.
 func binary(op string, a, b *Tensor, f func(x, y float32) float32) (*Tensor, error) {
 	if err := checkOperands(op, a, b); err != nil {
 		return nil, err
@@ -455,7 +455,7 @@ func binary(op string, a, b *Tensor, f func(x, y float32) float32) (*Tensor, err
 		return nil, err
 	}
 	meta := a.st.meta || b.st.meta
-	out, err := newTensor(a.st.ctx, resultDType(a, b), shape, meta, op)
+	out, err := newTensor(a.st.led, resultDType(a, b), shape, meta, op)
 	if err != nil || meta {
 		return out, err
 	}
@@ -601,7 +601,7 @@ func SumDim(t *Tensor, dim int) (*Tensor, error) {
 		return nil, err
 	}
 	shape := p.shape[:len(p.shape)-1]
-	out, err := newTensor(t.st.ctx, t.st.dtype, shape, t.st.meta, op)
+	out, err := newTensor(t.st.led, t.st.dtype, shape, t.st.meta, op)
 	if err != nil || t.st.meta {
 		return out, err
 	}

@@ -92,57 +92,57 @@ func closeTo(t *testing.T, name string, got []float32, want []float64, tol float
 	}
 }
 
-func randn(ctx *Context, seed uint64, shape ...int) *Tensor {
-	return Must(Randn(ctx, F32, seed, shape...))
+func randn(led *Ledger, seed uint64, shape ...int) *Tensor {
+	return Must(Randn(led, F32, seed, shape...))
 }
 
 func TestMatmulAgainstFloat64(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	cases := []struct {
 		name string
 		a, b func() *Tensor
 	}{
 		{"2d contiguous",
-			func() *Tensor { return randn(ctx, 1, 3, 4) },
-			func() *Tensor { return randn(ctx, 2, 4, 5) }},
+			func() *Tensor { return randn(led, 1, 3, 4) },
+			func() *Tensor { return randn(led, 2, 4, 5) }},
 		{"a transposed",
-			func() *Tensor { return Must(randn(ctx, 3, 4, 3).T()) },
-			func() *Tensor { return randn(ctx, 4, 4, 5) }},
+			func() *Tensor { return Must(randn(led, 3, 4, 3).T()) },
+			func() *Tensor { return randn(led, 4, 4, 5) }},
 		{"b transposed (x @ W.T)",
-			func() *Tensor { return randn(ctx, 5, 3, 4) },
-			func() *Tensor { return Must(randn(ctx, 6, 5, 4).T()) }},
+			func() *Tensor { return randn(led, 5, 3, 4) },
+			func() *Tensor { return Must(randn(led, 6, 5, 4).T()) }},
 		{"both transposed",
-			func() *Tensor { return Must(randn(ctx, 7, 7, 2).T()) },
-			func() *Tensor { return Must(randn(ctx, 8, 9, 7).T()) }},
+			func() *Tensor { return Must(randn(led, 7, 7, 2).T()) },
+			func() *Tensor { return Must(randn(led, 8, 9, 7).T()) }},
 		{"row slice with ld > cols",
-			func() *Tensor { return Must(randn(ctx, 9, 6, 8).Slice(1, 1, 7, 1)) },
-			func() *Tensor { return Must(randn(ctx, 10, 6, 10).Narrow(1, 2, 5)) }},
+			func() *Tensor { return Must(randn(led, 9, 6, 8).Slice(1, 1, 7, 1)) },
+			func() *Tensor { return Must(randn(led, 10, 6, 10).Narrow(1, 2, 5)) }},
 		{"step slice needs a copy",
-			func() *Tensor { return Must(randn(ctx, 11, 3, 8).Slice(1, 0, 8, 2)) },
-			func() *Tensor { return randn(ctx, 12, 4, 3) }},
+			func() *Tensor { return Must(randn(led, 11, 3, 8).Slice(1, 0, 8, 2)) },
+			func() *Tensor { return randn(led, 12, 4, 3) }},
 		{"expanded inner dim (stride 0)",
-			func() *Tensor { return randn(ctx, 13, 2, 4) },
-			func() *Tensor { return Must(randn(ctx, 14, 1, 5).Expand(4, 5)) }},
+			func() *Tensor { return randn(led, 13, 2, 4) },
+			func() *Tensor { return Must(randn(led, 14, 1, 5).Expand(4, 5)) }},
 		{"batched 3d @ 2d",
-			func() *Tensor { return randn(ctx, 15, 2, 3, 4) },
-			func() *Tensor { return randn(ctx, 16, 4, 5) }},
+			func() *Tensor { return randn(led, 15, 2, 3, 4) },
+			func() *Tensor { return randn(led, 16, 4, 5) }},
 		{"batched broadcast size-1 dims",
-			func() *Tensor { return randn(ctx, 17, 1, 3, 4, 5) },
-			func() *Tensor { return randn(ctx, 18, 2, 1, 5, 6) }},
+			func() *Tensor { return randn(led, 17, 1, 3, 4, 5) },
+			func() *Tensor { return randn(led, 18, 2, 1, 5, 6) }},
 		{"batched expanded batch dim",
-			func() *Tensor { return Must(randn(ctx, 19, 1, 4, 5).Expand(3, 4, 5)) },
-			func() *Tensor { return Must(randn(ctx, 20, 3, 6, 5).Transpose(-2, -1)) }},
+			func() *Tensor { return Must(randn(led, 19, 1, 4, 5).Expand(3, 4, 5)) },
+			func() *Tensor { return Must(randn(led, 20, 3, 6, 5).Transpose(-2, -1)) }},
 		{"attention q @ k^T from [B,S,H,D] views",
-			func() *Tensor { return Must(randn(ctx, 21, 2, 5, 3, 4).Transpose(1, 2)) },
+			func() *Tensor { return Must(randn(led, 21, 2, 5, 3, 4).Transpose(1, 2)) },
 			func() *Tensor {
-				return Must(Must(randn(ctx, 22, 2, 6, 3, 4).Transpose(1, 2)).Transpose(-2, -1))
+				return Must(Must(randn(led, 22, 2, 6, 3, 4).Transpose(1, 2)).Transpose(-2, -1))
 			}},
 		{"f16 operands",
-			func() *Tensor { return Must(Must(randn(ctx, 23, 3, 4).To(F16)).T()) },
-			func() *Tensor { return Must(randn(ctx, 24, 3, 2).To(BF16)) }},
+			func() *Tensor { return Must(Must(randn(led, 23, 3, 4).To(F16)).T()) },
+			func() *Tensor { return Must(randn(led, 24, 3, 2).To(BF16)) }},
 		{"size-1 dims with odd strides",
-			func() *Tensor { return Must(randn(ctx, 25, 4, 6).Narrow(0, 1, 1)) },
-			func() *Tensor { return Must(randn(ctx, 26, 6, 3).Narrow(1, 2, 1)) }},
+			func() *Tensor { return Must(randn(led, 25, 4, 6).Narrow(0, 1, 1)) },
+			func() *Tensor { return Must(randn(led, 26, 6, 3).Narrow(1, 2, 1)) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestMatmulAgainstFloat64(t *testing.T) {
 			if FormatInts(got.Shape()) != FormatInts(shape) {
 				t.Fatalf("shape %v, want %v", got.Shape(), shape)
 			}
-			if !got.IsContiguous() || got.DType() != F32 || got.Context() != a.Context() {
+			if !got.IsContiguous() || got.DType() != F32 || got.Ledger() != a.Ledger() {
 				t.Fatalf("result %v is not a contiguous F32 tensor in a's context", got)
 			}
 			closeTo(t, c.name, Must(got, nil).mustF32(t), want, 1e-5)
@@ -173,9 +173,9 @@ func (x *Tensor) mustF32(t *testing.T) []float32 {
 }
 
 func TestMatmulVectors(t *testing.T) {
-	ctx := NewContext()
-	m := randn(ctx, 1, 4, 3)
-	v := randn(ctx, 2, 4)
+	led := NewLedger()
+	m := randn(led, 1, 4, 3)
+	v := randn(led, 2, 4)
 	// vec @ mat: [4] @ [4,3] → [3]
 	got, err := Matmul(v, m)
 	if err != nil {
@@ -187,7 +187,7 @@ func TestMatmulVectors(t *testing.T) {
 	_, want := refMatmul(t, Must(v.Unsqueeze(0)), m)
 	closeTo(t, "vec@mat", got.mustF32(t), want, 1e-5)
 	// mat.T @ vec through a strided vector: [3,4] @ [4] → [3]
-	vs := Must(randn(ctx, 3, 8).Slice(0, 0, 8, 2))
+	vs := Must(randn(led, 3, 8).Slice(0, 0, 8, 2))
 	got, err = Matmul(Must(m.T()), vs)
 	if err != nil {
 		t.Fatal(err)
@@ -200,8 +200,8 @@ func TestMatmulVectors(t *testing.T) {
 }
 
 func TestMatmulEmptyDims(t *testing.T) {
-	ctx := NewContext()
-	got, err := Matmul(Must(Empty(ctx, F32, 3, 0)), Must(Empty(ctx, F32, 0, 2)))
+	led := NewLedger()
+	got, err := Matmul(Must(Empty(led, F32, 3, 0)), Must(Empty(led, F32, 0, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestMatmulEmptyDims(t *testing.T) {
 			t.Fatalf("k=0 product must be zeros, got %v", v)
 		}
 	}
-	got, err = Matmul(Must(Empty(ctx, F32, 0, 4)), Must(Empty(ctx, F32, 4, 2)))
+	got, err = Matmul(Must(Empty(led, F32, 0, 4)), Must(Empty(led, F32, 4, 2)))
 	if err != nil || FormatInts(got.Shape()) != "[0, 2]" {
 		t.Fatalf("m=0: %v %v", got, err)
 	}
@@ -224,17 +224,17 @@ func TestMatmulEmptyDims(t *testing.T) {
 // Trans and its leading dimension, never copied; only the result is
 // allocated.
 func TestMatmulTransposedOperandCopiesNothing(t *testing.T) {
-	ctx := NewContext()
-	q := randn(ctx, 1, 2, 6, 3, 4) // [B,S,H,D]
-	k := randn(ctx, 2, 2, 7, 3, 4)
+	led := NewLedger()
+	q := randn(led, 1, 2, 6, 3, 4) // [B,S,H,D]
+	k := randn(led, 2, 2, 7, 3, 4)
 	qh := Must(q.Transpose(1, 2))                         // [B,H,S,D], strides [72,4,12,1]
 	kt := Must(Must(k.Transpose(1, 2)).Transpose(-2, -1)) // [B,H,D,S], strides [84,4,1,12]
-	before := ctx.Stats()
+	before := led.Stats()
 	s, err := Matmul(qh, kt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	if d.BytesCopied != 0 || d.CopyOps != 0 {
 		t.Fatalf("transposed operands copied %d bytes in %d ops", d.BytesCopied, d.CopyOps)
 	}
@@ -247,23 +247,23 @@ func TestMatmulTransposedOperandCopiesNothing(t *testing.T) {
 
 	// A step-2 slice is unit-stride in neither order: it is copied, and
 	// the copy is counted.
-	x := Must(randn(ctx, 3, 3, 8).Slice(1, 0, 8, 2)) // [3,4] strides [8,2]
-	w := randn(ctx, 4, 4, 5)
-	before = ctx.Stats()
+	x := Must(randn(led, 3, 3, 8).Slice(1, 0, 8, 2)) // [3,4] strides [8,2]
+	w := randn(led, 4, 4, 5)
+	before = led.Stats()
 	if _, err := Matmul(x, w); err != nil {
 		t.Fatal(err)
 	}
-	d = ctx.Stats().Sub(before)
+	d = led.Stats().Sub(before)
 	if d.BytesCopied != 3*4*4 || d.CopyOps != 1 {
 		t.Fatalf("strided operand: copied %d bytes in %d ops, want 48 in 1", d.BytesCopied, d.CopyOps)
 	}
-	if d.LiveBytes != ctx.Stats().LiveBytes || before.LiveBytes+3*5*4 != d.LiveBytes {
+	if d.LiveBytes != led.Stats().LiveBytes || before.LiveBytes+3*5*4 != d.LiveBytes {
 		t.Fatalf("the temporary copy should be released: live %d before, %d after", before.LiveBytes, d.LiveBytes)
 	}
 }
 
 func TestMatmulMeta(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	q := Must(Must(Meta(F32, 2, 4096, 32, 128)).Transpose(1, 2))
 	k := Must(Must(Meta(F32, 2, 4096, 32, 128)).Transpose(1, 2))
 	s, err := Matmul(q, Must(k.Transpose(-2, -1)))
@@ -276,28 +276,28 @@ func TestMatmulMeta(t *testing.T) {
 	}
 	// A meta operand mixed with a real one gives a meta result in a's
 	// context and computes (and allocates) nothing.
-	a := randn(ctx, 1, 3, 4)
-	before := ctx.Stats()
+	a := randn(led, 1, 3, 4)
+	before := led.Stats()
 	r, err := Matmul(a, Must(Meta(F32, 4, 1<<20)))
 	if err != nil || !r.IsMeta() || FormatInts(r.Shape()) != "[3, 1048576]" {
 		t.Fatalf("mixed meta: %v %v", r, err)
 	}
-	if d := ctx.Stats().Sub(before); d.BytesAllocated != 0 {
+	if d := led.Stats().Sub(before); d.BytesAllocated != 0 {
 		t.Fatalf("meta matmul allocated %d bytes", d.BytesAllocated)
 	}
 }
 
 func TestMatmulErrors(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	cases := []struct {
 		a, b *Tensor
 		want string
 	}{
-		{randn(ctx, 1, 2, 3), randn(ctx, 1, 4, 5), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
-		{randn(ctx, 1, 2, 3, 4), randn(ctx, 1, 3, 4, 5), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"},
-		{Must(Full(ctx, F32, 1)), randn(ctx, 1, 3), "need to be at least 1D"},
+		{randn(led, 1, 2, 3), randn(led, 1, 4, 5), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
+		{randn(led, 1, 2, 3, 4), randn(led, 1, 3, 4, 5), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"},
+		{Must(Full(led, F32, 1)), randn(led, 1, 3), "need to be at least 1D"},
 		{Must(Meta(F32, 8, 3)), Must(Meta(F32, 4, 5)), "[8, 3] and [4, 5]"},
-		{nil, randn(ctx, 1, 3), "operand 0 is nil"},
+		{nil, randn(led, 1, 3), "operand 0 is nil"},
 	}
 	for _, c := range cases {
 		_, err := Matmul(c.a, c.b)
@@ -335,8 +335,8 @@ func refSoftmax(t *testing.T, x *Tensor) []float64 {
 }
 
 func TestSoftmax(t *testing.T) {
-	ctx := NewContext()
-	base := Must(Randn(ctx, F32, 7, 3, 5, 4))
+	led := NewLedger()
+	base := Must(Randn(led, F32, 7, 3, 5, 4))
 	// Large logits: without max-subtraction exp overflows to +Inf.
 	if err := ScaleInPlace(base, 50); err != nil {
 		t.Fatal(err)
@@ -367,8 +367,8 @@ func TestSoftmax(t *testing.T) {
 }
 
 func TestSoftmaxRefusesOverlapAndSkipsMeta(t *testing.T) {
-	ctx := NewContext()
-	e := Must(Must(Arange(ctx, F32, 3)).Expand(4, 3))
+	led := NewLedger()
+	e := Must(Must(Arange(led, F32, 3)).Expand(4, 3))
 	err := SoftmaxLastDimInPlace(e)
 	if err == nil || !strings.Contains(err.Error(), "more than one element of the written-to tensor refers to a single memory location") {
 		t.Fatalf("softmax_ on an expanded tensor: %v", err)
@@ -384,9 +384,9 @@ func TestSoftmaxRefusesOverlapAndSkipsMeta(t *testing.T) {
 }
 
 func TestRMSNorm(t *testing.T) {
-	ctx := NewContext()
-	x := Must(randn(ctx, 1, 6, 4).T())              // [4,6], rows strided
-	w := Must(randn(ctx, 2, 12).Slice(0, 0, 12, 2)) // [6], stride 2
+	led := NewLedger()
+	x := Must(randn(led, 1, 6, 4).T())              // [4,6], rows strided
+	w := Must(randn(led, 2, 12).Slice(0, 0, 12, 2)) // [6], stride 2
 	const eps = 1e-5
 	got, err := RMSNorm(x, w, eps)
 	if err != nil {
@@ -406,7 +406,7 @@ func TestRMSNorm(t *testing.T) {
 	}
 	closeTo(t, "rmsnorm", got.mustF32(t), want, 1e-5)
 
-	if _, err := RMSNorm(x, Must(Empty(ctx, F32, 5)), eps); err == nil || !strings.Contains(err.Error(), "[5]") {
+	if _, err := RMSNorm(x, Must(Empty(led, F32, 5)), eps); err == nil || !strings.Contains(err.Error(), "[5]") {
 		t.Fatalf("rmsnorm with a [5] weight on [4, 6]: %v", err)
 	}
 	m, err := RMSNorm(Must(Meta(F32, 2, 4096, 4096)), Must(Meta(F32, 4096)), eps)
@@ -416,8 +416,8 @@ func TestRMSNorm(t *testing.T) {
 }
 
 func TestSiLU(t *testing.T) {
-	ctx := NewContext()
-	x := Must(randn(ctx, 3, 4, 5).Transpose(0, 1))
+	led := NewLedger()
+	x := Must(randn(led, 3, 4, 5).Transpose(0, 1))
 	got, err := SiLU(x)
 	if err != nil {
 		t.Fatal(err)
@@ -433,16 +433,16 @@ func TestSiLU(t *testing.T) {
 }
 
 func TestAddMulBroadcast(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	cases := []struct {
 		a, b  *Tensor
 		shape string
 	}{
-		{randn(ctx, 1, 3, 1), randn(ctx, 2, 4), "[3, 4]"},
-		{randn(ctx, 3, 2, 1, 4), randn(ctx, 4, 3, 1), "[2, 3, 4]"},
-		{Must(randn(ctx, 5, 4, 3).T()), Must(randn(ctx, 6, 1, 8).Slice(1, 0, 8, 2)), "[3, 4]"},
-		{Must(Full(ctx, F32, 2)), randn(ctx, 7, 2, 2), "[2, 2]"},
-		{Must(randn(ctx, 8, 3).Expand(2, 3)), randn(ctx, 9, 2, 1), "[2, 3]"},
+		{randn(led, 1, 3, 1), randn(led, 2, 4), "[3, 4]"},
+		{randn(led, 3, 2, 1, 4), randn(led, 4, 3, 1), "[2, 3, 4]"},
+		{Must(randn(led, 5, 4, 3).T()), Must(randn(led, 6, 1, 8).Slice(1, 0, 8, 2)), "[3, 4]"},
+		{Must(Full(led, F32, 2)), randn(led, 7, 2, 2), "[2, 2]"},
+		{Must(randn(led, 8, 3).Expand(2, 3)), randn(led, 9, 2, 1), "[2, 3]"},
 	}
 	ops := []struct {
 		name string
@@ -475,25 +475,25 @@ func TestAddMulBroadcast(t *testing.T) {
 			}
 		}
 	}
-	_, err := Add(randn(ctx, 1, 3, 4), randn(ctx, 1, 3))
+	_, err := Add(randn(led, 1, 3, 4), randn(led, 1, 3))
 	if err == nil || !strings.Contains(err.Error(), "The size of tensor a (4) must match the size of tensor b (3) at non-singleton dimension 1") {
 		t.Fatalf("add [3,4]+[3]: %v", err)
 	}
-	h, err := Mul(Must(Full(ctx, F16, 1.5, 2)), Must(Full(ctx, F16, 3, 2)))
+	h, err := Mul(Must(Full(led, F16, 1.5, 2)), Must(Full(led, F16, 3, 2)))
 	if err != nil || h.DType() != F16 || h.mustF32(t)[0] != 4.5 {
 		t.Fatalf("f16 mul: %v %v", h, err)
 	}
-	if h, err := Add(Must(Full(ctx, F16, 1, 2)), Must(Full(ctx, BF16, 1, 2))); err != nil || h.DType() != F32 {
+	if h, err := Add(Must(Full(led, F16, 1, 2)), Must(Full(led, BF16, 1, 2))); err != nil || h.DType() != F32 {
 		t.Fatalf("f16+bf16 should promote to float32: %v %v", h, err)
 	}
 }
 
 // Seed: "e.add_(1) on bias.expand(4, 3) fails: unsupported operation".
 func TestAddInPlaceOnExpandedFails(t *testing.T) {
-	ctx := NewContext()
-	bias := Must(FromFloat32(ctx, F32, []float32{1, 2, 3}, 3))
+	led := NewLedger()
+	bias := Must(FromFloat32(led, F32, []float32{1, 2, 3}, 3))
 	e := Must(bias.Expand(4, 3))
-	one := Must(Full(ctx, F32, 1))
+	one := Must(Full(led, F32, 1))
 	err := AddInPlace(e, one)
 	if err == nil || !strings.HasPrefix(err.Error(), "add_: unsupported operation: more than one element of the written-to tensor refers to a single memory location") {
 		t.Fatalf("add_ on expand(4, 3): %v", err)
@@ -501,17 +501,17 @@ func TestAddInPlaceOnExpandedFails(t *testing.T) {
 	if v := bias.mustF32(t); fmt.Sprint(v) != "[1 2 3]" {
 		t.Fatalf("failed add_ modified bias: %v", v)
 	}
-	if err := ScaleInPlace(Must(Must(Arange(ctx, F32, 6)).Unfold(0, 3, 1)), 2); err == nil {
+	if err := ScaleInPlace(Must(Must(Arange(led, F32, 6)).Unfold(0, 3, 1)), 2); err == nil {
 		t.Fatal("mul_ on overlapping unfold windows succeeded")
 	}
 }
 
 func TestAddInPlace(t *testing.T) {
-	ctx := NewContext()
-	base := randn(ctx, 1, 3, 4)
+	led := NewLedger()
+	base := randn(led, 1, 3, 4)
 	orig := base.mustF32(t)
 	a := Must(base.T()) // write through a transposed view
-	b := randn(ctx, 2, 3)
+	b := randn(led, 2, 3)
 	if err := AddInPlace(a, b); err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestAddInPlace(t *testing.T) {
 	}
 	// b views a's storage with another layout: x += x.T must read the
 	// old values (PyTorch errors; we clone b), never half-updated ones.
-	sq := randn(ctx, 3, 3, 3)
+	sq := randn(led, 3, 3, 3)
 	old := sq.mustF32(t)
 	if err := AddInPlace(sq, Must(sq.T())); err != nil {
 		t.Fatal(err)
@@ -538,17 +538,17 @@ func TestAddInPlace(t *testing.T) {
 			}
 		}
 	}
-	if err := AddInPlace(randn(ctx, 4, 3), randn(ctx, 5, 4)); err == nil || !strings.Contains(err.Error(), "[3]") {
+	if err := AddInPlace(randn(led, 4, 3), randn(led, 5, 4)); err == nil || !strings.Contains(err.Error(), "[3]") {
 		t.Fatalf("add_ [3] += [4]: %v", err)
 	}
-	if err := AddInPlace(Must(Meta(F32, 2, 3)), randn(ctx, 6, 3)); err != nil {
+	if err := AddInPlace(Must(Meta(F32, 2, 3)), randn(led, 6, 3)); err != nil {
 		t.Fatalf("meta add_: %v", err)
 	}
 }
 
 func TestScaleInPlace(t *testing.T) {
-	ctx := NewContext()
-	base := randn(ctx, 1, 4, 4)
+	led := NewLedger()
+	base := randn(led, 1, 4, 4)
 	orig := base.mustF32(t)
 	s := Must(base.Slice(1, 1, 4, 2)) // columns 1 and 3
 	if err := ScaleInPlace(s, -0.5); err != nil {
@@ -567,8 +567,8 @@ func TestScaleInPlace(t *testing.T) {
 }
 
 func TestArgmax(t *testing.T) {
-	ctx := NewContext()
-	x := Must(FromFloat32(ctx, F32, []float32{1, 5, 2, 5, -1, 0}, 6))
+	led := NewLedger()
+	x := Must(FromFloat32(led, F32, []float32{1, 5, 2, 5, -1, 0}, 6))
 	if i, err := Argmax(x); err != nil || i != 1 {
 		t.Fatalf("argmax = %d %v, want the first maximum 1", i, err)
 	}
@@ -576,10 +576,10 @@ func TestArgmax(t *testing.T) {
 	if i, err := Argmax(Must(x.Slice(0, 0, 6, 2))); err != nil || i != 1 {
 		t.Fatalf("strided argmax = %d %v, want 1", i, err)
 	}
-	if _, err := Argmax(randn(ctx, 1, 2, 2)); err == nil {
+	if _, err := Argmax(randn(led, 1, 2, 2)); err == nil {
 		t.Fatal("argmax of a 2-D tensor succeeded")
 	}
-	if _, err := Argmax(Must(Empty(ctx, F32, 0))); err == nil {
+	if _, err := Argmax(Must(Empty(led, F32, 0))); err == nil {
 		t.Fatal("argmax of an empty tensor succeeded")
 	}
 	if _, err := Argmax(Must(Meta(F32, 5))); !errors.Is(err, ErrMeta) {
@@ -588,8 +588,8 @@ func TestArgmax(t *testing.T) {
 }
 
 func TestSumDim(t *testing.T) {
-	ctx := NewContext()
-	x := Must(randn(ctx, 1, 2, 3, 4).Permute(2, 0, 1)) // [4,2,3]
+	led := NewLedger()
+	x := Must(randn(led, 1, 2, 3, 4).Permute(2, 0, 1)) // [4,2,3]
 	for dim := -3; dim < 3; dim++ {
 		got, err := SumDim(x, dim)
 		if err != nil {
@@ -620,9 +620,9 @@ func TestSumDim(t *testing.T) {
 }
 
 func BenchmarkMatmulTransposed(b *testing.B) {
-	ctx := NewContext()
-	x := randn(ctx, 1, 64, 288)
-	w := Must(randn(ctx, 2, 768, 288).T())
+	led := NewLedger()
+	x := randn(led, 1, 64, 288)
+	w := Must(randn(led, 2, 768, 288).T())
 	b.ResetTimer()
 	for range b.N {
 		r, err := Matmul(x, w)
@@ -636,17 +636,17 @@ func BenchmarkMatmulTransposed(b *testing.B) {
 // Multiplying by a transposed weight passes it to GEMM with Trans and its
 // leading dimension: nothing is copied, only the result is allocated.
 func ExampleMatmul() {
-	ctx := NewContext()
-	x := Must(Arange(ctx, F32, 6))
+	led := NewLedger()
+	x := Must(Arange(led, F32, 6))
 	x = Must(x.View(2, 3))                           // [2,3] strides [3,1]
-	w := Must(Must(Arange(ctx, F32, 12)).View(4, 3)) // [4,3]
+	w := Must(Must(Arange(led, F32, 12)).View(4, 3)) // [4,3]
 	wt := Must(w.T())                                // [3,4] strides [1,3]
-	before := ctx.Stats()
+	before := led.Stats()
 	y, err := Matmul(x, wt)
 	if err != nil {
 		panic(err)
 	}
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	v, _ := y.Float32s()
 	fmt.Println(y.Shape(), y.Strides(), v)
 	fmt.Println("copied:", d.BytesCopied, "allocated:", d.BytesAllocated)

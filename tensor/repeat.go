@@ -5,7 +5,7 @@ import "fmt"
 // This file holds the ops that duplicate data into new memory: Repeat,
 // RepeatInterleave and Cat. Unlike Expand, whose stride-0 dims cost no
 // bytes, each of them allocates its result and records one copy of the
-// result's bytes in the Context. All three are written as a single strided
+// result's bytes in the Ledger. All three are written as a single strided
 // copy from a stride-0 view of the input into a reshaped view of the
 // output, so the layout math is the whole algorithm.
 
@@ -97,7 +97,7 @@ func (t *Tensor) duplicate(op string, outShape, pairShape, pairStrides []int) (*
 	if _, err := numelOf(op, pairShape); err != nil {
 		return nil, err
 	}
-	out, err := newTensor(t.st.ctx, t.st.dtype, outShape, t.st.meta, op)
+	out, err := newTensor(t.st.led, t.st.dtype, outShape, t.st.meta, op)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (t *Tensor) duplicate(op string, outShape, pairShape, pairStrides []int) (*
 	src := t.with(pairShape, pairStrides, t.offset)
 	dst := out.with(pairShape, ContiguousStrides(pairShape), 0)
 	copyStrided(dst, src)
-	out.st.ctx.RecordCopy(int64(out.Nbytes()))
+	out.st.led.RecordCopy(int64(out.Nbytes()))
 	return out, nil
 }
 
@@ -115,7 +115,7 @@ func (t *Tensor) duplicate(op string, outShape, pairShape, pairStrides []int) (*
 // must have the same dtype and the same sizes except along dim, and the
 // result's dim is the sum of theirs. As in PyTorch, 1-D tensors of shape
 // [0] are skipped whatever the other shapes are. The result is a new
-// contiguous tensor in the first tensor's Context and the whole fill is
+// contiguous tensor in the first tensor's Ledger and the whole fill is
 // recorded as one copy; if every input is a meta tensor the result is a
 // meta tensor (mixing meta and real tensors is an error).
 //
@@ -138,7 +138,7 @@ func Cat(tensors []*Tensor, dim int) (*Tensor, error) {
 	first := tensors[0]
 	if len(parts) == 0 {
 		// Everything was a [0] tensor: the result is one too.
-		return newTensor(first.st.ctx, first.st.dtype, []int{0}, first.st.meta, "cat")
+		return newTensor(first.st.led, first.st.dtype, []int{0}, first.st.meta, "cat")
 	}
 	ref := parts[0]
 	if len(ref.shape) == 0 {
@@ -173,7 +173,7 @@ func Cat(tensors []*Tensor, dim int) (*Tensor, error) {
 		}
 		outShape[d] += x.shape[d]
 	}
-	out, err := newTensor(ref.st.ctx, ref.st.dtype, outShape, ref.st.meta, "cat")
+	out, err := newTensor(ref.st.led, ref.st.dtype, outShape, ref.st.meta, "cat")
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func Cat(tensors []*Tensor, dim int) (*Tensor, error) {
 		copyStrided(win, x)
 		at += x.shape[d]
 	}
-	out.st.ctx.RecordCopy(int64(out.Nbytes()))
+	out.st.led.RecordCopy(int64(out.Nbytes()))
 	return out, nil
 }
 

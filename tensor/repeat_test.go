@@ -37,12 +37,12 @@ func refNumel(shape []int) int {
 
 // coreRandomInput returns a random tensor of a random shape with ndim
 // dims, sometimes transposed so that it is not contiguous.
-func coreRandomInput(tb testing.TB, r *rand.Rand, ctx *Context, ndim int) *Tensor {
+func coreRandomInput(tb testing.TB, r *rand.Rand, led *Ledger, ndim int) *Tensor {
 	shape := make([]int, ndim)
 	for i := range shape {
 		shape[i] = 1 + r.IntN(3)
 	}
-	x := coreMust(tb)(Randn(ctx, F32, r.Uint64(), shape...))
+	x := coreMust(tb)(Randn(led, F32, r.Uint64(), shape...))
 	if ndim >= 2 && r.IntN(2) == 0 {
 		a, b := r.IntN(ndim), r.IntN(ndim)
 		x = coreMust(tb)(x.Transpose(a, b))
@@ -53,13 +53,13 @@ func coreRandomInput(tb testing.TB, r *rand.Rand, ctx *Context, ndim int) *Tenso
 func TestRepeatAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
-		ctx := NewContext()
-		x := coreRandomInput(t, r, ctx, r.IntN(4))
+		led := NewLedger()
+		x := coreRandomInput(t, r, led, r.IntN(4))
 		reps := make([]int, x.Dim()+r.IntN(2))
 		for i := range reps {
 			reps[i] = r.IntN(4) // includes 0: an empty result
 		}
-		before := ctx.Stats()
+		before := led.Stats()
 		y, err := x.Repeat(reps...)
 		if err != nil {
 			t.Fatalf("trial %d: %v.Repeat(%v): %v", trial, x.Shape(), reps, err)
@@ -83,7 +83,7 @@ func TestRepeatAgainstReference(t *testing.T) {
 				t.Fatalf("trial %d: Repeat(%v)%v = %v, want x%v = %v", trial, reps, oi, got, ii, w)
 			}
 		}
-		d := ctx.Stats().Sub(before)
+		d := led.Stats().Sub(before)
 		if d.Allocations != 1 || d.BytesCopied != int64(y.Nbytes()) || d.CopyOps != 1 {
 			t.Fatalf("trial %d: accounting %v for %d bytes", trial, d, y.Nbytes())
 		}
@@ -93,14 +93,14 @@ func TestRepeatAgainstReference(t *testing.T) {
 func TestRepeatInterleaveAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
-		ctx := NewContext()
-		x := coreRandomInput(t, r, ctx, 1+r.IntN(3))
+		led := NewLedger()
+		x := coreRandomInput(t, r, led, 1+r.IntN(3))
 		dim := r.IntN(x.Dim())
 		if r.IntN(2) == 0 {
 			dim -= x.Dim() // negative dims count from the end
 		}
 		reps := r.IntN(4)
-		before := ctx.Stats()
+		before := led.Stats()
 		y, err := x.RepeatInterleave(reps, dim)
 		if err != nil {
 			t.Fatalf("trial %d: %v.RepeatInterleave(%d, %d): %v", trial, x.Shape(), reps, dim, err)
@@ -119,7 +119,7 @@ func TestRepeatInterleaveAgainstReference(t *testing.T) {
 				t.Fatalf("trial %d: out%v = %v, want x%v = %v", trial, oi, got, ii, w)
 			}
 		}
-		if dd := ctx.Stats().Sub(before); dd.BytesCopied != int64(y.Nbytes()) || dd.CopyOps != 1 {
+		if dd := led.Stats().Sub(before); dd.BytesCopied != int64(y.Nbytes()) || dd.CopyOps != 1 {
 			t.Fatalf("trial %d: accounting %v", trial, dd)
 		}
 	}
@@ -171,7 +171,7 @@ func TestRepeatHandBuiltAndErrors(t *testing.T) {
 func TestCatAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := range 200 {
-		ctx := NewContext()
+		led := NewLedger()
 		nd := 1 + r.IntN(3)
 		shape := make([]int, nd)
 		for i := range shape {
@@ -185,14 +185,14 @@ func TestCatAgainstReference(t *testing.T) {
 			s := slices.Clone(shape)
 			s[d] = r.IntN(3) // 0 is fine: an empty part
 			total += s[d]
-			x := coreMust(t)(Randn(ctx, F32, r.Uint64(), s...))
+			x := coreMust(t)(Randn(led, F32, r.Uint64(), s...))
 			if nd == 2 && r.IntN(2) == 0 {
 				// a non-contiguous part with the same logical shape
-				x = coreMust(t)(coreMust(t)(Randn(ctx, F32, r.Uint64(), s[1], s[0])).T())
+				x = coreMust(t)(coreMust(t)(Randn(led, F32, r.Uint64(), s[1], s[0])).T())
 			}
 			parts = append(parts, x)
 		}
-		before := ctx.Stats()
+		before := led.Stats()
 		y, err := Cat(parts, d)
 		if err != nil {
 			t.Fatalf("trial %d: cat: %v", trial, err)
@@ -216,7 +216,7 @@ func TestCatAgainstReference(t *testing.T) {
 				t.Fatalf("trial %d: out%v = %v, want part %d%v = %v", trial, oi, got, k, ii, w)
 			}
 		}
-		if dd := ctx.Stats().Sub(before); dd.Allocations != 1 || dd.BytesCopied != int64(y.Nbytes()) || (y.Numel() > 0 && dd.CopyOps != 1) {
+		if dd := led.Stats().Sub(before); dd.Allocations != 1 || dd.BytesCopied != int64(y.Nbytes()) || (y.Numel() > 0 && dd.CopyOps != 1) {
 			t.Fatalf("trial %d: accounting %v", trial, dd)
 		}
 	}

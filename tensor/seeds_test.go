@@ -15,8 +15,8 @@ import (
 // slice x[:,1:3], a write through the transpose, the failing view(12),
 // reshape copying and contiguous().stride() == (3, 1).
 func TestSeedStorageAndMetadata(t *testing.T) {
-	ctx := NewContext()
-	x := coreMust(t)(coreMust(t)(Arange(ctx, F32, 12)).Reshape(3, 4))
+	led := NewLedger()
+	x := coreMust(t)(coreMust(t)(Arange(led, F32, 12)).Reshape(3, 4))
 	coreLayout(t, "x", x, []int{3, 4}, []int{4, 1}, 0, true)
 
 	tr := coreMust(t)(x.T())
@@ -41,9 +41,9 @@ func TestSeedStorageAndMetadata(t *testing.T) {
 	coreErrContains(t, "t.view(12)", err, "view",
 		"view size is not compatible with input tensor's size and stride", "reshape", "[4, 3]", "[1, 4]")
 
-	before := ctx.Stats()
+	before := led.Stats()
 	r := coreMust(t)(tr.Reshape(12))
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	if SharesStorage(r, x) {
 		t.Error("t.reshape(12) shares storage; PyTorch copies here")
 	}
@@ -125,9 +125,9 @@ func TestSeedStrideHandComputed(t *testing.T) {
 // shape [2,2], strides [4,1], values 5 6 9 10, and its data pointer is the
 // base plus 5·4 = 20 bytes (0x7f9a1000 → 0x7f9a1014).
 func TestSeedSliceOffset5(t *testing.T) {
-	ctx := NewContext()
-	x := coreArange(t, ctx, 3, 4)
-	before := ctx.Stats()
+	led := NewLedger()
+	x := coreArange(t, led, 3, 4)
+	before := led.Stats()
 	sub := coreMust(t)(coreMust(t)(x.Slice(0, 1, 3, 1)).Slice(1, 1, 3, 1))
 	coreLayout(t, "x[1:,1:3]", sub, []int{2, 2}, []int{4, 1}, 5, false)
 	coreValues(t, "x[1:,1:3]", sub, []float32{5, 6, 9, 10})
@@ -140,7 +140,7 @@ func TestSeedSliceOffset5(t *testing.T) {
 	// Open-ended slices clamp like Python: x[1:] is x.Slice(0, 1, 1<<62, 1).
 	sub2 := coreMust(t)(coreMust(t)(x.Slice(0, 1, 1<<62, 1)).Slice(1, 1, 3, 1))
 	coreLayout(t, "x[1:,1:3] (open end)", sub2, []int{2, 2}, []int{4, 1}, 5, false)
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
 		t.Errorf("slicing allocated or copied: %v", d)
 	}
 }
@@ -148,15 +148,15 @@ func TestSeedSliceOffset5(t *testing.T) {
 // Seed 000 §3.4 and interview question 3: expand sets the stride of the
 // broadcast dim to 0 and allocates nothing.
 func TestSeedExpandStrideZero(t *testing.T) {
-	ctx := NewContext()
-	x := coreMust(t)(FromFloat32(ctx, F32, []float32{1, 2, 3}, 3))
-	before := ctx.Stats()
+	led := NewLedger()
+	x := coreMust(t)(FromFloat32(led, F32, []float32{1, 2, 3}, 3))
+	before := led.Stats()
 	e := coreMust(t)(x.Expand(1000000, 3))
 	coreLayout(t, "expand(1000000,3)", e, []int{1000000, 3}, []int{0, 1}, 0, false)
 	if v, _ := e.At(999999, 1); v != 2 {
 		t.Errorf("expanded[999999,1] = %v, want 2", v)
 	}
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 {
 		t.Errorf("expand allocated: %v", d)
 	}
 	// "a full copy would take 1000000·3·4 B ≈ 12 MB": that is what Nbytes reports.
@@ -240,13 +240,13 @@ func TestSeedTransposeViewFails(t *testing.T) {
 // permute(0,2,1,3) gives [2,4,3,5] with strides [60,5,20,1], not
 // contiguous, and moves no bytes.
 func TestSeedPermute2345(t *testing.T) {
-	ctx := NewContext()
-	x := coreArange(t, ctx, 2, 3, 4, 5)
+	led := NewLedger()
+	x := coreArange(t, led, 2, 3, 4, 5)
 	coreLayout(t, "x", x, []int{2, 3, 4, 5}, []int{60, 20, 5, 1}, 0, true)
-	before := ctx.Stats()
+	before := led.Stats()
 	p := coreMust(t)(x.Permute(0, 2, 1, 3))
 	coreLayout(t, "permute(0,2,1,3)", p, []int{2, 4, 3, 5}, []int{60, 5, 20, 1}, 0, false)
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
 		t.Errorf("permute moved bytes: %v", d)
 	}
 	// p[a,b,c,d] = x[a,c,b,d] = 60a + 20c + 5b + d.
@@ -340,16 +340,16 @@ func TestSeedChannelsLast(t *testing.T) {
 // e[0,0]=5 changes bias[0] and e[3,0]; an in-place op on e fails with
 // "unsupported operation"; arange(6).unfold(0,3,1) has stride (1,1).
 func TestSeedExpandVsRepeat(t *testing.T) {
-	ctx := NewContext()
-	bias := coreMust(t)(FromFloat32(ctx, F32, []float32{1, 2, 3}, 3))
-	before := ctx.Stats()
+	led := NewLedger()
+	bias := coreMust(t)(FromFloat32(led, F32, []float32{1, 2, 3}, 3))
+	before := led.Stats()
 	e := coreMust(t)(bias.Expand(4, 3))
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
 		t.Errorf("expand accounting %v", d)
 	}
-	before = ctx.Stats()
+	before = led.Stats()
 	r := coreMust(t)(bias.Repeat(4, 1))
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	if d.Allocations != 1 || d.BytesAllocated != 48 || d.BytesCopied != 48 || d.CopyOps != 1 {
 		t.Errorf("repeat accounting %v, want one 48-byte allocation and copy", d)
 	}
@@ -375,12 +375,12 @@ func TestSeedExpandVsRepeat(t *testing.T) {
 	// e.add_(1): every in-place writer checks for overlap first.
 	err := e.CheckNoOverlap("add_")
 	coreErrContains(t, "e.add_(1)", err, "add_", "unsupported operation", "[4, 3]", "[0, 1]")
-	ones := coreMust(t)(Full(ctx, F32, 1, 4, 3))
+	ones := coreMust(t)(Full(led, F32, 1, 4, 3))
 	coreErrContains(t, "e.copy_(ones)", e.CopyFrom(ones), "copy_", "unsupported operation")
 	coreErrContains(t, "AddInPlace(e, ones)", AddInPlace(e, ones), "add_", "unsupported operation")
 	coreValues(t, "bias after refused copy_", bias, []float32{5, 2, 3})
 
-	win := coreMust(t)(coreMust(t)(Arange(ctx, F32, 6)).Unfold(0, 3, 1))
+	win := coreMust(t)(coreMust(t)(Arange(led, F32, 6)).Unfold(0, 3, 1))
 	coreLayout(t, "unfold(0,3,1)", win, []int{4, 3}, []int{1, 1}, 0, false)
 	coreValues(t, "unfold(0,3,1)", win, []float32{0, 1, 2, 1, 2, 3, 2, 3, 4, 3, 4, 5})
 	if !win.Overlaps() {
@@ -392,10 +392,10 @@ func TestSeedExpandVsRepeat(t *testing.T) {
 // of K over the head dim makes 4× the bytes; the grouped broadcast view
 // reads exactly the same elements with no copy.
 func TestSeedGQARepeatInterleave(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	b, hq, hkv, s, d := 1, 8, 2, 16, 64
 	g := hq / hkv
-	k := coreMust(t)(Randn(ctx, F32, 0, b, hkv, s, d))
+	k := coreMust(t)(Randn(led, F32, 0, b, hkv, s, d))
 	kRep := coreMust(t)(k.RepeatInterleave(g, 1))
 	if !slices.Equal(kRep.Shape(), []int{b, hq, s, d}) {
 		t.Fatalf("k_rep shape %v", kRep.Shape())
@@ -413,9 +413,9 @@ func TestSeedGQARepeatInterleave(t *testing.T) {
 			}
 		}
 	}
-	before := ctx.Stats()
+	before := led.Stats()
 	grouped := coreMust(t)(coreMust(t)(k.View(b, hkv, 1, s, d)).Expand(b, hkv, g, s, d))
-	if dd := ctx.Stats().Sub(before); dd.BytesAllocated != 0 || dd.BytesCopied != 0 {
+	if dd := led.Stats().Sub(before); dd.BytesAllocated != 0 || dd.BytesCopied != 0 {
 		t.Errorf("grouped broadcast allocated: %v", dd)
 	}
 	got := coreMust(t)(grouped.Reshape(b, hq, s, d)) // must copy: the group dim has stride 0
@@ -496,12 +496,12 @@ func TestSeedMHATable(t *testing.T) {
 // nothing, and a write to base shows up through both views
 // (transposed[0,0] and expanded[500,0,0] read 999).
 func TestSeedZeroCopyWriteThrough(t *testing.T) {
-	ctx := NewContext()
-	base := coreMust(t)(Randn(ctx, F32, 7, 64, 128))
-	before := ctx.Stats()
+	led := NewLedger()
+	base := coreMust(t)(Randn(led, F32, 7, 64, 128))
+	before := led.Stats()
 	transposed := coreMust(t)(base.T())
 	expanded := coreMust(t)(coreMust(t)(base.Unsqueeze(0)).Expand(1000, 64, 128))
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 || d.BytesCopied != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 || d.BytesCopied != 0 {
 		t.Errorf("t()/expand accounting %v", d)
 	}
 	coreLayout(t, "expanded", expanded, []int{1000, 64, 128}, []int{0, 128, 1}, 0, false)

@@ -16,16 +16,16 @@ type Storage struct {
 	f32      []float32
 	half     []uint16
 	meta     bool
-	ctx      *Context
-	counted  bool // allocation was recorded in ctx (false for wrapped buffers)
+	led      *Ledger
+	counted  bool // allocation was recorded in led (false for wrapped buffers)
 	released atomic.Bool
 }
 
 // ErrMeta is returned by data access on a meta tensor.
 var ErrMeta = errors.New("tensor is a meta tensor: it has no data")
 
-func newStorage(ctx *Context, dt DType, n int, meta bool) *Storage {
-	s := &Storage{dtype: dt, n: n, meta: meta, ctx: ctx}
+func newStorage(led *Ledger, dt DType, n int, meta bool) *Storage {
+	s := &Storage{dtype: dt, n: n, meta: meta, led: led}
 	if meta {
 		return s
 	}
@@ -35,7 +35,7 @@ func newStorage(ctx *Context, dt DType, n int, meta bool) *Storage {
 		s.half = make([]uint16, n)
 	}
 	s.counted = true
-	ctx.RecordAlloc(int64(n) * int64(dt.Size()))
+	led.RecordAlloc(int64(n) * int64(dt.Size()))
 	return s
 }
 
@@ -59,17 +59,17 @@ func (s *Storage) Float32s() []float32 { return s.f32 }
 // otherwise).
 func (s *Storage) Uint16s() []uint16 { return s.half }
 
-// Context returns the Context the storage was allocated in (may be nil).
-func (s *Storage) Context() *Context { return s.ctx }
+// Ledger returns the Ledger the storage was allocated in (may be nil).
+func (s *Storage) Ledger() *Ledger { return s.led }
 
-// Release tells the storage's Context that the buffer is no longer live, so
+// Release tells the storage's Ledger that the buffer is no longer live, so
 // peak-memory figures reflect what a framework with eager frees would hold.
 // The Go garbage collector still owns the memory. Release is idempotent.
 func (s *Storage) Release() {
 	if s == nil || !s.counted || s.released.Swap(true) {
 		return
 	}
-	s.ctx.RecordFree(int64(s.Bytes()))
+	s.led.RecordFree(int64(s.Bytes()))
 }
 
 // Load returns element i as float32. It is the raw accessor kernels use

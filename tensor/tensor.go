@@ -54,7 +54,7 @@ func numelOf(op string, shape []int) (int, error) {
 	return n, nil
 }
 
-func newTensor(ctx *Context, dt DType, shape []int, meta bool, op string) (*Tensor, error) {
+func newTensor(led *Ledger, dt DType, shape []int, meta bool, op string) (*Tensor, error) {
 	if dt > BF16 {
 		return nil, errorf(op, "unknown dtype %d", dt)
 	}
@@ -63,7 +63,7 @@ func newTensor(ctx *Context, dt DType, shape []int, meta bool, op string) (*Tens
 		return nil, err
 	}
 	return &Tensor{
-		st:      newStorage(ctx, dt, n, meta),
+		st:      newStorage(led, dt, n, meta),
 		shape:   append([]int(nil), shape...),
 		strides: ContiguousStrides(shape),
 	}, nil
@@ -71,18 +71,18 @@ func newTensor(ctx *Context, dt DType, shape []int, meta bool, op string) (*Tens
 
 // Empty allocates a contiguous tensor. Go zeroes memory, so its elements
 // are 0, but code should not rely on that (use Zeros).
-func Empty(ctx *Context, dt DType, shape ...int) (*Tensor, error) {
-	return newTensor(ctx, dt, shape, false, "empty")
+func Empty(led *Ledger, dt DType, shape ...int) (*Tensor, error) {
+	return newTensor(led, dt, shape, false, "empty")
 }
 
 // Zeros allocates a contiguous tensor of zeros.
-func Zeros(ctx *Context, dt DType, shape ...int) (*Tensor, error) {
-	return newTensor(ctx, dt, shape, false, "zeros")
+func Zeros(led *Ledger, dt DType, shape ...int) (*Tensor, error) {
+	return newTensor(led, dt, shape, false, "zeros")
 }
 
 // Full allocates a contiguous tensor with every element v.
-func Full(ctx *Context, dt DType, v float32, shape ...int) (*Tensor, error) {
-	t, err := newTensor(ctx, dt, shape, false, "full")
+func Full(led *Ledger, dt DType, v float32, shape ...int) (*Tensor, error) {
+	t, err := newTensor(led, dt, shape, false, "full")
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +93,8 @@ func Full(ctx *Context, dt DType, v float32, shape ...int) (*Tensor, error) {
 }
 
 // Arange allocates the 1-D tensor [0, 1, …, n-1].
-func Arange(ctx *Context, dt DType, n int) (*Tensor, error) {
-	t, err := newTensor(ctx, dt, []int{n}, false, "arange")
+func Arange(led *Ledger, dt DType, n int) (*Tensor, error) {
+	t, err := newTensor(led, dt, []int{n}, false, "arange")
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func Arange(ctx *Context, dt DType, n int) (*Tensor, error) {
 
 // FromFloat32 allocates a contiguous tensor of the given shape holding data
 // (converted to dt). len(data) must equal the product of shape.
-func FromFloat32(ctx *Context, dt DType, data []float32, shape ...int) (*Tensor, error) {
+func FromFloat32(led *Ledger, dt DType, data []float32, shape ...int) (*Tensor, error) {
 	n, err := numelOf("from_float32", shape)
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func FromFloat32(ctx *Context, dt DType, data []float32, shape ...int) (*Tensor,
 	if n != len(data) {
 		return nil, errorf("from_float32", "shape %v needs %d elements, got %d", shape, n, len(data))
 	}
-	t, err := newTensor(ctx, dt, shape, false, "from_float32")
+	t, err := newTensor(led, dt, shape, false, "from_float32")
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func FromFloat32(ctx *Context, dt DType, data []float32, shape ...int) (*Tensor,
 // WrapFloat32 makes a contiguous F32 tensor that uses data as its storage
 // without copying it (a memory-mapped weight, a kernel's output buffer).
 // No allocation is recorded: the caller owns the memory.
-func WrapFloat32(ctx *Context, data []float32, shape ...int) (*Tensor, error) {
+func WrapFloat32(led *Ledger, data []float32, shape ...int) (*Tensor, error) {
 	n, err := numelOf("wrap", shape)
 	if err != nil {
 		return nil, err
@@ -135,12 +135,12 @@ func WrapFloat32(ctx *Context, data []float32, shape ...int) (*Tensor, error) {
 	if n != len(data) {
 		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
 	}
-	st := &Storage{dtype: F32, n: n, f32: data, ctx: ctx}
+	st := &Storage{dtype: F32, n: n, f32: data, led: led}
 	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
 }
 
 // WrapUint16 is WrapFloat32 for F16 or BF16 bit patterns.
-func WrapUint16(ctx *Context, dt DType, data []uint16, shape ...int) (*Tensor, error) {
+func WrapUint16(led *Ledger, dt DType, data []uint16, shape ...int) (*Tensor, error) {
 	if dt != F16 && dt != BF16 {
 		return nil, errorf("wrap", "dtype %v is not a 16-bit type", dt)
 	}
@@ -151,15 +151,15 @@ func WrapUint16(ctx *Context, dt DType, data []uint16, shape ...int) (*Tensor, e
 	if n != len(data) {
 		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
 	}
-	st := &Storage{dtype: dt, n: n, half: data, ctx: ctx}
+	st := &Storage{dtype: dt, n: n, half: data, led: led}
 	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
 }
 
 // Randn allocates a contiguous tensor of standard-normal samples drawn from
 // a PCG generator seeded with seed, so the same seed gives the same tensor
 // on every machine.
-func Randn(ctx *Context, dt DType, seed uint64, shape ...int) (*Tensor, error) {
-	t, err := newTensor(ctx, dt, shape, false, "randn")
+func Randn(led *Ledger, dt DType, seed uint64, shape ...int) (*Tensor, error) {
+	t, err := newTensor(led, dt, shape, false, "randn")
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +178,9 @@ func Meta(dt DType, shape ...int) (*Tensor, error) {
 }
 
 // EmptyLike allocates a contiguous tensor (or meta tensor) with t's shape
-// and dtype in t's Context.
+// and dtype in t's Ledger.
 func EmptyLike(t *Tensor) (*Tensor, error) {
-	return newTensor(t.st.ctx, t.st.dtype, t.shape, t.st.meta, "empty_like")
+	return newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, "empty_like")
 }
 
 // Must returns t, or panics if err is non-nil. It is meant for tests,
@@ -251,8 +251,8 @@ func (t *Tensor) Nbytes() int { return t.Numel() * t.st.dtype.Size() }
 // Storage returns the underlying storage.
 func (t *Tensor) Storage() *Storage { return t.st }
 
-// Context returns the Context of t's storage (may be nil).
-func (t *Tensor) Context() *Context { return t.st.ctx }
+// Ledger returns the Ledger of t's storage (may be nil).
+func (t *Tensor) Ledger() *Ledger { return t.st.led }
 
 // IsMeta reports whether t has no data.
 func (t *Tensor) IsMeta() bool { return t.st.meta }

@@ -129,7 +129,7 @@ func (t *Tensor) View(shape ...int) (*Tensor, error) {
 
 // Reshape returns View(shape) when that succeeds, and otherwise a
 // contiguous copy viewed as shape. SharesStorage(t, result) tells which
-// happened; the copy, if any, is recorded in t's Context.
+// happened; the copy, if any, is recorded in t's Ledger.
 func (t *Tensor) Reshape(shape ...int) (*Tensor, error) {
 	shape, err := inferSize("reshape", shape, t.Numel())
 	if err != nil {

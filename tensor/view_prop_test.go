@@ -473,7 +473,7 @@ func TestViewChainsAgainstIndexModel(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(20240611, 7))
 	for trial := range trials {
-		ctx := NewContext()
+		led := NewLedger()
 		shape := make([]int, r.IntN(4))
 		for i := range shape {
 			shape[i] = r.IntN(5)
@@ -481,17 +481,17 @@ func TestViewChainsAgainstIndexModel(t *testing.T) {
 				shape[i] = 1 + r.IntN(4) // mostly non-empty
 			}
 		}
-		base := coreMust(t)(Arange(ctx, F32, refNumel(shape)))
+		base := coreMust(t)(Arange(led, F32, refNumel(shape)))
 		x := coreMust(t)(base.View(shape...))
 		ref := refView{slices.Clone(shape), func(idx []int) int { return refRavel(idx, shape) }}
 		trail := []string{fmt.Sprintf("arange%v", shape)}
 		copies := int64(0)
 		for range 1 + r.IntN(8) {
-			before := ctx.Stats()
+			before := led.Stats()
 			var desc string
 			x, ref, desc = applyRandomOp(t, r, x, ref)
 			trail = append(trail, desc)
-			d := ctx.Stats().Sub(before)
+			d := led.Stats().Sub(before)
 			if strings.HasSuffix(desc, "(copy)") {
 				copies++
 				if d.CopyOps != 1 || d.BytesCopied != int64(x.Nbytes()) {
@@ -502,8 +502,8 @@ func TestViewChainsAgainstIndexModel(t *testing.T) {
 			}
 			checkAgainstRef(t, x, ref, base, trail)
 		}
-		if ctx.Stats().CopyOps != copies {
-			t.Fatalf("trial %d: %d copy ops for %d reshape copies", trial, ctx.Stats().CopyOps, copies)
+		if led.Stats().CopyOps != copies {
+			t.Fatalf("trial %d: %d copy ops for %d reshape copies", trial, led.Stats().CopyOps, copies)
 		}
 	}
 }
@@ -573,21 +573,21 @@ func TestViewExpressibleExactly(t *testing.T) {
 func TestReshapeMatchesCopyThenReshape(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 55))
 	for trial := range 500 {
-		ctx := NewContext()
-		x := coreRandomInput(t, r, ctx, r.IntN(4))
+		led := NewLedger()
+		x := coreRandomInput(t, r, led, r.IntN(4))
 		if x.Dim() > 0 && r.IntN(2) == 0 {
 			x = coreMust(t)(x.Slice(r.IntN(x.Dim()), 0, 1<<20, 1+r.IntN(2)))
 		}
 		flat, _ := x.Float32s() // the reference copy, row-major
 		want := randomFactorization(r, x.Numel(), 4, true)
 		_, viewErr := x.View(want...)
-		before := ctx.Stats()
+		before := led.Stats()
 		y, err := x.Reshape(want...)
 		if err != nil {
 			t.Fatalf("trial %d: reshape%v of %v: %v", trial, want, x, err)
 		}
 		coreValues(t, fmt.Sprintf("trial %d reshape%v", trial, want), y, flat)
-		d := ctx.Stats().Sub(before)
+		d := led.Stats().Sub(before)
 		if viewErr == nil {
 			if !SharesStorage(x, y) || d.BytesCopied != 0 {
 				t.Fatalf("trial %d: viewable reshape copied (%v)", trial, d)

@@ -165,7 +165,7 @@ func weightDType(s string) (tensor.DType, bool, error) {
 }
 
 // engineOptions reads the engine keys.
-func engineOptions(a *app, ctx *tensor.Context) (model.EngineOptions, error) {
+func engineOptions(a *app, led *tensor.Ledger) (model.EngineOptions, error) {
 	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
 	if err != nil {
 		return model.EngineOptions{}, err
@@ -187,7 +187,7 @@ func engineOptions(a *app, ctx *tensor.Context) (model.EngineOptions, error) {
 	return model.EngineOptions{
 		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
 		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
-		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ctx: ctx,
+		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led,
 	}, nil
 }
 

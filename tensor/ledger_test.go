@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// Accounting: what each op allocates and copies, as recorded by Context.
+// Accounting: what each op allocates and copies, as recorded by Ledger.
 
 func TestViewsCopyZeroBytes(t *testing.T) {
-	ctx := NewContext()
-	x := coreArange(t, ctx, 4, 6, 8)
-	start := ctx.Stats()
+	led := NewLedger()
+	x := coreArange(t, led, 4, 6, 8)
+	start := led.Stats()
 	if start.Allocations != 1 || start.BytesAllocated != 4*6*8*4 || start.BytesCopied != 0 {
 		t.Fatalf("arange accounting %v", start)
 	}
@@ -35,12 +35,12 @@ func TestViewsCopyZeroBytes(t *testing.T) {
 		"t of 2-D":   func() (*Tensor, error) { return coreMust(t)(x.Select(0, 0)).T() },
 	}
 	for name, op := range views {
-		before := ctx.Stats()
+		before := led.Stats()
 		y, err := op()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 || d.BytesCopied != 0 || d.CopyOps != 0 {
+		if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesAllocated != 0 || d.BytesCopied != 0 || d.CopyOps != 0 {
 			t.Errorf("%s allocated or copied: %v", name, d)
 		}
 		if !SharesStorage(x, y) {
@@ -50,12 +50,12 @@ func TestViewsCopyZeroBytes(t *testing.T) {
 }
 
 func TestContiguousOfTransposeCopiesOnce(t *testing.T) {
-	ctx := NewContext()
-	x := coreMust(t)(Randn(ctx, F32, 3, 64, 128))
+	led := NewLedger()
+	x := coreMust(t)(Randn(led, F32, 3, 64, 128))
 	xt := coreMust(t)(x.T())
-	before := ctx.Stats()
+	before := led.Stats()
 	c := coreMust(t)(xt.Contiguous())
-	d := ctx.Stats().Sub(before)
+	d := led.Stats().Sub(before)
 	if d.BytesCopied != 32768 || d.CopyOps != 1 || d.Allocations != 1 || d.BytesAllocated != 32768 {
 		t.Errorf("contiguous of a transposed (64,128) F32: %v, want one 32768-byte copy", d)
 	}
@@ -68,11 +68,11 @@ func TestContiguousOfTransposeCopiesOnce(t *testing.T) {
 		}
 	}
 	// Contiguous of the result is the result itself: same pointer, nothing counted.
-	before = ctx.Stats()
+	before = led.Stats()
 	if again := coreMust(t)(c.Contiguous()); again != c {
 		t.Error("Contiguous of a contiguous tensor returned a different *Tensor")
 	}
-	if d := ctx.Stats().Sub(before); d != (Stats{LiveBytes: d.LiveBytes, PeakLiveBytes: d.PeakLiveBytes}) {
+	if d := led.Stats().Sub(before); d != (Stats{LiveBytes: d.LiveBytes, PeakLiveBytes: d.PeakLiveBytes}) {
 		t.Errorf("Contiguous of a contiguous tensor counted %v", d)
 	}
 	// A contiguous slice (whole rows) is contiguous too: no copy.
@@ -83,19 +83,19 @@ func TestContiguousOfTransposeCopiesOnce(t *testing.T) {
 }
 
 func TestCloneAndToAccounting(t *testing.T) {
-	ctx := NewContext()
-	x := coreMust(t)(Randn(ctx, F32, 4, 64, 128))
-	before := ctx.Stats()
+	led := NewLedger()
+	x := coreMust(t)(Randn(led, F32, 4, 64, 128))
+	before := led.Stats()
 	c := coreMust(t)(x.Clone())
-	if d := ctx.Stats().Sub(before); d.BytesCopied != 32768 || d.CopyOps != 1 || d.Allocations != 1 {
+	if d := led.Stats().Sub(before); d.BytesCopied != 32768 || d.CopyOps != 1 || d.Allocations != 1 {
 		t.Errorf("clone of contiguous (64,128): %v", d)
 	}
 	if SharesStorage(c, x) {
 		t.Error("clone shares storage")
 	}
-	before = ctx.Stats()
+	before = led.Stats()
 	b := coreMust(t)(coreMust(t)(x.T()).To(BF16))
-	if d := ctx.Stats().Sub(before); d.BytesCopied != 16384 || d.BytesAllocated != 16384 || d.CopyOps != 1 {
+	if d := led.Stats().Sub(before); d.BytesCopied != 16384 || d.BytesAllocated != 16384 || d.CopyOps != 1 {
 		t.Errorf("to(bf16) of (128,64): %v, want 16384 bytes", d)
 	}
 	coreLayout(t, "to(bf16)", b, []int{128, 64}, []int{64, 1}, 0, true)
@@ -104,7 +104,7 @@ func TestCloneAndToAccounting(t *testing.T) {
 	}
 	// Meta: a contiguous copy of a meta tensor is another meta tensor, and costs nothing.
 	m := coreMust(t)(coreMust(t)(Meta(F32, 2, 32, 4096, 128)).Transpose(1, 2))
-	before = ctx.Stats()
+	before = led.Stats()
 	mc := coreMust(t)(m.Contiguous())
 	mt := coreMust(t)(m.To(F16))
 	el := coreMust(t)(EmptyLike(m))
@@ -112,48 +112,48 @@ func TestCloneAndToAccounting(t *testing.T) {
 	if !mc.IsMeta() || !mt.IsMeta() || mt.DType() != F16 || !el.IsMeta() || SharesStorage(mc, m) {
 		t.Errorf("meta copies: %v %v %v", mc, mt, el)
 	}
-	if d := ctx.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
+	if d := led.Stats().Sub(before); d.Allocations != 0 || d.BytesCopied != 0 {
 		t.Errorf("meta copies counted %v", d)
 	}
 }
 
 func TestPeakLiveBytesWithRelease(t *testing.T) {
-	ctx := NewContext()
-	a := coreMust(t)(Zeros(ctx, F32, 100)) // 400 B
-	b := coreMust(t)(Zeros(ctx, F16, 100)) // 200 B
-	s := ctx.Stats()
+	led := NewLedger()
+	a := coreMust(t)(Zeros(led, F32, 100)) // 400 B
+	b := coreMust(t)(Zeros(led, F16, 100)) // 200 B
+	s := led.Stats()
 	if s.LiveBytes != 600 || s.PeakLiveBytes != 600 {
 		t.Fatalf("after a,b: %v", s)
 	}
 	a.Release()
 	a.Release() // idempotent
 	coreMust(t)(a.View(10, 10)).Release()
-	s = ctx.Stats()
+	s = led.Stats()
 	if s.LiveBytes != 200 || s.PeakLiveBytes != 600 {
 		t.Fatalf("after releasing a (three times): %v", s)
 	}
-	c := coreMust(t)(Zeros(ctx, F32, 50)) // 200 B: live 400, peak stays 600
-	if s = ctx.Stats(); s.LiveBytes != 400 || s.PeakLiveBytes != 600 {
+	c := coreMust(t)(Zeros(led, F32, 50)) // 200 B: live 400, peak stays 600
+	if s = led.Stats(); s.LiveBytes != 400 || s.PeakLiveBytes != 600 {
 		t.Fatalf("after c: %v", s)
 	}
-	ctx.ResetPeak()
-	if s = ctx.Stats(); s.PeakLiveBytes != 400 {
+	led.ResetPeak()
+	if s = led.Stats(); s.PeakLiveBytes != 400 {
 		t.Fatalf("after ResetPeak: %v", s)
 	}
 	d := coreMust(t)(c.Repeat(3)) // 600 B: live 1000
-	if s = ctx.Stats(); s.LiveBytes != 1000 || s.PeakLiveBytes != 1000 || s.Allocations != 4 || s.BytesAllocated != 1400 {
+	if s = led.Stats(); s.LiveBytes != 1000 || s.PeakLiveBytes != 1000 || s.Allocations != 4 || s.BytesAllocated != 1400 {
 		t.Fatalf("after repeat: %v", s)
 	}
 	b.Release()
 	c.Release()
 	d.Release()
-	if s = ctx.Stats(); s.LiveBytes != 0 || s.PeakLiveBytes != 1000 {
+	if s = led.Stats(); s.LiveBytes != 0 || s.PeakLiveBytes != 1000 {
 		t.Fatalf("after releasing everything: %v", s)
 	}
 	// Wrapped buffers were never counted, so releasing them changes nothing.
-	w := coreMust(t)(WrapFloat32(ctx, make([]float32, 8), 8))
+	w := coreMust(t)(WrapFloat32(led, make([]float32, 8), 8))
 	w.Release()
-	if s2 := ctx.Stats(); s2 != s {
+	if s2 := led.Stats(); s2 != s {
 		t.Fatalf("wrap/release changed stats: %v -> %v", s, s2)
 	}
 	// The element data stays readable after Release: it is accounting only.
@@ -166,22 +166,22 @@ func TestPeakLiveBytesWithRelease(t *testing.T) {
 }
 
 func TestNilContextCountsNothing(t *testing.T) {
-	var ctx *Context
-	x := coreMust(t)(Randn(ctx, F32, 1, 8, 8))
+	var led *Ledger
+	x := coreMust(t)(Randn(led, F32, 1, 8, 8))
 	_ = coreMust(t)(coreMust(t)(x.T()).Contiguous())
-	ctx.RecordAlloc(10)
-	ctx.RecordCopy(10)
-	ctx.RecordFree(10)
-	ctx.ResetPeak()
+	led.RecordAlloc(10)
+	led.RecordCopy(10)
+	led.RecordFree(10)
+	led.ResetPeak()
 	x.Release()
-	if s := ctx.Stats(); s != (Stats{}) {
+	if s := led.Stats(); s != (Stats{}) {
 		t.Errorf("nil context stats %v", s)
 	}
-	if x.Context() != nil {
+	if x.Ledger() != nil {
 		t.Error("tensor of a nil context reports a context")
 	}
 	// Negative byte counts are ignored rather than corrupting the totals.
-	c := NewContext()
+	c := NewLedger()
 	c.RecordAlloc(-5)
 	c.RecordCopy(-5)
 	c.RecordFree(-5)
@@ -190,11 +190,11 @@ func TestNilContextCountsNothing(t *testing.T) {
 	}
 }
 
-// TestContextConcurrent hammers one Context from many goroutines (run
+// TestContextConcurrent hammers one Ledger from many goroutines (run
 // under -race): totals must be exact and the peak must be at least the
 // largest level any goroutine saw and at most the sum of all allocations.
 func TestContextConcurrent(t *testing.T) {
-	ctx := NewContext()
+	led := NewLedger()
 	const workers, iters = 8, 2000
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -202,14 +202,14 @@ func TestContextConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range iters {
-				ctx.RecordAlloc(int64(w + 1))
-				ctx.RecordCopy(int64(i % 7))
-				ctx.RecordFree(int64(w + 1))
+				led.RecordAlloc(int64(w + 1))
+				led.RecordCopy(int64(i % 7))
+				led.RecordFree(int64(w + 1))
 			}
 		}()
 	}
-	// Real tensors too: clones of a shared input in the same Context.
-	src := coreMust(t)(Randn(ctx, F32, 9, 16, 16))
+	// Real tensors too: clones of a shared input in the same Ledger.
+	src := coreMust(t)(Randn(led, F32, 9, 16, 16))
 	srcT := coreMust(t)(src.T())
 	clones := make([]*Tensor, workers)
 	for w := range workers {
@@ -225,7 +225,7 @@ func TestContextConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	s := ctx.Stats()
+	s := led.Stats()
 	perWorkerCopy := int64(0)
 	for i := range iters {
 		perWorkerCopy += int64(i % 7)

@@ -5,15 +5,15 @@ import (
 	"sync/atomic"
 )
 
-// Context counts the memory traffic of the tensors created in it: every
+// Ledger counts the memory traffic of the tensors created in it: every
 // allocation, every copy, and the live bytes with their peak. Counters are
-// atomic, so one Context may be shared by goroutines. A nil *Context is
+// atomic, so one Ledger may be shared by goroutines. A nil *Ledger is
 // valid and counts nothing.
 //
-// Contexts are values a caller creates, not a process-wide global, so two
+// Ledgers are values a caller creates, not a process-wide global, so two
 // experiments (the naive and the fused attention path, say) can be measured
 // side by side in one process.
-type Context struct {
+type Ledger struct {
 	allocs    atomic.Int64
 	allocated atomic.Int64
 	copied    atomic.Int64
@@ -22,10 +22,10 @@ type Context struct {
 	peak      atomic.Int64
 }
 
-// NewContext returns a Context with all counters at zero.
-func NewContext() *Context { return &Context{} }
+// NewLedger returns a Ledger with all counters at zero.
+func NewLedger() *Ledger { return &Ledger{} }
 
-// Stats is a snapshot of a Context's counters.
+// Stats is a snapshot of a Ledger's counters.
 type Stats struct {
 	Allocations    int64 // number of storages allocated
 	BytesAllocated int64 // total bytes of those storages
@@ -55,7 +55,7 @@ func (s Stats) String() string {
 }
 
 // Stats returns a snapshot of the counters.
-func (c *Context) Stats() Stats {
+func (c *Ledger) Stats() Stats {
 	if c == nil {
 		return Stats{}
 	}
@@ -71,7 +71,7 @@ func (c *Context) Stats() Stats {
 
 // ResetPeak sets the peak to the current live bytes, so the peak of a
 // following block of code can be measured on its own.
-func (c *Context) ResetPeak() {
+func (c *Ledger) ResetPeak() {
 	if c == nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (c *Context) ResetPeak() {
 
 // RecordAlloc counts an allocation of n bytes made outside this package
 // (a KV cache pool, a scratch buffer of a kernel).
-func (c *Context) RecordAlloc(n int64) {
+func (c *Ledger) RecordAlloc(n int64) {
 	if c == nil || n < 0 {
 		return
 	}
@@ -96,7 +96,7 @@ func (c *Context) RecordAlloc(n int64) {
 }
 
 // RecordFree counts n bytes given back (see Storage.Release).
-func (c *Context) RecordFree(n int64) {
+func (c *Ledger) RecordFree(n int64) {
 	if c == nil || n < 0 {
 		return
 	}
@@ -105,7 +105,7 @@ func (c *Context) RecordFree(n int64) {
 
 // RecordCopy counts one copy operation that wrote n bytes, for kernels
 // outside this package (a KV gather, a cache write).
-func (c *Context) RecordCopy(n int64) {
+func (c *Ledger) RecordCopy(n int64) {
 	if c == nil || n < 0 {
 		return
 	}
