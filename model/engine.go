@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -181,6 +182,33 @@ type Result struct {
 	// Preemptions counts how often the sequence was evicted to free
 	// blocks and later recomputed.
 	Preemptions int
+	// FinishReason says why the sequence stopped.
+	FinishReason FinishReason
+}
+
+// FinishReason says why a sequence stopped generating. The values are the
+// strings vLLM and llama.cpp's server report, so JSON consumers of either
+// read ours unchanged.
+type FinishReason string
+
+// The reasons a sequence stops.
+const (
+	FinishLength      FinishReason = "length"      // Steps or the context used up
+	FinishEOS         FinishReason = "eos"         // the model emitted its end token
+	FinishStop        FinishReason = "stop"        // a stop string matched
+	FinishInterrupted FinishReason = "interrupted" // the caller cancelled the run
+	FinishError       FinishReason = "error"       // the request was rejected (Result.Err)
+)
+
+// Hooks receive a run's progress as it happens. Either may be nil.
+type Hooks struct {
+	// Token receives every token as soon as it is known (prompt tokens
+	// when the sequence is admitted, generated ones step by step).
+	Token func(Event)
+	// Finish receives each sequence's final Result the moment it retires
+	// (finished, rejected or interrupted), in completion order. It is
+	// called exactly once per request.
+	Finish func(seq int, r Result)
 }
 
 // GenStats summarizes a Generate call.
@@ -222,6 +250,16 @@ type seqState struct {
 // tokens recomputed later, its sampler state kept), so each sequence's
 // output equals what it would be alone.
 func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats, error) {
+	return e.Run(context.Background(), reqs, Hooks{Token: emit})
+}
+
+// Run is Generate with cancellation and a completion hook. When ctx is
+// cancelled, the run stops at the next step boundary: every sequence not
+// yet finished keeps the tokens it has, gets FinishInterrupted and is
+// reported to hooks.Finish, and Run returns ctx's error beside the
+// results.
+func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, GenStats, error) {
+	emit := hooks.Token
 	c := e.m.Config
 	results := make([]Result, len(reqs))
 	var st GenStats
@@ -252,12 +290,14 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 			}
 		}
 		if s.res.Err != nil {
+			finish(hooks, s, FinishError)
 			continue
 		}
 		if len(r.Prompt)-1 >= r.Steps {
 			// The whole run is forced prompt tokens: nothing to compute.
 			s.res.Tokens = append([]int(nil), r.Prompt[1:r.Steps+1]...)
 			e.emitForced(s, emit, r.Steps+1)
+			finish(hooks, s, FinishLength)
 			continue
 		}
 		// Room for every token the request can reach (Steps ≤ seq_len), so
@@ -269,6 +309,19 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 	}
 
 	for len(waiting) > 0 || len(running) > 0 {
+		if err := ctx.Err(); err != nil {
+			// Running sequences hold blocks; waiting ones (new or
+			// preempted) hold none.
+			for _, s := range running {
+				if ferr := e.cache.Free(s.id); ferr != nil {
+					return results, st, ferr
+				}
+			}
+			for _, s := range append(running, waiting...) {
+				finish(hooks, s, FinishInterrupted)
+			}
+			return results, st, err
+		}
 		// 1. Admit waiting sequences while blocks (and the batch cap) allow.
 		for len(waiting) > 0 && (e.opts.MaxBatch == 0 || len(running) < e.opts.MaxBatch) {
 			s := waiting[0]
@@ -349,7 +402,7 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 				e.opts.OnLogits(s.idx, len(s.tokens)-1, row)
 			}
 			next := s.req.Sampler.Sample(row)
-			done := next == BOSID
+			done, why := next == BOSID, FinishEOS
 			if !done {
 				prev := s.tokens[len(s.tokens)-1]
 				s.tokens = append(s.tokens, next)
@@ -357,12 +410,13 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 				if emit != nil {
 					emit(Event{Seq: s.idx, Pos: len(s.tokens) - 2, Prev: prev, Token: next})
 				}
-				done = len(s.tokens)-1 >= s.req.Steps
+				done, why = len(s.tokens)-1 >= s.req.Steps, FinishLength
 			}
 			if done {
 				if err := e.cache.Free(s.id); err != nil {
 					return results, st, err
 				}
+				finish(hooks, s, why)
 				continue
 			}
 			kept = append(kept, s)
@@ -370,6 +424,14 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, GenStats,
 		running = kept
 	}
 	return results, st, nil
+}
+
+// finish sets s's finish reason and reports its result.
+func finish(h Hooks, s *seqState, why FinishReason) {
+	s.res.FinishReason = why
+	if h.Finish != nil {
+		h.Finish(s.idx, *s.res)
+	}
 }
 
 // emitForced records and streams the prompt tokens after BOS (up to n

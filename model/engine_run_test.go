@@ -1,0 +1,98 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// TestRunFinishHook: Finish fires once per request, in completion order,
+// with the result Run returns and a reason that says why it stopped.
+func TestRunFinishHook(t *testing.T) {
+	m := tinyGQA(t)
+	e := newEngine(t, m, EngineOptions{})
+	specs := []reqSpec{
+		{prompt: []int{1, 5, 6}, steps: 12},
+		{prompt: []int{1, 5, 6, 7}, steps: 3}, // all forced prompt tokens
+		{prompt: []int{1, 500}, steps: 8},     // token outside the vocabulary
+		{prompt: []int{1, 9}, steps: 5, temperature: 0.9, seed: 3},
+	}
+	var order []int
+	got := map[int]Result{}
+	res, _, err := e.Run(context.Background(), build(specs, m.Config.VocabSize), Hooks{Finish: func(seq int, r Result) {
+		if _, dup := got[seq]; dup {
+			t.Errorf("sequence %d finished twice", seq)
+		}
+		order = append(order, seq)
+		got[seq] = r
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(specs) {
+		t.Fatalf("finish hook saw %v, want every one of %d requests", order, len(specs))
+	}
+	for i, r := range res {
+		if !slices.Equal(got[i].Tokens, r.Tokens) || got[i].FinishReason != r.FinishReason {
+			t.Errorf("seq %d: hook saw %v/%s, Run returned %v/%s", i, got[i].Tokens, got[i].FinishReason, r.Tokens, r.FinishReason)
+		}
+	}
+	if res[1].FinishReason != FinishLength || res[2].FinishReason != FinishError || res[2].Err == nil {
+		t.Errorf("forced-only: %s; rejected: %s (%v)", res[1].FinishReason, res[2].FinishReason, res[2].Err)
+	}
+	for _, i := range []int{0, 3} {
+		r := res[i]
+		switch {
+		case r.FinishReason == FinishLength && len(r.Tokens) == specs[i].steps:
+		case r.FinishReason == FinishEOS && len(r.Tokens) < specs[i].steps:
+		default:
+			t.Errorf("seq %d: %d tokens of %d steps with reason %q", i, len(r.Tokens), specs[i].steps, r.FinishReason)
+		}
+	}
+	// Rejected and forced-only requests retire before any step runs.
+	if order[0] != 1 || order[1] != 2 {
+		t.Errorf("completion order %v: want the requests that need no step first", order)
+	}
+}
+
+// TestRunInterrupted: cancelling stops at the next step boundary; every
+// unfinished sequence keeps a prefix of what it would have produced and is
+// reported as interrupted.
+func TestRunInterrupted(t *testing.T) {
+	m := tinyGQA(t)
+	specs := []reqSpec{{prompt: []int{1, 5}, steps: 40}, {prompt: []int{1, 8, 9}, steps: 40, temperature: 0.8, seed: 9}}
+	full, _, err := newEngine(t, m, EngineOptions{}).Generate(build(specs, m.Config.VocabSize), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := 0
+	e := newEngine(t, m, EngineOptions{})
+	res, _, err := e.Run(ctx, build(specs, m.Config.VocabSize), Hooks{Token: func(ev Event) {
+		if seen++; seen == 10 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	for i, r := range res {
+		if r.FinishReason == FinishInterrupted {
+			if len(r.Tokens) >= len(full[i].Tokens) || !slices.Equal(r.Tokens, full[i].Tokens[:len(r.Tokens)]) {
+				t.Errorf("seq %d: interrupted tokens %v are not a proper prefix of %v", i, r.Tokens, full[i].Tokens)
+			}
+			continue
+		}
+		if !slices.Equal(r.Tokens, full[i].Tokens) {
+			t.Errorf("seq %d finished (%s) with %v, want %v", i, r.FinishReason, r.Tokens, full[i].Tokens)
+		}
+	}
+	if res[0].FinishReason != FinishInterrupted && res[1].FinishReason != FinishInterrupted {
+		t.Errorf("no sequence was interrupted: %s, %s", res[0].FinishReason, res[1].FinishReason)
+	}
+	if e.Cache().FreeBlocks() != e.Cache().NumBlocks() {
+		t.Errorf("blocks held after interrupt: %d free of %d", e.Cache().FreeBlocks(), e.Cache().NumBlocks())
+	}
+}
