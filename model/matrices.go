@@ -31,6 +31,17 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 	if len(w.Layers) != c.NLayers {
 		return nil, fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
 	}
+	// FromSource reads Qwen2's q/k/v biases and Llama 3's RoPE frequency
+	// factors when a file has them, but this forward pass does not apply
+	// them yet: running without them would silently compute another model.
+	for l := range w.Layers {
+		if w.Layers[l].BQKV != nil {
+			return nil, fmt.Errorf("model: layer %d has q/k/v biases, which the forward pass does not support yet", l)
+		}
+	}
+	if w.RopeFreqs != nil {
+		return nil, fmt.Errorf("model: the checkpoint has RoPE frequency factors (rope_freqs), which the forward pass does not support yet")
+	}
 	ms := &matrices{pool: pool}
 	if pool == nil {
 		ms.pool, ms.ownPool = kernels.NewPool(threads), true

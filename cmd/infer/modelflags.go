@@ -12,6 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -113,7 +114,7 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
-		m, err := model.Load(path, model.LoadOptions{WeightDType: wdt})
+		m, err := checkpoint.Load(path, model.LoadOptions{WeightDType: wdt})
 		if err != nil {
 			return nil, err
 		}
