@@ -619,4 +619,3 @@ func FuzzCheckpointReadV2(f *testing.F) {
 		}
 	})
 }
-

@@ -39,4 +39,3 @@ func stories15MShape() model.Config {
 	return model.Config{Dim: 288, HiddenDim: 768, NLayers: 6, NHeads: 6, NKVHeads: 6, VocabSize: 32000, SeqLen: 256,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
 }
-
