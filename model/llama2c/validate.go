@@ -96,13 +96,16 @@ func gcd(a, b int) int {
 }
 
 // A header's seq_len costs memory at run time, per position: the KV cache
-// (2·n_layers·kv_dim values) and the RoPE tables. The legacy format stores
-// RoPE tables of seq_len·head_dim floats, so the exact-size check already
-// ties its seq_len to the file; versions 1 and 2 store nothing per
-// position, so their seq_len is bounded by what it makes the model cost:
-// one full-length sequence's float32 KV cache may take at most
-// maxKVPerFileByte times the file's bytes, or minKVBound, whichever is
-// larger. Real checkpoints are far inside: Llama 2 7B (seq_len 4096) needs
+// (2·n_layers·kv_dim values) and the RoPE tables. Versions 1 and 2 store
+// nothing per position, so nothing in the file confirms their seq_len; the
+// legacy format stores RoPE tables of seq_len·head_dim floats, which the
+// exact-size check ties to the file, but with a small head_dim and many
+// layers those tables are still a tiny fraction of the KV cache that
+// seq_len implies. So every format's seq_len is bounded by what it makes
+// the model cost: one full-length sequence's float32 KV cache may take at
+// most maxKVPerFileByte times the file's bytes, or minKVBound, whichever
+// is larger. (The run-time pool is sized separately and checked against
+// physical memory; this only rejects headers no real model has.) Real checkpoints are far inside: Llama 2 7B (seq_len 4096) needs
 // a 4.3 GB cache for a 27 GB (v1) or 7 GB (v2) file, stories15M 3.5 MB
 // for 58 MB. A 17.9 MB file claiming seq_len 2^20 would need 14 GiB.
 const (
@@ -127,6 +130,6 @@ func checkSeqLen(c model.Config, size int64) error {
 	}
 	fit := limit / perPos
 	return fmt.Errorf("seq_len %d is implausible for a %s file: one full-length sequence would need a %s float32 KV cache, "+
-		"more than %d× the file (at most %s; seq_len %d fits); the file stores nothing per position to confirm it",
-		c.SeqLen, model.HumanBytes(size), model.HumanBytes(need), maxKVPerFileByte, model.HumanBytes(limit), fit)
+		"beyond max(%d× the file, %s) = %s (seq_len %d fits)",
+		c.SeqLen, model.HumanBytes(size), model.HumanBytes(need), maxKVPerFileByte, model.HumanBytes(minKVBound), model.HumanBytes(limit), fit)
 }
