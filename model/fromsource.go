@@ -308,6 +308,20 @@ func (b *builder) view(rt RawTensor, dt tensor.DType, shape []int) *tensor.Tenso
 func convert(st *tensor.Storage, off int, rt RawTensor) {
 	le := binary.LittleEndian
 	d := rt.Data
+	if hostLittleEndian && dtypeOf(rt.Type) == st.DType() {
+		// Same dtype: the stored bytes are the host's, copy them as bytes
+		// (whatever their alignment).
+		var dst []byte
+		if st.DType() == tensor.F32 {
+			f := st.Float32s()[off:]
+			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+		} else {
+			h := st.Uint16s()[off:]
+			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), 2*len(h))
+		}
+		copy(dst, d)
+		return
+	}
 	switch {
 	case rt.Type == StorageF32 && st.DType() == tensor.F32:
 		dst := st.Float32s()[off:]
