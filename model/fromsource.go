@@ -45,9 +45,12 @@ type LoadOptions struct {
 var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // FromSource builds the runnable Model of an opened checkpoint, whatever
-// its format. It takes ownership of src: the Model keeps it (its weights
-// may view src's memory) and Model.Close closes it; on error FromSource
-// closes it. Errors read "checkpoint <src.Name()>: <problem>".
+// its format. It takes ownership of src: when src is a MappedSource with
+// a mapping, the Model keeps it (its weights view the mapping) and
+// Model.Close closes it; otherwise (the weights are Go memory) FromSource
+// closes it once the model is built, and on any error. So a Source whose
+// Data views memory that Close releases must implement MappedSource.
+// Errors read "checkpoint <src.Name()>: <problem>".
 //
 // What it does, tensor by tensor (names are the Tensor* constants):
 //   - Every weight matrix that needs no conversion is a zero-copy view of
@@ -82,6 +85,14 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("checkpoint %s: %w", name, err)
+	}
+	if b.mapped == 0 {
+		// The weights are Go memory (RawTensor.Data of a source that
+		// reads is new memory): the file is not needed any more.
+		if err := src.Close(); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: close: %w", name, err)
+		}
+		return m, nil
 	}
 	m.source, m.mapped, m.copied = src, b.mapped, b.copied
 	return m, nil
