@@ -393,17 +393,6 @@ func TestV2Dequantize(t *testing.T) {
 	}
 }
 
-// greedyIDs generates steps tokens greedily from BOS on m.
-func greedyIDs(t testing.TB, m *Model, steps int) []int {
-	t.Helper()
-	e := newEngine(t, m, EngineOptions{BlockSize: 16, NumBlocks: (steps + 15) / 16})
-	res, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: steps, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
-	if err != nil || res[0].Err != nil {
-		t.Fatal(err, res[0].Err)
-	}
-	return res[0].Tokens
-}
-
 // TestV2Generate: export → load → generate gives the same greedy tokens
 // as quantizing the float32 model at load (the matrices are identical, so
 // the kernels compute identical logits), on stories260K and on synthetic
@@ -616,14 +605,7 @@ func FuzzCheckpointReadV2(f *testing.F) {
 		if err := WriteLegacy(&buf, m); err != nil {
 			t.Fatal(err)
 		}
-		e, err := NewEngine(m, EngineOptions{NumBlocks: 1, Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		if _, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: 1, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil); err != nil {
-			t.Fatal(err)
-		}
+		greedyIDs(t, m, 1)
 	})
 }
 

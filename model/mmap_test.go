@@ -205,8 +205,8 @@ func TestModelClose(t *testing.T) {
 			continue
 		}
 		// The weights are gone: using the model is an error, not a fault.
-		if _, err := NewEngine(got, EngineOptions{}); err == nil {
-			t.Fatal("NewEngine accepted a closed model")
+		if err := newForwardErr(got); err == nil {
+			t.Fatal("NewForward accepted a closed model")
 		}
 		var buf bytes.Buffer
 		if err := WriteLegacy(&buf, got); err == nil {

@@ -1,26 +1,28 @@
-package model
+package engine
 
 import (
+	"github.com/stride-lm/stride/model"
+
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-func tinyGQA(t testing.TB) *Model {
+func tinyGQA(t testing.TB) *model.Model {
 	t.Helper()
-	c := Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 64, SeqLen: 96,
+	c := model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 64, SeqLen: 96,
 		RopeTheta: 10000, NormEps: 1e-5}
-	m, err := Synthesize(c, 11)
+	m, err := model.Synthesize(c, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func newEngine(t testing.TB, m *Model, opts EngineOptions) *Engine {
+func newEngine(t testing.TB, m *model.Model, opts Options) *Engine {
 	t.Helper()
-	e, err := NewEngine(m, opts)
+	e, err := New(m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ type reqSpec struct {
 func build(specs []reqSpec, vocab int) []Request {
 	out := make([]Request, len(specs))
 	for i, s := range specs {
-		out[i] = Request{Prompt: s.prompt, Steps: s.steps, Sampler: NewSampler(vocab, s.temperature, 0.9, s.seed)}
+		out[i] = Request{Prompt: s.prompt, Steps: s.steps, Sampler: model.NewSampler(vocab, s.temperature, 0.9, s.seed)}
 	}
 	return out
 }
@@ -65,11 +67,11 @@ func mixedRequests() []reqSpec {
 }
 
 // alone runs each request by itself on a fresh engine.
-func alone(t *testing.T, m *Model, path string, specs []reqSpec) [][]int {
+func alone(t *testing.T, m *model.Model, path string, specs []reqSpec) [][]int {
 	t.Helper()
 	var out [][]int
 	for _, r := range build(specs, m.Config.VocabSize) {
-		e := newEngine(t, m, EngineOptions{Path: path})
+		e := newEngine(t, m, Options{Path: path})
 		res, _, err := e.Generate([]Request{r}, nil)
 		if err != nil || res[0].Err != nil {
 			t.Fatal(err, res[0].Err)
@@ -86,12 +88,12 @@ func TestBatchedGenerationEqualsAlone(t *testing.T) {
 		want := alone(t, m, path, reqs)
 		for _, tc := range []struct {
 			name string
-			opts EngineOptions
+			opts Options
 		}{
-			{"roomy pool", EngineOptions{Path: path, BlockSize: 4}},
-			{"no prefix sharing", EngineOptions{Path: path, BlockSize: 4, DisablePrefixSharing: true}},
-			{"tight pool preempts", EngineOptions{Path: path, BlockSize: 4, NumBlocks: 24}},
-			{"batch cap 2", EngineOptions{Path: path, BlockSize: 8, MaxBatch: 2}},
+			{"roomy pool", Options{Path: path, BlockSize: 4}},
+			{"no prefix sharing", Options{Path: path, BlockSize: 4, DisablePrefixSharing: true}},
+			{"tight pool preempts", Options{Path: path, BlockSize: 4, NumBlocks: 24}},
+			{"batch cap 2", Options{Path: path, BlockSize: 8, MaxBatch: 2}},
 		} {
 			t.Run(path+"/"+tc.name, func(t *testing.T) {
 				e := newEngine(t, m, tc.opts)
@@ -141,7 +143,7 @@ func TestPrefixSharingSkipsComputation(t *testing.T) {
 		reqs = append(reqs, reqSpec{prompt: append(slices.Clone(prefix), 20+i, 30+i), steps: 30, seed: 1})
 	}
 	want := alone(t, m, "fused", reqs)
-	e := newEngine(t, m, EngineOptions{BlockSize: 4, MaxBatch: 1})
+	e := newEngine(t, m, Options{BlockSize: 4, MaxBatch: 1})
 	res, st, err := e.Generate(build(reqs, m.Config.VocabSize), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -168,12 +170,12 @@ func TestGenerateRejectsBadRequestsOthersContinue(t *testing.T) {
 	long := make([]int, m.Config.SeqLen+1)
 	long[0] = 1
 	reqs := []Request{
-		{Prompt: long, Steps: m.Config.SeqLen, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)},
-		{Prompt: []int{1, 2}, Steps: 10, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)},
-		{Prompt: []int{5}, Steps: 10, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)},
-		{Prompt: []int{1, 999}, Steps: 10, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)},
+		{Prompt: long, Steps: m.Config.SeqLen, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)},
+		{Prompt: []int{1, 2}, Steps: 10, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)},
+		{Prompt: []int{5}, Steps: 10, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)},
+		{Prompt: []int{1, 999}, Steps: 10, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)},
 	}
-	e := newEngine(t, m, EngineOptions{})
+	e := newEngine(t, m, Options{})
 	res, _, err := e.Generate(reqs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -190,9 +192,9 @@ func TestGenerateRejectsBadRequestsOthersContinue(t *testing.T) {
 
 func TestGenerateTinyPoolErrorsBeforeWork(t *testing.T) {
 	m := tinyGQA(t)
-	e := newEngine(t, m, EngineOptions{BlockSize: 4, NumBlocks: 2})
+	e := newEngine(t, m, Options{BlockSize: 4, NumBlocks: 2})
 	res, st, err := e.Generate([]Request{{Prompt: []int{1, 3, 4, 5, 6, 7, 8, 9, 10}, Steps: 20,
-		Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
+		Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,26 +210,18 @@ func TestGoldenStories260KBatched(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the batched golden run (4 sequences, both paths) runs in the full suite")
 	}
-	dir := sharedDir(t)
-	m, err := Load(filepath.Join(dir, "models", "stories260K.bin"), LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := LoadTokenizer(filepath.Join(dir, "models", "tok512.bin"), m.Config.VocabSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := readGoldenIDs(t, filepath.Join(dir, "models", "golden", "stories260K.greedy.ids"))
+	m, tok := stories260K(t)
+	want := readGoldenIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
 	for _, path := range []string{"fused", "naive"} {
-		reqs := []Request{{Prompt: []int{BOSID}, Steps: 256, Sampler: NewSampler(512, 0, 0.9, 1)}}
+		reqs := []Request{{Prompt: []int{model.BOSID}, Steps: 256, Sampler: model.NewSampler(512, 0, 0.9, 1)}}
 		for i, p := range []string{"Once upon a time", "The cat sat", "Lily and Ben went to the park"} {
 			ids, err := tok.Encode(p, true, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs = append(reqs, Request{Prompt: ids, Steps: 100 + 50*i, Sampler: NewSampler(512, 1.0, 0.9, uint64(i+5))})
+			reqs = append(reqs, Request{Prompt: ids, Steps: 100 + 50*i, Sampler: model.NewSampler(512, 1.0, 0.9, uint64(i+5))})
 		}
-		e := newEngine(t, m, EngineOptions{Path: path, BlockSize: 16})
+		e := newEngine(t, m, Options{Path: path, BlockSize: 16})
 		res, _, err := e.Generate(reqs, nil)
 		if err != nil {
 			t.Fatal(err)
