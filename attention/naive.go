@@ -12,8 +12,8 @@ import (
 // every allocation and copy is counted:
 //
 //	q      = Q.view(B, S, H, D).transpose(1, 2)           [B, H, S, D]  view
-//	k      = K.view(B, S, KVH, D).transpose(1, 2)          fresh prefill: view
-//	       | gather(k_cache, block_tables)                 with context: COPY
+//	k      = K.view(B, S, KVH, D).transpose(1, 2)          fresh prefill, F32 cache: view
+//	       | gather(k_cache, block_tables)                 context or 16-bit cache: COPY
 //	k      = k.repeat_interleave(H/KVH, dim=1)             GQA only: COPY ×g
 //	scores = q @ k.transpose(-2, -1)                        [B, H, S, C]  NEW
 //	attn   = softmax(scores/√D + causal_mask, dim=-1)       in place
@@ -144,12 +144,17 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 	}
 	tr.Record("q = q.transpose(1, 2)", qt, 0, 0)
 
-	// K and V as [B, KVH, C, D]: views of the fresh k, v for a prefill
-	// with no earlier context; otherwise gathered from the cache.
+	// K and V as [B, KVH, C, D]: what the cache holds, in its dtype. For a
+	// prefill with no earlier context and an F32 cache that is exactly the
+	// fresh k, v (the cache write copied them bit for bit), so they are
+	// viewed; otherwise they are gathered from the cache, so a 16-bit
+	// cache's rounding applies whether the context is new or cached, and
+	// a sequence's tokens do not depend on prefix hits or preemption.
 	kvs := [2]*tensor.Tensor{}
+	fresh := C == S && kCache.DType() == tensor.F32
 	for i, src := range [2]*tensor.Tensor{k, v} {
 		name := [2]string{"k", "v"}[i]
-		if C == S {
+		if fresh {
 			x, err := src.Narrow(0, g.row, B*S)
 			if err != nil {
 				return nil, err
@@ -183,7 +188,7 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 			}
 			name := [2]string{"k", "v"}[i]
 			tr.Record(fmt.Sprintf("%s = %s.repeat_interleave(%d, dim=1)", name, name, grp), r, int64(r.Nbytes()), int64(r.Nbytes()))
-			if C != S { // the gathered copy is dead now
+			if !fresh { // the gathered copy is dead now
 				kvs[i].Release()
 			}
 			kvs[i] = r

@@ -29,16 +29,21 @@ func (s *scheduler) retire(logits []float32) error {
 }
 
 // advance commits q's step and samples its next token from row, reporting
-// whether q is done and why.
+// whether q is done and why. A sequence replaying positions it computed
+// before a preemption already knows its next token: it samples nothing.
 func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, error) {
-	if n := q.pending(); n > 1 {
+	n := q.pending()
+	if n > 1 {
 		s.st.PrefillTokens += n
 	} else {
 		s.st.DecodeTokens += n
 	}
-	q.computed = len(q.tokens)
+	q.computed += n
 	if err := s.e.cache.Commit(q.id, q.tokens); err != nil {
 		return false, "", err
+	}
+	if q.replaying() {
+		return false, "", nil
 	}
 	if s.e.opts.OnLogits != nil {
 		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)

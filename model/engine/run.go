@@ -16,8 +16,26 @@ type seqState struct {
 	admitted bool // admitted at least once (prompt tokens streamed)
 }
 
-// pending is the number of positions the sequence's next step computes.
-func (s *seqState) pending() int { return len(s.tokens) - s.computed }
+// pending is the number of positions the sequence's next step computes:
+// the rest of its prompt as one prefill, then one position per step.
+//
+// A sequence readmitted after preemption therefore recomputes the way it
+// first computed: its prompt (less any prefix hit) in one prefill, then
+// its generated tokens one decode step each, replayed without sampling.
+// Recomputing them in one prefill, as vLLM does, would take one step
+// instead of one per token, but a row computed in a prefill tile and the
+// same row computed by a decode step round differently in the fused
+// kernel, so the sequence's later tokens could change with preemption.
+func (s *seqState) pending() int {
+	if p := len(s.req.Prompt); s.computed < p {
+		return p - s.computed
+	}
+	return min(1, len(s.tokens)-s.computed)
+}
+
+// replaying reports whether the sequence's next token is already known:
+// it is recomputing positions it computed before being preempted.
+func (s *seqState) replaying() bool { return s.computed < len(s.tokens) }
 
 // scheduler is the state of one Run: the queue of sequences waiting for
 // blocks (new or preempted, none holding any) and the running set (each

@@ -107,8 +107,8 @@ func (s *scheduler) pack() *attention.Batch {
 	for _, q := range s.running {
 		b.QueryStart = append(b.QueryStart, len(tokens))
 		b.QueryLen = append(b.QueryLen, q.pending())
-		b.ContextLen = append(b.ContextLen, len(q.tokens))
-		for p := q.computed; p < len(q.tokens); p++ {
+		b.ContextLen = append(b.ContextLen, q.computed+q.pending())
+		for p := q.computed; p < q.computed+q.pending(); p++ {
 			tokens = append(tokens, q.tokens[p])
 			positions = append(positions, p)
 		}
