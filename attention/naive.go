@@ -46,14 +46,8 @@ func (n *Naive) Name() string { return "naive" }
 
 // Attend implements Path. The returned tensor is new on every call.
 func (n *Naive) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
-	d, err := checkInputs(q, k, v, kCache, vCache)
+	d, err := prologue(q, k, v, kCache, vCache, b, tr)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(d.T, d.numBlocks, d.blockSize); err != nil {
-		return nil, err
-	}
-	if _, err := writeCache(k, v, kCache, vCache, b, d, tr); err != nil {
 		return nil, err
 	}
 	groups := naiveGroups(b)
