@@ -6,11 +6,12 @@
 //
 // Run is four steps in a loop, one file each:
 //
-//	validate (request.go)  check every request once; reject bad ones, finish forced-only ones
-//	admit    (admit.go)    move waiting sequences into the running set while blocks allow
-//	step     (step.go)     hand out this step's KV slots, preempting when the pool runs dry,
-//	                       and pack one batch of prefill and decode rows
-//	retire   (retire.go)   sample each sequence's next token, stream it, free finished sequences
+//	validate (request.go, run.go's accept)  check every request once; reject bad ones,
+//	                                         finish forced-only ones, queue the rest
+//	admit    (admit.go)   move waiting sequences into the running set while blocks allow
+//	step     (step.go)    hand out this step's KV slots, preempting when the pool runs dry,
+//	                      pack one batch of prefill and decode rows, run the forward pass
+//	retire   (retire.go)  commit, sample each sequence's next token, stream it, free the finished
 //
 // Every step runs one Forward.Run over all running sequences: a newly
 // admitted sequence contributes its uncached prompt positions (prefill
@@ -27,7 +28,9 @@
 // AppendStep reports ErrOutOfBlocks, the most recently admitted sequence
 // is preempted: its blocks are freed and it goes back to the front of
 // the queue with its tokens and its sampler's state, to be recomputed
-// when it is admitted again (vLLM's recompute preemption).
+// when it is admitted again (vLLM's recompute preemption, except that the
+// generated tokens are replayed one decode step each: see
+// seqState.pending).
 //
 // # Same tokens, however it is scheduled
 //
@@ -49,9 +52,13 @@
 //
 // # Speculative decoding
 //
-// Nothing here assumes one new token per running sequence. A sequence
-// contributes QueryLen rows over its existing context (kvcache.StepSeq{N:
-// k+1} for its last token and k drafts), the batch asks for the logits of
-// each row it needs, and rejected drafts are given back with
-// kvcache.Cache.Truncate before the next step.
+// The step is built for more than one new row per running sequence: the
+// builder gives AppendStep each sequence's N (kvcache.StepSeq) and packs
+// N consecutive rows over the sequence's existing context. A verifier
+// will give a sequence N = k+1 (its last token and k drafts), ask
+// Forward.Run for the logits of each of those rows instead of the last
+// only, and give the rejected drafts' slots back with
+// kvcache.Cache.Truncate; the next AppendStep republishes the shortened
+// table (Step.Changed). A shared prefix block is never written: the
+// cache copies it on write first.
 package engine
