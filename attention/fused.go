@@ -57,14 +57,8 @@ func (f *Fused) Name() string { return "fused" }
 
 // Attend implements Path. See Fused for what it does and does not copy.
 func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
-	d, err := checkInputs(q, k, v, kCache, vCache)
+	d, err := prologue(q, k, v, kCache, vCache, b, tr)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(d.T, d.numBlocks, d.blockSize); err != nil {
-		return nil, err
-	}
-	if _, err := writeCache(k, v, kCache, vCache, b, d, tr); err != nil {
 		return nil, err
 	}
 

@@ -12,8 +12,8 @@ import (
 // every allocation and copy is counted:
 //
 //	q      = Q.view(B, S, H, D).transpose(1, 2)           [B, H, S, D]  view
-//	k      = K.view(B, S, KVH, D).transpose(1, 2)          fresh prefill: view
-//	       | gather(k_cache, block_tables)                 with context: COPY
+//	k      = K.view(B, S, KVH, D).transpose(1, 2)          fresh prefill, F32 cache: view
+//	       | gather(k_cache, block_tables)                 context or 16-bit cache: COPY
 //	k      = k.repeat_interleave(H/KVH, dim=1)             GQA only: COPY ×g
 //	scores = q @ k.transpose(-2, -1)                        [B, H, S, C]  NEW
 //	attn   = softmax(scores/√D + causal_mask, dim=-1)       in place
@@ -46,14 +46,8 @@ func (n *Naive) Name() string { return "naive" }
 
 // Attend implements Path. The returned tensor is new on every call.
 func (n *Naive) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
-	d, err := checkInputs(q, k, v, kCache, vCache)
+	d, err := prologue(q, k, v, kCache, vCache, b, tr)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(d.T, d.numBlocks, d.blockSize); err != nil {
-		return nil, err
-	}
-	if _, err := writeCache(k, v, kCache, vCache, b, d, tr); err != nil {
 		return nil, err
 	}
 	groups := naiveGroups(b)
@@ -124,12 +118,40 @@ func naiveGroups(b *Batch) []naiveGroup {
 }
 
 // runGroup runs the textbook attention on one group and returns its
-// [B, S, H·D] output.
+// [B, S, H·D] output: the lines of Naive's doc, top to bottom.
 func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveGroup, tr *tensor.Trace) (*tensor.Tensor, error) {
-	B, S, C, H, KVH, D := g.B, g.S, g.C, d.H, d.KVH, d.D
-	led := q.Ledger()
+	qt, err := groupQuery(q, d, g, tr)
+	if err != nil {
+		return nil, err
+	}
+	kh, vh, err := groupKV(q.Ledger(), k, v, kCache, vCache, b, d, g, tr)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := groupScores(qt, kh, d, g, tr)
+	if !sharesInput(kh, k) {
+		kh.Release()
+	}
+	if err != nil {
+		return nil, err
+	}
+	// out = attn @ v: [B, H, S, D]
+	out, err := tensor.Matmul(scores, vh)
+	if err != nil {
+		return nil, err
+	}
+	tr.Record("out = attn @ v", out, int64(out.Nbytes()), 0)
+	scores.Release()
+	if !sharesInput(vh, v) {
+		vh.Release()
+	}
+	return groupOutput(out, d, g, tr)
+}
 
-	// q = Q.view(B, S, H, D); q = q.transpose(1, 2)
+// groupQuery is q = Q.view(B, S, H, D).transpose(1, 2): [B, H, S, D], a
+// view of the group's rows.
+func groupQuery(q *tensor.Tensor, d dims, g naiveGroup, tr *tensor.Trace) (*tensor.Tensor, error) {
+	B, S, H, D := g.B, g.S, d.H, d.D
 	qg, err := q.Narrow(0, g.row, B*S)
 	if err != nil {
 		return nil, err
@@ -143,55 +165,68 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 		return nil, err
 	}
 	tr.Record("q = q.transpose(1, 2)", qt, 0, 0)
+	return qt, nil
+}
 
-	// K and V as [B, KVH, C, D]: views of the fresh k, v for a prefill
-	// with no earlier context; otherwise gathered from the cache.
+// groupKV returns the group's K and V as [B, H, C, D]: what the cache
+// holds, in its dtype, with each KV head repeated for its query heads.
+// Gathered copies are allocated in led.
+//
+// For a prefill with no earlier context and an F32 cache that is exactly
+// the fresh k, v (the cache write copied them bit for bit), so they are
+// viewed; otherwise they are gathered from the cache, so a 16-bit cache's
+// rounding applies whether the context is new or cached, and a
+// sequence's tokens do not depend on prefix hits or preemption.
+func groupKV(led *tensor.Ledger, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveGroup, tr *tensor.Trace) (kh, vh *tensor.Tensor, err error) {
+	B, S, KVH, D := g.B, g.S, d.KVH, d.D
 	kvs := [2]*tensor.Tensor{}
+	fresh := g.C == S && kCache.DType() == tensor.F32
 	for i, src := range [2]*tensor.Tensor{k, v} {
 		name := [2]string{"k", "v"}[i]
-		if C == S {
+		if fresh {
 			x, err := src.Narrow(0, g.row, B*S)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if x, err = x.View(B, S, KVH, D); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if x, err = x.Transpose(1, 2); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			tr.Record(fmt.Sprintf("%s = %s.view(%d, %d, %d, %d).transpose(1, 2)", name, [2]string{"K", "V"}[i], B, S, KVH, D), x, 0, 0)
 			kvs[i] = x
 			continue
 		}
-		cache := [2]*tensor.Tensor{kCache, vCache}[i]
-		x, err := gather(led, cache, b, d, g)
+		x, err := gather(led, [2]*tensor.Tensor{kCache, vCache}[i], b, d, g)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tr.Record(fmt.Sprintf("%s = gather(%s_cache, block_tables)", name, name), x, int64(x.Nbytes()), int64(x.Nbytes()))
 		kvs[i] = x
 	}
-
 	// GQA: every query head needs its KV head next to it for the batched
 	// matmul, so each KV head is repeated g times: a copy of g× the KV.
 	if grp := d.group(); grp > 1 {
 		for i := range kvs {
 			r, err := kvs[i].RepeatInterleave(grp, 1)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			name := [2]string{"k", "v"}[i]
 			tr.Record(fmt.Sprintf("%s = %s.repeat_interleave(%d, dim=1)", name, name, grp), r, int64(r.Nbytes()), int64(r.Nbytes()))
-			if C != S { // the gathered copy is dead now
+			if !fresh { // the gathered copy is dead now
 				kvs[i].Release()
 			}
 			kvs[i] = r
 		}
 	}
-	kh, vh := kvs[0], kvs[1]
+	return kvs[0], kvs[1], nil
+}
 
-	// scores = q @ k.transpose(-2, -1): [B, H, S, C], materialized.
+// groupScores is attn = softmax(q @ k.transpose(-2, -1) / √D +
+// causal_mask, dim=-1): [B, H, S, C], materialized, the softmax in place.
+func groupScores(qt, kh *tensor.Tensor, d dims, g naiveGroup, tr *tensor.Trace) (*tensor.Tensor, error) {
 	kT, err := kh.Transpose(-2, -1)
 	if err != nil {
 		return nil, err
@@ -201,34 +236,22 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 		return nil, err
 	}
 	tr.Record("scores = q @ k.transpose(-2, -1)", scores, int64(scores.Nbytes()), 0)
-	if !sharesInput(kh, k) {
-		kh.Release()
-	}
-
-	// attn = softmax(scores / √D + causal_mask, dim=-1), in place.
-	if err := tensor.ScaleInPlace(scores, 1/float32(math.Sqrt(float64(D)))); err != nil {
+	if err := tensor.ScaleInPlace(scores, 1/float32(math.Sqrt(float64(d.D)))); err != nil {
 		return nil, err
 	}
 	if !d.meta {
-		causalMask(scores.Storage().Float32s()[scores.Offset():scores.Offset()+scores.Numel()], B*H, S, C)
+		causalMask(scores.Storage().Float32s()[scores.Offset():scores.Offset()+scores.Numel()], g.B*d.H, g.S, g.C)
 	}
 	if err := tensor.SoftmaxLastDimInPlace(scores); err != nil {
 		return nil, err
 	}
 	tr.Record("attn = softmax(scores, dim=-1)", scores, 0, 0)
+	return scores, nil
+}
 
-	// out = attn @ v: [B, H, S, D]
-	out, err := tensor.Matmul(scores, vh)
-	if err != nil {
-		return nil, err
-	}
-	tr.Record("out = attn @ v", out, int64(out.Nbytes()), 0)
-	scores.Release()
-	if !sharesInput(vh, v) {
-		vh.Release()
-	}
-
-	// out = out.transpose(1, 2).contiguous().view(B, S, H·D)
+// groupOutput is out.transpose(1, 2).contiguous().view(B, S, H·D) of the
+// [B, H, S, D] attention output.
+func groupOutput(out *tensor.Tensor, d dims, g naiveGroup, tr *tensor.Trace) (*tensor.Tensor, error) {
 	ot, err := out.Transpose(1, 2)
 	if err != nil {
 		return nil, err
@@ -246,11 +269,11 @@ func runGroup(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, d dims, g naiveG
 		tr.Record("out = out.contiguous()", oc, int64(oc.Nbytes()), int64(oc.Nbytes()))
 		out.Release()
 	}
-	ov, err := oc.View(B, S, H*D)
+	ov, err := oc.View(g.B, g.S, d.H*d.D)
 	if err != nil {
 		return nil, err
 	}
-	tr.Record(fmt.Sprintf("out = out.view(%d, %d, %d)", B, S, H*D), ov, 0, 0)
+	tr.Record(fmt.Sprintf("out = out.view(%d, %d, %d)", g.B, g.S, d.H*d.D), ov, 0, 0)
 	return ov, nil
 }
 

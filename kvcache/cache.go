@@ -48,6 +48,7 @@ type Cache struct {
 
 	promptTokens, hitTokens int64
 	cowBlocks, cowBytes     int64
+	steps                   uint64 // AppendStep calls, for sequence.stepMark
 }
 
 // sequence is one sequence's view of the cache.
@@ -56,6 +57,22 @@ type sequence struct {
 	length int     // context length: positions 0 … length-1 hold K/V (or are being written)
 	tokens []int   // committed tokens: K/V of positions < len(tokens) are final
 	hashes []prefixHash
+
+	// planned holds the prefix hashes of the full blocks of the tokens the
+	// sequence was added with: those at index ≥ len(hashes) are blocks
+	// being computed now, which Commit will register and
+	// PendingPrefixBlocks reports to a scheduler deciding whether a
+	// waiting prompt should wait for them.
+	planned []prefixHash
+	// pub is the copy of table that AppendStep last published, and dirty
+	// says table has changed since (grown, copied on write, truncated, or
+	// new). Only the cache knows when a table changes, so only it decides
+	// when the published copy must be refreshed.
+	pub   []int32
+	dirty bool
+	// stepMark is the AppendStep call that last included the sequence,
+	// to reject a sequence listed twice in one step.
+	stepMark uint64
 }
 
 // New allocates the cache in led: 2·NumLayers tensors of
@@ -214,16 +231,18 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 	bs := c.layout.BlockSize
 	need := c.blocksFor(len(prompt))
 	var hits []int32
-	var hashes []prefixHash
+	var planned []prefixHash
 	if !c.cfg.DisablePrefixSharing {
-		var h prefixHash
-		for i := 0; (i+1)*bs <= len(prompt)-1; i++ {
-			h = chainHash(h, prompt[i*bs:(i+1)*bs])
+		planned = c.chain(prompt)
+		for i, h := range planned {
+			if (i+1)*bs > len(prompt)-1 {
+				break
+			}
 			b, ok := c.pool.lookup(h)
 			if !ok {
 				break
 			}
-			hits, hashes = append(hits, b), append(hashes, h)
+			hits = append(hits, b)
 		}
 	}
 	revived := 0 // hits sitting on the free list stop being free
@@ -247,10 +266,12 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 	}
 	cachedTokens = len(hits) * bs
 	c.seqs[id] = &sequence{
-		table:  table,
-		length: cachedTokens,
-		tokens: slices.Clone(prompt[:cachedTokens]),
-		hashes: hashes,
+		table:   table,
+		length:  cachedTokens,
+		tokens:  slices.Clone(prompt[:cachedTokens]),
+		hashes:  slices.Clone(planned[:len(hits)]),
+		planned: planned,
+		dirty:   true,
 	}
 	c.promptTokens += int64(len(prompt))
 	c.hitTokens += int64(cachedTokens)
@@ -301,6 +322,11 @@ func (c *Cache) AppendSlots(dst []int32, id int, start, n int) ([]int32, error) 
 	if err != nil {
 		return dst, err
 	}
+	return c.appendSlots(dst, s, id, start, n)
+}
+
+// appendSlots is AppendSlots with c.mu held and the sequence looked up.
+func (c *Cache) appendSlots(dst []int32, s *sequence, id int, start, n int) ([]int32, error) {
 	if start != s.length {
 		return dst, fmt.Errorf("kvcache: slots: sequence %d has context length %d, so new positions start there, not at %d (use Truncate to rewind)",
 			id, s.length, start)
@@ -346,9 +372,11 @@ func (c *Cache) AppendSlots(dst []int32, id int, start, n int) ([]int32, error) 
 		c.pool.release(b)
 		s.table[i] = nb
 		c.cowBlocks++
+		s.dirty = true
 	}
 	for range grow {
 		s.table = append(s.table, c.pool.alloc())
+		s.dirty = true
 	}
 	// slot = block_table[p / block_size] · block_size + p % block_size
 	dst = slices.Grow(dst, n)
@@ -383,6 +411,7 @@ func (c *Cache) Reserve(id, n int) error {
 		return fmt.Errorf("kvcache: reserve: sequence %d: %w", id, err)
 	}
 	s.table = slices.Grow(s.table, max(0, c.blocksFor(n)-len(s.table)))
+	s.pub = slices.Grow(s.pub, max(0, c.blocksFor(n)-len(s.pub)))
 	s.tokens = slices.Grow(s.tokens, max(0, n-len(s.tokens)))
 	s.hashes = slices.Grow(s.hashes, max(0, n/c.layout.BlockSize-len(s.hashes)))
 	return nil
@@ -479,6 +508,7 @@ func (c *Cache) Fork(parent, child int) error {
 		length: p.length,
 		tokens: slices.Clone(p.tokens),
 		hashes: slices.Clone(p.hashes),
+		dirty:  true,
 	}
 	return nil
 }
@@ -497,6 +527,12 @@ func (c *Cache) Truncate(id, n int) error {
 	if n < 0 || n > s.length {
 		return fmt.Errorf("kvcache: truncate: sequence %d: length %d is outside [0, %d]", id, n, s.length)
 	}
+	c.truncate(s, n)
+	return nil
+}
+
+// truncate is Truncate with c.mu held and 0 ≤ n ≤ s.length checked.
+func (c *Cache) truncate(s *sequence, n int) {
 	s.length = n
 	if len(s.tokens) > n {
 		s.tokens = s.tokens[:n]
@@ -504,12 +540,15 @@ func (c *Cache) Truncate(id, n int) error {
 	if keep := n / c.layout.BlockSize; len(s.hashes) > keep {
 		s.hashes = s.hashes[:keep]
 	}
+	if keep := n / c.layout.BlockSize; len(s.planned) > keep {
+		s.planned = s.planned[:keep]
+	}
 	keep := c.blocksFor(n)
 	for i := len(s.table) - 1; i >= keep; i-- {
 		c.pool.release(s.table[i])
+		s.dirty = true
 	}
 	s.table = s.table[:keep]
-	return nil
 }
 
 // Free removes sequence id and returns its blocks to the pool; shared

@@ -71,6 +71,15 @@
 //	}
 //	err = c.Free(id)                         // finished, aborted or preempted
 //
+// A scheduler serving many sequences per step calls AppendStep instead of
+// Slots: one call hands out the slots of every sequence of the step, all
+// or nothing, and publishes each sequence's block table, saying which
+// tables changed (grown, copied on write, truncated), so the rule for
+// when a table changes lives here and nowhere else. PendingPrefixBlocks
+// tells it when a waiting prompt would share blocks another sequence is
+// computing in this very step, so it can admit that prompt one step later
+// and reuse them.
+//
 // Slots hands positions out strictly in order (start must equal
 // ContextLen); Truncate rewinds. Fork clones a sequence for parallel
 // sampling. Every call that needs blocks either succeeds completely or

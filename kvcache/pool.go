@@ -25,6 +25,7 @@ type blockMeta struct {
 	free       bool
 	hashed     bool       // registered in byHash under hash
 	hash       prefixHash // valid while hashed
+	writers    int32      // scratch of Cache.checkStepBlocks: 0 outside it
 }
 
 const noBlock = -1

@@ -3,7 +3,6 @@ package model
 import (
 	"math"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
@@ -18,40 +17,11 @@ import (
 // to print the table (docs/readme/weights.md holds a copy).
 //
 // The comparison is teacher-forced: the float32 model generates a greedy
-// run with Generate (its logits captured by EngineOptions.OnLogits), and
-// every variant is then fed exactly those tokens, position by position, so
+// run (greedyRun, which keeps the logits of every position), and every
+// variant is then fed exactly those tokens, position by position, so
 // one early disagreement does not derail the rest of the run. At each
 // position we compare the whole logit vector (max |Δlogit|) and the argmax
 // (agreement = the fraction of positions whose greedy token is the same).
-
-// forcedLogits feeds tokens one position at a time through an engine
-// built with opts over m — its paged cache, attention path and forward
-// pass, exactly what Generate runs for a decode step — and returns the
-// logits after each position.
-func forcedLogits(t testing.TB, m *Model, opts EngineOptions, tokens []int) [][]float32 {
-	t.Helper()
-	e := newEngine(t, m, opts)
-	if _, err := e.cache.AddSequence(0, tokens[:1]); err != nil {
-		t.Fatal(err)
-	}
-	out := make([][]float32, len(tokens))
-	for p, tok := range tokens {
-		slots, err := e.cache.Slots(0, p, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		table, err := e.cache.BlockTable(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lg, err := e.fwd.Run([]int{tok}, []int{p}, newBatch(1, p+1, table, slots), e.caches, []int{0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[p] = slices.Clone(lg)
-	}
-	return out
-}
 
 func argmaxOf(v []float32) int {
 	best := 0
@@ -146,24 +116,17 @@ func TestAccuracy(t *testing.T) {
 		"synthetic GQA": {"weights bf16": {0.09, 0.95}, "weights f16": {0.011, 0.95}, "weights q8_0": {0.19, 0.95},
 			"kv f16": {0.0045, 0.95}, "kv bf16": {0.035, 0.95}},
 	}
-	opts := EngineOptions{BlockSize: 16, NumBlocks: (steps + 15) / 16}
+	opts := stepOpts{blockSize: 16, numBlocks: (steps + 15) / 16}
 	t.Logf("%-14s %-13s %14s %15s %12s", "model", "variant", "max |Δlogit|", "mean |Δlogit|", "agreement")
 	for _, am := range models {
 		c := am.f32.Config
 		n := min(steps, c.SeqLen)
-		// The float32 greedy run, through Generate, capturing its logits.
-		var ref [][]float32
-		o := opts
-		o.OnLogits = func(seq, pos int, logits []float32) { ref = append(ref, slices.Clone(logits)) }
-		e := newEngine(t, am.f32, o)
-		res, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: n, Sampler: NewSampler(c.VocabSize, 0, 0, 1)}}, nil)
-		if err != nil || res[0].Err != nil {
-			t.Fatal(err, res[0].Err)
-		}
+		// The float32 greedy run, capturing its logits.
+		ids, ref := greedyRun(t, am.f32, opts, n)
 		if len(ref) < n/2 {
 			t.Fatalf("%s: the float32 greedy run stopped at BOS after %d of %d positions: too few to compare", am.name, len(ref), n)
 		}
-		fed := append([]int{BOSID}, res[0].Tokens...)[:len(ref)]
+		fed := append([]int{BOSID}, ids...)[:len(ref)]
 		var scale float64
 		for _, lg := range ref {
 			for _, v := range lg {
@@ -171,14 +134,14 @@ func TestAccuracy(t *testing.T) {
 			}
 		}
 		t.Logf("%-14s %-13s largest |logit| %.3g over %d positions", am.name, "f32", scale, len(ref))
-		// The teacher-forced driver reproduces Generate bit for bit.
+		// Teacher forcing reproduces the free-running logits bit for bit.
 		if got := forcedLogits(t, am.f32, opts, fed); compareLogits(ref, got).maxAbs != 0 {
-			t.Fatalf("%s: the teacher-forced driver differs from Generate", am.name)
+			t.Fatalf("%s: the teacher-forced run differs from the greedy run", am.name)
 		}
 		variants := []struct {
 			name string
 			m    *Model
-			opts EngineOptions
+			opts stepOpts
 		}{
 			{"weights bf16", am.withWeights(t, tensor.BF16), opts},
 			{"weights f16", am.withWeights(t, tensor.F16), opts},
@@ -186,11 +149,11 @@ func TestAccuracy(t *testing.T) {
 		}
 		for _, kv := range []tensor.DType{tensor.F16, tensor.BF16} {
 			o := opts
-			o.KVDType = kv
+			o.kvDType = kv
 			variants = append(variants, struct {
 				name string
 				m    *Model
-				opts EngineOptions
+				opts stepOpts
 			}{map[tensor.DType]string{tensor.F16: "kv f16", tensor.BF16: "kv bf16"}[kv], am.f32, o})
 		}
 		got := map[string]accuracy{}

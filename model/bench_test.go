@@ -28,46 +28,24 @@ func benchModel(b *testing.B, name string) *Model {
 	return nil
 }
 
-// decodeStep prefills a ctxLen-token prompt into e's cache as sequence 0
-// and returns a function that runs one decode step at position ctxLen
+// decodeStep prefills a ctxLen-token prompt into a stepper's cache and
+// returns a function that runs one decode step at position ctxLen
 // (context ctxLen+1). The slot, block table and batch are set up once: the
 // step rewrites the same cache slot every time, which is what a decode
 // step costs once the scheduler has handed out its slot.
-func decodeStep(tb testing.TB, e *Engine, ctxLen int) func() {
+func decodeStep(tb testing.TB, m *Model, path string, threads, ctxLen int) func() {
 	tb.Helper()
 	prompt := make([]int, ctxLen)
 	prompt[0] = BOSID
 	for i := 1; i < ctxLen; i++ {
-		prompt[i] = 3 + i%(e.m.Config.VocabSize-3)
+		prompt[i] = 3 + i%(m.Config.VocabSize-3)
 	}
-	if _, err := e.cache.AddSequence(0, prompt); err != nil {
-		tb.Fatal(err)
-	}
-	pos := make([]int, ctxLen)
-	for i := range pos {
-		pos[i] = i
-	}
-	slots, err := e.cache.Slots(0, 0, ctxLen)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	table, err := e.cache.BlockTable(0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := e.fwd.Run(prompt, pos, newBatch(ctxLen, ctxLen, table, slots), e.caches, []int{ctxLen - 1}); err != nil {
-		tb.Fatal(err)
-	}
-	if slots, err = e.cache.Slots(0, ctxLen, 1); err != nil {
-		tb.Fatal(err)
-	}
-	if table, err = e.cache.BlockTable(0); err != nil {
-		tb.Fatal(err)
-	}
-	batch := newBatch(1, ctxLen+1, table, slots)
-	tok, p, rows := []int{5}, []int{ctxLen}, []int{0}
+	s := newStepper(tb, m, stepOpts{path: path, threads: threads})
+	s.feed(tb, prompt...)
+	batch, pos := s.batch(tb, []int{5})
+	tok, rows := []int{5}, []int{0}
 	return func() {
-		if _, err := e.fwd.Run(tok, p, batch, e.caches, rows); err != nil {
+		if _, err := s.fwd.Run(tok, pos, batch, s.caches, rows); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -82,8 +60,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 			for _, threads := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/threads=%d", name, path, threads), func(b *testing.B) {
 					m := benchModel(b, name)
-					e := newEngine(b, m, EngineOptions{Path: path, Threads: threads, BlockSize: 16})
-					step := decodeStep(b, e, 64)
+					step := decodeStep(b, m, path, threads, 64)
 					step() // warm the step's buffers (T = 1 views, output tensor)
 					b.ReportAllocs()
 					b.ResetTimer()
@@ -119,39 +96,11 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 		}
 		for _, threads := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
-				e := newEngine(t, m, EngineOptions{Path: "fused", Threads: threads, BlockSize: 16})
-				step := decodeStep(t, e, 37)
+				step := decodeStep(t, m, "fused", threads, 37)
 				if a := testing.AllocsPerRun(20, step); a != 0 {
 					t.Fatalf("a fused decode step allocates %v times; want 0", a)
 				}
 			})
-		}
-	}
-}
-
-// BenchmarkGenerate256 measures a whole 256-token greedy generation from
-// BOS (run.c's -n 256) through Engine.Generate, reporting tokens per
-// second, on one thread and on all cores.
-func BenchmarkGenerate256(b *testing.B) {
-	for _, name := range []string{"stories260K", "stories15M-shape"} {
-		for _, path := range []string{"fused", "naive"} {
-			for _, threads := range []int{1, 0} {
-				b.Run(fmt.Sprintf("%s/%s/threads=%d", name, path, threads), func(b *testing.B) {
-					m := benchModel(b, name)
-					e := newEngine(b, m, EngineOptions{Path: path, BlockSize: 16, Threads: threads})
-					steps := min(256, m.Config.SeqLen)
-					b.ReportAllocs()
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						res, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: steps,
-							Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
-						if err != nil || res[0].Err != nil {
-							b.Fatal(err, res[0].Err)
-						}
-					}
-					b.ReportMetric(float64(b.N*steps)/b.Elapsed().Seconds(), "tok/s")
-				})
-			}
 		}
 	}
 }

@@ -44,9 +44,11 @@ type Forward struct {
 	mats  *matrices
 	trace *tensor.Trace
 
-	// RoPE tables: cos/sin of pos·freq_j for every position and pair j,
-	// [seq_len, head_dim/2], computed as run.c does (float32 powf, cosf).
+	// RoPE tables: cos/sin of pos·freq_j for positions 0 … ropeLen−1 and
+	// every pair j, [ropeLen, head_dim/2], computed as run.c does (float32
+	// powf, cosf). They grow with the positions used (rope.go).
 	ropeCos, ropeSin []float32
+	ropeLen          int
 
 	cap int       // tokens the buffers below can hold
 	x   []float32 // [T, dim]      residual stream
@@ -94,7 +96,6 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 		return nil, err
 	}
 	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, led: opts.Ledger, mats: mats}
-	f.ropeCos, f.ropeSin = ropeTables(c)
 	return f, nil
 }
 
@@ -105,17 +106,18 @@ func (f *Forward) Close() { f.mats.close() }
 // into tr (nil turns tracing off).
 func (f *Forward) SetTrace(tr *tensor.Trace) { f.trace = tr }
 
-// ropeTables precomputes run.c's rotation: for pair j of a head (dims 2j,
-// 2j+1), freq = 1/θ^(2j/head_dim) and the angle at pos is pos·freq, all in
-// float32 as run.c computes it (powf, then pos*freq, then cosf/sinf).
-func ropeTables(c Config) (cos, sin []float32) {
+// ropeTables precomputes run.c's rotation for positions 0 … n−1: for pair
+// j of a head (dims 2j, 2j+1), freq = 1/θ^(2j/head_dim) and the angle at
+// pos is pos·freq, all in float32 as run.c computes it (powf, then
+// pos*freq, then cosf/sinf).
+func ropeTables(c Config, n int) (cos, sin []float32) {
 	hs := c.HeadDim()
 	half := hs / 2
-	cos = make([]float32, c.SeqLen*half)
-	sin = make([]float32, c.SeqLen*half)
+	cos = make([]float32, n*half)
+	sin = make([]float32, n*half)
 	for j := 0; j < half; j++ {
 		freq := float32(1.0 / float32(math.Pow(c.RopeTheta, float64(float32(2*j)/float32(hs)))))
-		for pos := 0; pos < c.SeqLen; pos++ {
+		for pos := 0; pos < n; pos++ {
 			val := float32(pos) * freq
 			cos[pos*half+j] = float32(math.Cos(float64(val)))
 			sin[pos*half+j] = float32(math.Sin(float64(val)))
@@ -177,6 +179,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 	}
 	f.grow(T, len(logitRows))
+	f.growRope(positions)
 	dim, hs := c.Dim, c.HeadDim()
 	qDim, kvDim := c.NHeads*hs, c.KVDim()
 	x := f.x[:T*dim]

@@ -203,8 +203,8 @@ func TestFromSourceOptional(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewEngine(got, EngineOptions{}); err == nil || !strings.Contains(err.Error(), "biases") {
-		t.Fatalf("NewEngine on a model with biases: got %v", err)
+	if err := newForwardErr(got); err == nil || !strings.Contains(err.Error(), "biases") {
+		t.Fatalf("NewForward on a model with biases: got %v", err)
 	}
 	delete(src.tensors, fmt.Sprintf(TensorAttnVBias, 1))
 	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "has 2 of the biases") {

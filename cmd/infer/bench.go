@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
@@ -177,14 +178,14 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// repetitions can be interleaved.
 	type benchCase struct {
 		row   benchRow
-		e     *model.Engine
+		e     *engine.Engine
 		test  benchTest
 		batch int
 		rates []float64
 		bws   []float64 // --roofline: the bandwidth of each rate's round
 	}
 	var cases []*benchCase
-	var engines []*model.Engine
+	var engines []*engine.Engine
 	var models []*model.Model
 	defer func() {
 		for _, e := range engines {
@@ -212,7 +213,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 					return err
 				}
 				opts.Path, opts.Threads = path, th
-				e, err := model.NewEngine(lm.m, opts)
+				e, err := engine.New(lm.m, opts)
 				if err != nil {
 					return err
 				}
@@ -261,7 +262,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	var rows []benchRow
 	for _, bc := range cases {
 		r := bc.row
-		st := model.NewBenchStat(bc.rates)
+		st := engine.NewBenchStat(bc.rates)
 		r.Mean, r.SD, r.Reps = st.Mean, st.SD, st.Reps
 		if probe != nil && bc.test.kind == "tg" {
 			// Per decode row: the weights are read once per step and

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -81,7 +82,7 @@ type pathJSON struct {
 	DecodeTokens    int     `json:"decode_tokens"`
 }
 
-func toPathJSON(r model.PathReport) pathJSON {
+func toPathJSON(r engine.PathReport) pathJSON {
 	return pathJSON{
 		PrefillMS: ms(r.PrefillTime), DecodeMSPerTok: ms(r.DecodePerToken()), TokensPerSecond: r.TokensPerSecond(),
 		BytesAllocated: r.Stats.BytesAllocated, BytesCopied: r.Stats.BytesCopied, CopyOps: r.Stats.CopyOps,
@@ -91,7 +92,7 @@ func toPathJSON(r model.PathReport) pathJSON {
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-func newPoint(ctx int, c *model.Comparison) comparePoint {
+func newPoint(ctx int, c *engine.Comparison) comparePoint {
 	p := comparePoint{Context: ctx, Naive: toPathJSON(c.Naive), Fused: toPathJSON(c.Fused),
 		MaxDLog: c.MaxAbsDeltaLogit, Same: c.TokensIdentical, Ratio: map[string]string{}}
 	for _, r := range compareRows(p) {
@@ -151,11 +152,11 @@ func runCompare(a *app, cmd *cobra.Command) error {
 		}
 		decode := a.getInt("compare.decode")
 		for _, L := range contexts {
-			mk, err := model.ContextRequests(c, L, decode)
+			mk, err := engine.ContextRequests(c, L, decode)
 			if err != nil {
 				return err
 			}
-			cmp, err := model.Compare(lm.m, opts, mk)
+			cmp, err := engine.Compare(lm.m, opts, mk)
 			if err != nil {
 				return err
 			}
@@ -166,7 +167,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		cmp, err := model.Compare(lm.m, opts, mk)
+		cmp, err := engine.Compare(lm.m, opts, mk)
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 // generationRequests builds the requests of a plain comparison from the
 // prompt/steps/sampler keys; it returns a constructor so each path starts
 // from fresh samplers.
-func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []model.Request, error) {
+func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []engine.Request, error) {
 	c := lm.m.Config
 	texts, err := promptTexts(a)
 	if err != nil {
@@ -214,10 +215,10 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []mod
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
 	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))
 	seed := samplerSeed(a)
-	return func() []model.Request {
-		reqs := make([]model.Request, len(prompts))
+	return func() []engine.Request {
+		reqs := make([]engine.Request, len(prompts))
 		for i, p := range prompts {
-			reqs[i] = model.Request{Prompt: p, Steps: steps, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
+			reqs[i] = engine.Request{Prompt: p, Steps: steps, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
 		}
 		return reqs
 	}, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 )
 
 func init() {
@@ -84,7 +85,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 		return fmt.Errorf("temperature must be >= 0 (got %g)", temp)
 	}
 	seed := samplerSeed(a)
-	var reqs []model.Request
+	var reqs []engine.Request
 	var encodeErrs = make([]error, len(texts))
 	for i, text := range texts {
 		ids, err := lm.codec.Encode(text, true, false)
@@ -95,14 +96,14 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			encodeErrs[i] = err
 			ids = []int{model.BOSID}
 		}
-		reqs = append(reqs, model.Request{Prompt: ids, Steps: steps,
+		reqs = append(reqs, engine.Request{Prompt: ids, Steps: steps,
 			Sampler: model.NewSampler(c.VocabSize, float32(temp), float32(topp), seed)})
 	}
 	opts, err := engineOptions(a, nil)
 	if err != nil {
 		return err
 	}
-	e, err := model.NewEngine(lm.m, opts)
+	e, err := engine.New(lm.m, opts)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	stream := format == "text" && len(texts) == 1 && encodeErrs[0] == nil
 	var first time.Time
 	var streamed int
-	emit := func(ev model.Event) {
+	emit := func(ev engine.Event) {
 		if !stream {
 			return
 		}
@@ -129,7 +130,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	}
 	for i := range res {
 		if encodeErrs[i] != nil {
-			res[i] = model.Result{Err: encodeErrs[i]}
+			res[i] = engine.Result{Err: encodeErrs[i]}
 		}
 	}
 	if stream {

@@ -13,6 +13,7 @@ import (
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -166,26 +167,26 @@ func weightDType(s string) (tensor.DType, bool, error) {
 }
 
 // engineOptions reads the engine keys.
-func engineOptions(a *app, led *tensor.Ledger) (model.EngineOptions, error) {
+func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
 	if err != nil {
-		return model.EngineOptions{}, err
+		return engine.Options{}, err
 	}
 	var budget int64
 	if s := strings.TrimSpace(a.getString("kv_memory")); s != "" {
 		if budget, err = kvcache.ParseBytes(s); err != nil {
-			return model.EngineOptions{}, fmt.Errorf("kv_memory: %w", err)
+			return engine.Options{}, fmt.Errorf("kv_memory: %w", err)
 		}
 	}
 	for _, k := range []string{"block_size", "num_blocks", "threads", "max_batch"} {
 		if a.getInt(k) < 0 {
-			return model.EngineOptions{}, fmt.Errorf("%s must be >= 0 (got %d)", k, a.getInt(k))
+			return engine.Options{}, fmt.Errorf("%s must be >= 0 (got %d)", k, a.getInt(k))
 		}
 	}
 	if a.getInt("block_size") == 0 {
-		return model.EngineOptions{}, fmt.Errorf("block_size must be > 0")
+		return engine.Options{}, fmt.Errorf("block_size must be > 0")
 	}
-	return model.EngineOptions{
+	return engine.Options{
 		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
 		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
 		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
@@ -385,12 +386,12 @@ func TestV2Dequantize(t *testing.T) {
 // greedyIDs generates steps tokens greedily from BOS on m.
 func greedyIDs(t testing.TB, m *model.Model, steps int) []int {
 	t.Helper()
-	e, err := model.NewEngine(m, model.EngineOptions{BlockSize: 16, NumBlocks: (steps + 15) / 16})
+	e, err := engine.New(m, engine.Options{BlockSize: 16, NumBlocks: (steps + 15) / 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	res, _, err := e.Generate([]model.Request{{Prompt: []int{model.BOSID}, Steps: steps, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
+	res, _, err := e.Generate([]engine.Request{{Prompt: []int{model.BOSID}, Steps: steps, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
 	if err != nil || res[0].Err != nil {
 		t.Fatal(err, res[0].Err)
 	}
@@ -609,13 +610,6 @@ func FuzzCheckpointReadV2(f *testing.F) {
 		if err := WriteLegacy(&buf, m); err != nil {
 			t.Fatal(err)
 		}
-		e, err := model.NewEngine(m, model.EngineOptions{NumBlocks: 1, Threads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		if _, _, err := e.Generate([]model.Request{{Prompt: []int{model.BOSID}, Steps: 1, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil); err != nil {
-			t.Fatal(err)
-		}
+		greedyIDs(t, m, 1)
 	})
 }

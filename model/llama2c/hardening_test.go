@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/mapfile"
 )
 
@@ -121,13 +122,13 @@ func TestTruncatedWhileMappedGenerate(t *testing.T) {
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	e, err := model.NewEngine(m, model.EngineOptions{Threads: 1, NumBlocks: 1})
+	e, err := engine.New(m, engine.Options{Threads: 1, NumBlocks: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	err = mapfile.CatchFault(func() error {
-		_, _, err := e.Generate([]model.Request{{Prompt: []int{model.BOSID}, Steps: 2,
+		_, _, err := e.Generate([]engine.Request{{Prompt: []int{model.BOSID}, Steps: 2,
 			Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
 		return err
 	})

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/mapfile"
 	"github.com/stride-lm/stride/tensor"
 )
@@ -208,7 +209,7 @@ func TestModelClose(t *testing.T) {
 			continue
 		}
 		// The weights are gone: using the model is an error, not a fault.
-		if _, err := model.NewEngine(got, model.EngineOptions{}); err == nil {
+		if _, err := engine.New(got, engine.Options{}); err == nil {
 			t.Fatal("NewEngine accepted a closed model")
 		}
 		var buf bytes.Buffer

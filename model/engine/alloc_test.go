@@ -1,6 +1,8 @@
-package model
+package engine
 
 import (
+	"github.com/stride-lm/stride/model"
+
 	"fmt"
 	"testing"
 )
@@ -24,13 +26,13 @@ func TestGenerateSteadyDecodeAllocatesNothing(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		for _, nreq := range []int{1, 3} {
 			t.Run(fmt.Sprintf("threads=%d/requests=%d", threads, nreq), func(t *testing.T) {
-				e := newEngine(t, m, EngineOptions{Path: "fused", Threads: threads, BlockSize: 16})
+				e := newEngine(t, m, Options{Path: "fused", Threads: threads, BlockSize: 16})
 				gen := func(steps int) float64 {
 					return testing.AllocsPerRun(4, func() {
 						reqs := make([]Request, nreq)
 						for i := range reqs {
-							reqs[i] = Request{Prompt: []int{BOSID, 5, 6 + i}, Steps: steps - 3*i,
-								Sampler: NewSampler(m.Config.VocabSize, 0.8, 0.9, seeds[i])}
+							reqs[i] = Request{Prompt: []int{model.BOSID, 5, 6 + i}, Steps: steps - 3*i,
+								Sampler: model.NewSampler(m.Config.VocabSize, 0.8, 0.9, seeds[i])}
 						}
 						res, _, err := e.Generate(reqs, nil)
 						if err != nil {

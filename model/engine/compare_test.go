@@ -1,11 +1,15 @@
-package model
+package engine
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stride-lm/stride/model"
+)
 
 func TestCompareSameTokensAndFusedCopiesLess(t *testing.T) {
 	m := tinyGQA(t)
 	specs := mixedRequests()[:3]
-	cmp, err := Compare(m, EngineOptions{BlockSize: 8}, func() []Request { return build(specs, m.Config.VocabSize) })
+	cmp, err := Compare(m, Options{BlockSize: 8}, func() []Request { return build(specs, m.Config.VocabSize) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +37,7 @@ func TestContextRequestsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mk()[0]
-	if len(r.Prompt) != 32 || r.Prompt[0] != BOSID || r.Steps != 36 {
+	if len(r.Prompt) != 32 || r.Prompt[0] != model.BOSID || r.Steps != 36 {
 		t.Fatalf("bad sweep request: %d tokens, steps %d", len(r.Prompt), r.Steps)
 	}
 	for _, tok := range r.Prompt {

@@ -1,4 +1,4 @@
-package model
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // with the result Run returns and a reason that says why it stopped.
 func TestRunFinishHook(t *testing.T) {
 	m := tinyGQA(t)
-	e := newEngine(t, m, EngineOptions{})
+	e := newEngine(t, m, Options{})
 	specs := []reqSpec{
 		{prompt: []int{1, 5, 6}, steps: 12},
 		{prompt: []int{1, 5, 6, 7}, steps: 3}, // all forced prompt tokens
@@ -62,14 +62,14 @@ func TestRunFinishHook(t *testing.T) {
 func TestRunInterrupted(t *testing.T) {
 	m := tinyGQA(t)
 	specs := []reqSpec{{prompt: []int{1, 5}, steps: 40}, {prompt: []int{1, 8, 9}, steps: 40, temperature: 0.8, seed: 9}}
-	full, _, err := newEngine(t, m, EngineOptions{}).Generate(build(specs, m.Config.VocabSize), nil)
+	full, _, err := newEngine(t, m, Options{}).Generate(build(specs, m.Config.VocabSize), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := 0
-	e := newEngine(t, m, EngineOptions{})
+	e := newEngine(t, m, Options{})
 	res, _, err := e.Run(ctx, build(specs, m.Config.VocabSize), Hooks{Token: func(ev Event) {
 		if seen++; seen == 10 {
 			cancel()

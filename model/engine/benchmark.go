@@ -1,25 +1,17 @@
-package model
+package engine
 
 import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/model"
 )
 
 // WeightBytes is what one decode step streams from memory for the
-// weights: every matrix the forward pass multiplies by (WQKV, WO, W1, W2,
-// W3 of each layer and the classifier) in its storage format, plus the
-// norms. The embedding contributes one row per token, which is negligible.
-func (e *Engine) WeightBytes() int64 {
-	ms := e.fwd.mats
-	var n int64
-	for _, l := range ms.layers {
-		n += l.wqkv.Bytes() + l.wo.Bytes() + l.w1.Bytes() + l.w2.Bytes() + l.w3.Bytes()
-	}
-	n += ms.classifier.Bytes()
-	n += int64(4 * (len(ms.finalNorm) + 2*len(ms.attnNorm)*len(ms.finalNorm)))
-	return n
-}
+// weights (model.Forward.WeightBytes).
+func (e *Engine) WeightBytes() int64 { return e.fwd.WeightBytes() }
 
 // DecodeBytesPerToken is the memory one decode token reads at context
 // ctx: the weights, plus the K and V of ctx cached positions.
@@ -133,7 +125,7 @@ func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
 		// Sampling at temperature 1 keeps sequences from stopping early
 		// on BOS as often as greedy decoding might; a sequence that does
 		// stop just contributes fewer rows.
-		reqs[i] = Request{Prompt: []int{BOSID}, Steps: n + 1, Sampler: NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
+		reqs[i] = Request{Prompt: []int{model.BOSID}, Steps: n + 1, Sampler: model.NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
 	}
 	res, st, err := e.Generate(reqs, nil)
 	if err != nil {
@@ -154,11 +146,23 @@ func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
 
 // benchTokens is a deterministic prompt: BOS, then ids cycling through
 // the vocabulary.
-func benchTokens(c Config, n int) []int {
+func benchTokens(c model.Config, n int) []int {
 	t := make([]int, n)
-	t[0] = BOSID
+	t[0] = model.BOSID
 	for i := 1; i < n; i++ {
 		t[i] = 3 + (i*7919)%(c.VocabSize-3)
 	}
 	return t
+}
+
+// newBatch describes one sequence's step for Forward.Run: n new tokens
+// ending at context length ctx, in the blocks of table, written at slots.
+func newBatch(n, ctx int, table, slots []int32) *attention.Batch {
+	return &attention.Batch{
+		QueryStart:  []int{0},
+		QueryLen:    []int{n},
+		ContextLen:  []int{ctx},
+		BlockTables: [][]int32{table},
+		SlotMapping: slots,
+	}
 }

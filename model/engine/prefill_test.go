@@ -1,4 +1,4 @@
-package model
+package engine
 
 import "testing"
 
@@ -7,7 +7,7 @@ import "testing"
 // profiling: tokens per second on one thread.
 func BenchmarkPromptStories260K(b *testing.B) {
 	m := benchModel(b, "stories260K")
-	e := newEngine(b, m, EngineOptions{Path: "fused", Threads: 1, BlockSize: 16})
+	e := newEngine(b, m, Options{Path: "fused", Threads: 1, BlockSize: 16})
 	n := min(512, m.Config.SeqLen)
 	for b.Loop() {
 		if _, err := e.BenchPrompt(n, 0); err != nil {

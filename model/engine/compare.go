@@ -1,10 +1,12 @@
-package model
+package engine
 
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -66,7 +68,7 @@ type logitKey struct{ seq, pos int }
 // newRequests must return fresh requests (fresh samplers) on each call, so
 // both runs start from the same RNG state. base configures both engines;
 // its Path, Ledger and OnLogits are set per run.
-func Compare(m *Model, base EngineOptions, newRequests func() []Request) (*Comparison, error) {
+func Compare(m *model.Model, base Options, newRequests func() []Request) (*Comparison, error) {
 	cmp := &Comparison{}
 	logits := map[logitKey][]float32{}
 	for _, path := range []string{"naive", "fused"} {
@@ -86,7 +88,7 @@ func Compare(m *Model, base EngineOptions, newRequests func() []Request) (*Compa
 				}
 			}
 		}
-		e, err := NewEngine(m, opts)
+		e, err := New(m, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -117,30 +119,18 @@ func Compare(m *Model, base EngineOptions, newRequests func() []Request) (*Compa
 	}
 	cmp.TokensIdentical = len(cmp.Naive.Tokens) == len(cmp.Fused.Tokens)
 	for i := range cmp.Naive.Tokens {
-		if cmp.TokensIdentical && !equalInts(cmp.Naive.Tokens[i], cmp.Fused.Tokens[i]) {
+		if cmp.TokensIdentical && !slices.Equal(cmp.Naive.Tokens[i], cmp.Fused.Tokens[i]) {
 			cmp.TokensIdentical = false
 		}
 	}
 	return cmp, nil
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // ContextRequests builds the request of a context-length sweep point: a
 // prompt of ctxLen tokens (BOS then a deterministic cycle through the
 // vocabulary) followed by decode greedy decode steps, so prefill runs at
 // S = ctxLen and decode at contexts ctxLen … ctxLen+decode.
-func ContextRequests(c Config, ctxLen, decode int) (func() []Request, error) {
+func ContextRequests(c model.Config, ctxLen, decode int) (func() []Request, error) {
 	if ctxLen < 1 || decode < 1 {
 		return nil, fmt.Errorf("context sweep: context %d and decode steps %d must be >= 1", ctxLen, decode)
 	}
@@ -148,11 +138,11 @@ func ContextRequests(c Config, ctxLen, decode int) (func() []Request, error) {
 		return nil, fmt.Errorf("context sweep: context %d + %d decode steps exceed seq_len %d", ctxLen, decode, c.SeqLen)
 	}
 	prompt := make([]int, ctxLen)
-	prompt[0] = BOSID
+	prompt[0] = model.BOSID
 	for i := 1; i < ctxLen; i++ {
 		prompt[i] = 3 + (i*7919)%(c.VocabSize-3)
 	}
 	return func() []Request {
-		return []Request{{Prompt: prompt, Steps: ctxLen + decode, Sampler: NewSampler(c.VocabSize, 0, 0, 1)}}
+		return []Request{{Prompt: prompt, Steps: ctxLen + decode, Sampler: model.NewSampler(c.VocabSize, 0, 0, 1)}}
 	}, nil
 }

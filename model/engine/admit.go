@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stride-lm/stride/kvcache"
+)
+
+// admit moves waiting sequences, in order, into the running set while the
+// pool has blocks for their tokens and the batch cap allows. It stops at
+// the first sequence that must wait: one the pool cannot take now, or one
+// whose prefix a sequence admitted in this step is computing (it is
+// admitted next step and shares those blocks instead of recomputing
+// them).
+func (s *scheduler) admit() error {
+	e := s.e
+	for len(s.waiting) > 0 && (e.opts.MaxBatch == 0 || len(s.running) < e.opts.MaxBatch) {
+		q := s.waiting[0]
+		if len(s.running) > 0 && e.cache.PendingPrefixBlocks(q.tokens) > 0 {
+			return nil
+		}
+		ok, err := s.admitOne(q)
+		if err != nil || !ok {
+			return err
+		}
+		s.waiting = s.waiting[1:]
+		s.running = append(s.running, q)
+	}
+	return nil
+}
+
+// admitOne adds q to the cache under a fresh id, sharing what prefix it
+// can, and reports false when the pool has too few free blocks now. The
+// first admission streams q's prompt and records its cached tokens; a
+// readmission after preemption only recomputes.
+func (s *scheduler) admitOne(q *seqState) (bool, error) {
+	e := s.e
+	cached, err := e.cache.AddSequence(e.nextID, q.tokens)
+	if errors.Is(err, kvcache.ErrOutOfBlocks) {
+		if len(s.running) == 0 {
+			return false, fmt.Errorf("scheduler: sequence %d cannot be admitted into an idle cache: %w", q.idx, err)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("scheduler: %w", err)
+	}
+	q.id = e.nextID
+	e.nextID++
+	// Positions 0 … Steps−1 are the most the sequence feeds: size the
+	// cache's bookkeeping and the RoPE tables for them once, so its decode
+	// steps allocate nothing there.
+	if err := e.cache.Reserve(q.id, q.req.Steps); err != nil {
+		_ = e.cache.Free(q.id) // validate checked Steps against the pool: not reached
+		return false, fmt.Errorf("scheduler: %w", err)
+	}
+	e.fwd.ReservePositions(q.req.Steps)
+	q.computed = cached
+	if !q.admitted {
+		q.admitted = true
+		q.res.CachedTokens = cached
+		s.emitForced(q, len(q.req.Prompt))
+	}
+	return true, nil
+}

@@ -1,0 +1,64 @@
+// Package engine is Stride's continuous-batching scheduler: it turns
+// generation requests into forward passes over a paged KV cache, in the
+// manner of vLLM's scheduler.
+//
+// # A run
+//
+// Run is four steps in a loop, one file each:
+//
+//	validate (request.go, run.go's accept)  check every request once; reject bad ones,
+//	                                         finish forced-only ones, queue the rest
+//	admit    (admit.go)   move waiting sequences into the running set while blocks allow
+//	step     (step.go)    hand out this step's KV slots, preempting when the pool runs dry,
+//	                      pack one batch of prefill and decode rows, run the forward pass
+//	retire   (retire.go)  commit, sample each sequence's next token, stream it, free the finished
+//
+// Every step runs one Forward.Run over all running sequences: a newly
+// admitted sequence contributes its uncached prompt positions (prefill
+// rows), every other one its last token (one decode row). Their rows are
+// packed back to back, vLLM's varlen layout, and attention.Batch tells the
+// attention path which rows belong to whom.
+//
+// # The cache does the bookkeeping
+//
+// The scheduler never reasons about blocks. kvcache.Cache.AppendStep
+// hands out the step's slots for all sequences at once (all or nothing)
+// and publishes their block tables; AddSequence shares cached prefix
+// blocks; Commit registers the blocks a step completed for reuse. When
+// AppendStep reports ErrOutOfBlocks, the most recently admitted sequence
+// is preempted: its blocks are freed and it goes back to the front of
+// the queue with its tokens and its sampler's state, to be recomputed
+// when it is admitted again (vLLM's recompute preemption, except that the
+// generated tokens are replayed one decode step each: see
+// seqState.pending).
+//
+// # Same tokens, however it is scheduled
+//
+// A sequence's tokens never depend on what it was batched with, on
+// preemption, or on prefix hits: every row's arithmetic is independent of
+// the other rows, and both attention paths attend over exactly what the
+// cache holds, in the cache's dtype, whether that context was computed in
+// this step or an earlier one. The tests check this for every KV dtype
+// and both paths against each sequence run alone.
+//
+// # Prefix sharing inside one batch
+//
+// Prompts submitted together often share a prefix. When a waiting prompt
+// would share full blocks that a sequence admitted in this same step is
+// only now computing (kvcache.Cache.PendingPrefixBlocks), admission stops
+// there for this step, as vLLM's does: the next step admits it, and
+// AddSequence finds those blocks committed and shares them. The delay is
+// one step; the prefix is computed once.
+//
+// # Speculative decoding
+//
+// The step is built for more than one new row per running sequence: the
+// builder gives AppendStep each sequence's N (kvcache.StepSeq) and packs
+// N consecutive rows over the sequence's existing context. A verifier
+// will give a sequence N = k+1 (its last token and k drafts), ask
+// Forward.Run for the logits of each of those rows instead of the last
+// only, and give the rejected drafts' slots back with
+// kvcache.Cache.Truncate; the next AppendStep republishes the shortened
+// table (Step.Changed). A shared prefix block is never written: the
+// cache copies it on write first.
+package engine

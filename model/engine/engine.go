@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/kvcache"
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Path is the attention path: "fused" (the default: one fused QKV
+	// projection, zero-copy head views, the online-softmax paged kernel)
+	// or "naive" (three projections, gather, repeat_interleave,
+	// materialized scores, transpose().contiguous()).
+	Path string
+	// BlockSize is the number of token slots per KV block (default 16).
+	BlockSize int
+	// NumBlocks is the size of the block pool. 0 derives it from KVMemory,
+	// or when that is 0 too, from DefaultKVSequences full-length sequences.
+	NumBlocks int
+	// KVMemory is the byte budget of the KV cache when NumBlocks is 0.
+	KVMemory int64
+	// KVDType is the cache's storage dtype (F32 default, or F16/BF16).
+	KVDType tensor.DType
+	// Threads is the number of worker threads of the kernels (0 = cores).
+	Threads int
+	// MaxBatch caps the number of running sequences (0 = no cap beyond
+	// the KV pool).
+	MaxBatch int
+	// DisablePrefixSharing turns prefix caching off.
+	DisablePrefixSharing bool
+	// Ledger receives the accounting of activations and the cache.
+	Ledger *tensor.Ledger
+	// OnLogits, if set, sees the logits every sequence is sampled from:
+	// seq is the request index and pos the position of the token whose
+	// logits they are. The slice is only valid during the call.
+	OnLogits func(seq, pos int, logits []float32)
+}
+
+// DefaultKVSequences is how many full-length (seq_len) sequences the
+// default KV pool holds when neither NumBlocks nor KVMemory is set.
+const DefaultKVSequences = 8
+
+// Engine runs generation requests over a model: a paged KV cache, an
+// attention path and a forward pass, driven by a continuous-batching
+// scheduler. An Engine runs one Run at a time.
+type Engine struct {
+	m      *model.Model
+	opts   Options
+	cache  *kvcache.Cache
+	caches []model.LayerCache
+	fwd    *model.Forward
+	pool   *kernels.Pool
+	nextID int
+
+	// step holds the packed inputs of one scheduler step. Its slices are
+	// truncated and refilled every step, so a steady decode loop reuses
+	// them instead of allocating a batch per token.
+	step stepBuffers
+}
+
+// New builds an engine for m.
+func New(m *model.Model, opts Options) (*Engine, error) {
+	c := m.Config
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.BlockSize == 0 {
+		opts.BlockSize = 16
+	}
+	if opts.BlockSize < 0 {
+		return nil, fmt.Errorf("engine: block_size must be > 0 (got %d)", opts.BlockSize)
+	}
+	if opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("engine: max_batch must be >= 0 (got %d)", opts.MaxBatch)
+	}
+	if opts.Path == "" {
+		opts.Path = "fused"
+	}
+	// One persistent worker pool serves the matmuls and the attention
+	// kernel: workers live for the engine's lifetime, so no call pays for
+	// starting goroutines.
+	pool := kernels.NewPool(opts.Threads)
+	path, proj, err := newPath(opts.Path, attention.Options{Threads: pool.Threads(), Runner: pool})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	fwd, err := model.NewForward(m, model.ForwardOptions{Projection: proj, Path: path, Ledger: opts.Ledger, Pool: pool})
+	if err != nil {
+		cache.Release()
+		pool.Close()
+		return nil, err
+	}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool}
+	for l := 0; l < c.NLayers; l++ {
+		k, v := cache.Layer(l)
+		e.caches = append(e.caches, model.LayerCache{K: k, V: v})
+	}
+	return e, nil
+}
+
+// newPath returns the attention path named name and the QKV projection it
+// is written for.
+func newPath(name string, aopts attention.Options) (attention.Path, model.Projection, error) {
+	switch name {
+	case "fused":
+		return attention.NewFused(aopts), model.FusedQKV, nil
+	case "naive":
+		return attention.NewNaive(aopts), model.SeparateQKV, nil
+	}
+	return nil, 0, fmt.Errorf("engine: unknown attention path %q (want fused or naive)", name)
+}
+
+// cacheConfig is the KV cache of model config c under opts: the pool's
+// size from NumBlocks, else KVMemory, else DefaultKVSequences sequences
+// of seq_len.
+func cacheConfig(c model.Config, opts Options) kvcache.Config {
+	kcfg := kvcache.Config{
+		NumLayers: c.NLayers, NumKVHeads: c.NKVHeads, HeadDim: c.HeadDim(),
+		BlockSize: opts.BlockSize, NumBlocks: opts.NumBlocks, MemoryBudget: opts.KVMemory,
+		DType: opts.KVDType, DisablePrefixSharing: opts.DisablePrefixSharing,
+	}
+	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
+		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
+	}
+	return kcfg
+}
+
+// Close releases the engine's threads and cache.
+func (e *Engine) Close() {
+	e.fwd.Close()
+	e.cache.Release()
+	e.pool.Close()
+}
+
+// Model returns the engine's model.
+func (e *Engine) Model() *model.Model { return e.m }
+
+// Cache returns the engine's paged KV cache.
+func (e *Engine) Cache() *kvcache.Cache { return e.cache }
+
+// Forward returns the engine's forward pass (for tracing).
+func (e *Engine) Forward() *model.Forward { return e.fwd }
+
+// PathName returns "fused" or "naive".
+func (e *Engine) PathName() string { return e.opts.Path }
+
+// Threads is the number of worker threads the engine's kernels use.
+func (e *Engine) Threads() int { return e.pool.Threads() }

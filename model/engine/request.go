@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stride-lm/stride/model"
+)
+
+// Request is one sequence to generate, with run.c's semantics.
+type Request struct {
+	// Prompt holds the token ids fed first, starting with BOS (what
+	// Tokenizer.Encode(text, true, false) returns; just [BOS] for no
+	// prompt).
+	Prompt []int
+	// Steps is run.c's -n: the number of positions run, prompt included.
+	// The result holds at most Steps ids.
+	Steps int
+	// Sampler picks each generated token; it is used by this request only.
+	Sampler *model.Sampler
+}
+
+// Event is one token of one sequence, streamed while generating.
+type Event struct {
+	Seq   int // index of the request
+	Pos   int // position of Prev; Token is fed at Pos+1
+	Prev  int // the token before (for Tokenizer.Decode)
+	Token int // the token
+}
+
+// Result is the outcome of one request.
+type Result struct {
+	// Tokens are the `next` ids of every step, as run.c would feed them:
+	// the prompt's tokens after BOS, then the generated ones. Generation
+	// stops at BOS (not included) or after Steps ids.
+	Tokens []int
+	// Err is set when the request was rejected (a prompt longer than
+	// seq_len, or larger than the whole KV pool); other requests go on.
+	Err error
+	// CachedTokens counts prompt positions whose K/V came from a shared
+	// prefix instead of being computed: blocks cached by an earlier run,
+	// or computed in this run by another request with the same prefix.
+	CachedTokens int
+	// Preemptions counts how often the sequence was evicted to free
+	// blocks and later recomputed.
+	Preemptions int
+	// FinishReason says why the sequence stopped.
+	FinishReason FinishReason
+}
+
+// FinishReason says why a sequence stopped generating. The values are the
+// strings vLLM and llama.cpp's server report, so JSON consumers of either
+// read ours unchanged.
+type FinishReason string
+
+// The reasons a sequence stops.
+const (
+	FinishLength      FinishReason = "length"      // Steps or the context used up
+	FinishEOS         FinishReason = "eos"         // the model emitted its end token
+	FinishStop        FinishReason = "stop"        // a stop string matched
+	FinishInterrupted FinishReason = "interrupted" // the caller cancelled the run
+	FinishError       FinishReason = "error"       // the request was rejected (Result.Err)
+)
+
+// Hooks receive a run's progress as it happens. Either may be nil.
+type Hooks struct {
+	// Token receives every token as soon as it is known (prompt tokens
+	// when the sequence is admitted, generated ones step by step).
+	Token func(Event)
+	// Finish receives each sequence's final Result the moment it retires
+	// (finished, rejected or interrupted), in completion order. It is
+	// called exactly once per request.
+	Finish func(seq int, r Result)
+}
+
+// Stats summarizes a Run.
+type Stats struct {
+	Steps         int           // forward passes (scheduler steps)
+	PrefillTokens int           // tokens processed in prefill rows
+	DecodeTokens  int           // tokens processed in decode rows
+	PrefillTime   time.Duration // time of steps that held prefill rows
+	DecodeTime    time.Duration // time of pure decode steps
+	MaxBatch      int           // most sequences in one step
+	Preemptions   int
+}
+
+// validate returns why request i cannot run on an engine for config c
+// whose cache holds at most what fits reports, or nil.
+func validate(i int, r Request, c model.Config, fits func(n int) error) error {
+	switch {
+	case len(r.Prompt) == 0 || r.Prompt[0] != model.BOSID:
+		return fmt.Errorf("request %d: prompt must start with BOS (%d)", i, model.BOSID)
+	case r.Sampler == nil:
+		return fmt.Errorf("request %d: no sampler", i)
+	case r.Steps < 1:
+		return fmt.Errorf("request %d: steps must be >= 1 (got %d)", i, r.Steps)
+	case len(r.Prompt) > c.SeqLen:
+		return fmt.Errorf("request %d: prompt of %d tokens is longer than seq_len %d", i, len(r.Prompt), c.SeqLen)
+	case r.Steps > c.SeqLen:
+		return fmt.Errorf("request %d: steps %d exceed seq_len %d", i, r.Steps, c.SeqLen)
+	}
+	if err := fits(r.Steps); err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	for _, tok := range r.Prompt {
+		if tok < 0 || tok >= c.VocabSize {
+			return fmt.Errorf("request %d: token %d is outside the vocabulary (size %d)", i, tok, c.VocabSize)
+		}
+	}
+	return nil
+}

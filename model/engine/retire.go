@@ -1,0 +1,62 @@
+package engine
+
+import "github.com/stride-lm/stride/model"
+
+// retire finishes the step: each running sequence commits the positions
+// it computed (registering full blocks for prefix sharing), samples its
+// next token from its row of logits and streams it, and a sequence that
+// sampled BOS or reached its Steps frees its blocks and finishes.
+func (s *scheduler) retire(logits []float32) error {
+	V := s.e.m.Config.VocabSize
+	kept := s.running[:0]
+	for i, q := range s.running {
+		done, why, err := s.advance(q, logits[i*V:(i+1)*V])
+		if err != nil {
+			return err
+		}
+		if !done {
+			kept = append(kept, q)
+			continue
+		}
+		if err := s.e.cache.Free(q.id); err != nil {
+			return err
+		}
+		s.finish(q, why)
+	}
+	clear(s.running[len(kept):]) // drop retired sequences' pointers
+	s.running = kept
+	return nil
+}
+
+// advance commits q's step and samples its next token from row, reporting
+// whether q is done and why. A sequence replaying positions it computed
+// before a preemption already knows its next token: it samples nothing.
+func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, error) {
+	n := q.pending()
+	if n > 1 {
+		s.st.PrefillTokens += n
+	} else {
+		s.st.DecodeTokens += n
+	}
+	q.computed += n
+	if err := s.e.cache.Commit(q.id, q.tokens); err != nil {
+		return false, "", err
+	}
+	if q.replaying() {
+		return false, "", nil
+	}
+	if s.e.opts.OnLogits != nil {
+		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)
+	}
+	next := q.req.Sampler.Sample(row)
+	if next == model.BOSID {
+		return true, FinishEOS, nil
+	}
+	prev := q.tokens[len(q.tokens)-1]
+	q.tokens = append(q.tokens, next)
+	q.res.Tokens = append(q.res.Tokens, next)
+	if s.hooks.Token != nil {
+		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
+	}
+	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
+}

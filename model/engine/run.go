@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// seqState is the scheduler's view of one request.
+type seqState struct {
+	idx      int
+	id       int // kvcache sequence id (a new one at every admission)
+	req      Request
+	tokens   []int // BOS, prompt, generated: tokens[p] is fed at position p
+	computed int   // positions whose K/V are in the cache
+	res      *Result
+	admitted bool // admitted at least once (prompt tokens streamed)
+}
+
+// pending is the number of positions the sequence's next step computes:
+// the rest of its prompt as one prefill, then one position per step.
+//
+// A sequence readmitted after preemption therefore recomputes the way it
+// first computed: its prompt (less any prefix hit) in one prefill, then
+// its generated tokens one decode step each, replayed without sampling.
+// Recomputing them in one prefill, as vLLM does, would take one step
+// instead of one per token, but a row computed in a prefill tile and the
+// same row computed by a decode step round differently in the fused
+// kernel, so the sequence's later tokens could change with preemption.
+func (s *seqState) pending() int {
+	if p := len(s.req.Prompt); s.computed < p {
+		return p - s.computed
+	}
+	return min(1, len(s.tokens)-s.computed)
+}
+
+// replaying reports whether the sequence's next token is already known:
+// it is recomputing positions it computed before being preempted.
+func (s *seqState) replaying() bool { return s.computed < len(s.tokens) }
+
+// scheduler is the state of one Run: the queue of sequences waiting for
+// blocks (new or preempted, none holding any) and the running set (each
+// holding its blocks), in admission order.
+type scheduler struct {
+	e                *Engine
+	hooks            Hooks
+	results          []Result
+	st               Stats
+	waiting, running []*seqState
+}
+
+// Generate runs the requests together with continuous batching and
+// returns one Result per request, in order. emit, if non-nil, receives
+// every token as soon as it is known (prompt tokens when the sequence is
+// admitted, generated ones step by step).
+//
+// Each step admits waiting sequences while the pool has blocks for their
+// prompt, then runs one forward pass over the prefill rows of the newly
+// admitted sequences and one decode row for every running one. Finished
+// sequences free their blocks at once. When the pool runs dry mid-decode,
+// the most recently admitted sequence is preempted (its blocks freed, its
+// tokens recomputed later, its sampler state kept), so each sequence's
+// output equals what it would be alone.
+func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, Stats, error) {
+	return e.Run(context.Background(), reqs, Hooks{Token: emit})
+}
+
+// Run is Generate with cancellation and a completion hook. When ctx is
+// cancelled, the run stops at the next step boundary: every sequence not
+// yet finished keeps the tokens it has, gets FinishInterrupted and is
+// reported to hooks.Finish, and Run returns ctx's error beside the
+// results.
+//
+// A run is validate → (admit → step → retire)*: see the package doc.
+func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, Stats, error) {
+	s := &scheduler{e: e, hooks: hooks, results: make([]Result, len(reqs))}
+	s.accept(reqs)
+	for len(s.waiting) > 0 || len(s.running) > 0 {
+		if err := ctx.Err(); err != nil {
+			return s.results, s.st, s.interrupt(err)
+		}
+		if err := s.admit(); err != nil {
+			return s.results, s.st, err
+		}
+		logits, err := s.step()
+		if err != nil {
+			return s.results, s.st, err
+		}
+		if err := s.retire(logits); err != nil {
+			return s.results, s.st, err
+		}
+	}
+	return s.results, s.st, nil
+}
+
+// accept validates every request: a rejected one finishes with
+// FinishError, one whose Steps are all forced prompt tokens finishes at
+// once, and the others join the waiting queue in order.
+func (s *scheduler) accept(reqs []Request) {
+	e := s.e
+	for i, r := range reqs {
+		q := &seqState{idx: i, req: r, res: &s.results[i]}
+		if q.res.Err = validate(i, r, e.m.Config, e.cache.CanEverFit); q.res.Err != nil {
+			s.finish(q, FinishError)
+			continue
+		}
+		if len(r.Prompt)-1 >= r.Steps {
+			// The whole run is forced prompt tokens: nothing to compute.
+			q.res.Tokens = append([]int(nil), r.Prompt[1:r.Steps+1]...)
+			s.emitForced(q, r.Steps+1)
+			s.finish(q, FinishLength)
+			continue
+		}
+		// Room for every token the request can reach (Steps ≤ seq_len), so
+		// the decode loop's appends never reallocate.
+		q.tokens = append(make([]int, 0, r.Steps+1), r.Prompt...)
+		q.res.Tokens = make([]int, 0, r.Steps)
+		s.waiting = append(s.waiting, q)
+	}
+}
+
+// interrupt frees the running sequences' blocks (waiting ones hold none),
+// finishes every unfinished sequence as interrupted, and returns err.
+func (s *scheduler) interrupt(err error) error {
+	for _, q := range s.running {
+		if ferr := s.e.cache.Free(q.id); ferr != nil {
+			return fmt.Errorf("scheduler: %w", ferr)
+		}
+	}
+	for _, q := range append(s.running, s.waiting...) {
+		s.finish(q, FinishInterrupted)
+	}
+	s.running, s.waiting = nil, nil
+	return err
+}
+
+// finish sets q's finish reason and reports its result.
+func (s *scheduler) finish(q *seqState, why FinishReason) {
+	q.res.FinishReason = why
+	if s.hooks.Finish != nil {
+		s.hooks.Finish(q.idx, *q.res)
+	}
+}
+
+// emitForced records and streams the prompt tokens after BOS (up to n
+// tokens of the prompt), which run.c prints as it feeds them.
+func (s *scheduler) emitForced(q *seqState, n int) {
+	p := q.req.Prompt[:min(n, len(q.req.Prompt))]
+	if len(q.res.Tokens) == 0 {
+		q.res.Tokens = append(q.res.Tokens, p[1:]...)
+	}
+	if s.hooks.Token == nil {
+		return
+	}
+	for i := 1; i < len(p); i++ {
+		s.hooks.Token(Event{Seq: q.idx, Pos: i - 1, Prev: p[i-1], Token: p[i]})
+	}
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/kvcache"
+)
+
+// stepBuffers are the packed inputs of one step, kept by the Engine and
+// refilled every step: once they have grown to the largest step, a steady
+// decode loop allocates nothing for them.
+type stepBuffers struct {
+	seqs                    []kvcache.StepSeq // what each running sequence computes
+	kv                      kvcache.Step      // its slots and block tables
+	batch                   attention.Batch
+	tokens, positions, rows []int
+}
+
+// step hands out the slots of every running sequence's pending positions
+// (preempting when the pool runs dry), packs them into one batch and runs
+// the forward pass over it. It returns the logits of each running
+// sequence's last row, [len(running), vocab], valid until the next step.
+func (s *scheduler) step() ([]float32, error) {
+	if err := s.allocate(); err != nil {
+		return nil, err
+	}
+	b := s.pack()
+	prefill := false
+	for _, q := range s.running {
+		prefill = prefill || q.pending() > 1
+	}
+	e := s.e
+	t0 := time.Now()
+	logits, err := e.fwd.Run(e.step.tokens, e.step.positions, b, e.caches, e.step.rows)
+	if err != nil {
+		return nil, err
+	}
+	dt := time.Since(t0)
+	s.st.Steps++
+	s.st.MaxBatch = max(s.st.MaxBatch, len(s.running))
+	if prefill {
+		s.st.PrefillTime += dt
+	} else {
+		s.st.DecodeTime += dt
+	}
+	return logits, nil
+}
+
+// allocate asks the cache for the step's slots. When the pool is out of
+// blocks (the step changed nothing), the most recently admitted sequence
+// is preempted and the step asked for again.
+func (s *scheduler) allocate() error {
+	buf := &s.e.step
+	for {
+		buf.seqs = buf.seqs[:0]
+		for _, q := range s.running {
+			buf.seqs = append(buf.seqs, kvcache.StepSeq{ID: q.id, N: q.pending()})
+		}
+		err := s.e.cache.AppendStep(&buf.kv, buf.seqs)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, kvcache.ErrOutOfBlocks) {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		if err := s.preempt(); err != nil {
+			return err
+		}
+	}
+}
+
+// preempt evicts the most recently admitted running sequence: its blocks
+// go back to the pool and it returns to the front of the waiting queue,
+// keeping its tokens and sampler, to be recomputed when readmitted. The
+// last running sequence is never preempted: alone, it does not fit.
+func (s *scheduler) preempt() error {
+	n := len(s.running)
+	victim := s.running[n-1]
+	if n == 1 {
+		return fmt.Errorf("scheduler: sequence %d alone does not fit the KV pool", victim.idx)
+	}
+	if err := s.e.cache.Free(victim.id); err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	victim.computed = 0
+	victim.res.Preemptions++
+	s.st.Preemptions++
+	s.running = s.running[:n-1]
+	s.waiting = append([]*seqState{victim}, s.waiting...)
+	return nil
+}
+
+// pack lays the step out for Forward.Run: each running sequence's
+// pending tokens as consecutive rows (in the order AppendStep handed out
+// their slots, so the cache's slot mapping is the batch's), its context
+// length and block table, and its last row as the one whose logits are
+// sampled.
+func (s *scheduler) pack() *attention.Batch {
+	buf := &s.e.step
+	b := &buf.batch
+	b.QueryStart, b.QueryLen, b.ContextLen = b.QueryStart[:0], b.QueryLen[:0], b.ContextLen[:0]
+	b.BlockTables, b.SlotMapping = buf.kv.BlockTables, buf.kv.SlotMapping
+	tokens, positions, rows := buf.tokens[:0], buf.positions[:0], buf.rows[:0]
+	for _, q := range s.running {
+		b.QueryStart = append(b.QueryStart, len(tokens))
+		b.QueryLen = append(b.QueryLen, q.pending())
+		b.ContextLen = append(b.ContextLen, q.computed+q.pending())
+		for p := q.computed; p < q.computed+q.pending(); p++ {
+			tokens = append(tokens, q.tokens[p])
+			positions = append(positions, p)
+		}
+		rows = append(rows, len(tokens)-1)
+	}
+	buf.tokens, buf.positions, buf.rows = tokens, positions, rows // keep grown capacity
+	return b
+}

@@ -1,0 +1,34 @@
+package model
+
+// The RoPE tables grow with the positions a Forward actually runs, not
+// with seq_len: a header may claim seq_len 2^20 (4 GB of float32 tables at
+// head_dim 1024) while a run uses a few hundred positions. They double
+// when a step needs a position beyond them (capped at seq_len), so a run
+// to position n computes O(n) entries in O(log n) growths, and a caller
+// that knows how far it will go (the engine, from a request's Steps)
+// reserves that once, so its decode steps never allocate. Every entry is
+// computed by ropeTables the same way whatever the table's size, so the
+// values are bit-identical to tables built for seq_len up front.
+
+// ReservePositions makes the RoPE tables cover positions 0 … n−1 (capped
+// at seq_len), so that steps over those positions allocate nothing.
+func (f *Forward) ReservePositions(n int) {
+	n = min(n, f.m.Config.SeqLen)
+	if n <= f.ropeLen {
+		return
+	}
+	f.ropeCos, f.ropeSin = ropeTables(f.m.Config, n)
+	f.ropeLen = n
+}
+
+// growRope makes the tables cover the positions of a step, doubling them
+// so that a run that never reserved grows them O(log n) times.
+func (f *Forward) growRope(positions []int) {
+	top := 0
+	for _, p := range positions {
+		top = max(top, p+1)
+	}
+	if top > f.ropeLen {
+		f.ReservePositions(max(top, 2*f.ropeLen))
+	}
+}
