@@ -22,7 +22,7 @@ func init() {
 		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
 		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
 		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
-		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Help: "repetitions per row (after one warm-up)"},
+		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "repetitions per row (after one warm-up)"},
 		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
 		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
 	)

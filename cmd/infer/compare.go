@@ -18,7 +18,7 @@ import (
 func init() {
 	registerKeys(
 		configKey{Name: "compare.contexts", Kind: kindString, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
-		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Help: "decode steps after each sweep point's prefill"},
+		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Range: atLeast(0), Help: "decode steps after each sweep point's prefill"},
 		configKey{Name: "compare.plot", Kind: kindPath, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
 		configKey{Name: "compare.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
 	)
@@ -199,17 +199,15 @@ func runCompare(a *app, cmd *cobra.Command) error {
 // from fresh samplers.
 func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []model.Request, error) {
 	c := lm.m.Config
-	texts, err := promptTexts(a)
+	ps, err := promptList(a)
 	if err != nil {
 		return nil, err
 	}
-	var prompts [][]int
-	for i, t := range texts {
-		ids, err := lm.codec.Encode(t, true, false)
+	prompts, errs := lm.requestsFor(ps)
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", i, err)
+			return nil, err
 		}
-		prompts = append(prompts, ids)
 	}
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
 	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))

@@ -16,7 +16,7 @@ func init() {
 		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
 		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2"},
 			Help: "checkpoint format: legacy (float32, run.c) or v2 (Q8_0, runq.c)"},
-		configKey{Name: "export.group_size", Kind: kindInt, Default: 0,
+		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
 	register(newExportCmd)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -33,12 +32,12 @@ func init() {
 		configKey{Name: "synthetic.seq_len", Kind: kindInt, Default: 2048, Help: "synthetic model: max positions"},
 		configKey{Name: "weights", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
 		configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
-		configKey{Name: "block_size", Kind: kindInt, Default: 16, Help: "KV cache block size (tokens)"},
-		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
-		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB"},
+		configKey{Name: "block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size (tokens)"},
+		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
+		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
 		configKey{Name: "kv_dtype", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
-		configKey{Name: "threads", Kind: kindInt, Default: 0, Help: "worker threads; 0 = all cores"},
-		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Help: "most sequences running at once; 0 = no cap"},
+		configKey{Name: "threads", Kind: kindInt, Default: 0, Range: inRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
+		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "most sequences running at once; 0 = no cap"},
 		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
 	)
 }
@@ -95,9 +94,10 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 // loadedModel is a model with its text codec and a description for
 // reports.
 type loadedModel struct {
-	m     *model.Model
-	codec model.TextCodec
-	name  string
+	m        *model.Model
+	codec    model.TextCodec
+	name     string
+	maxPiece int // see maxPieceBytes; 0 until computed
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -125,6 +125,9 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
 			SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
 			SharedClassifier: true, WeightDType: wdt,
+		}
+		if err := checkWeights(c); err != nil {
+			return nil, err
 		}
 		m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
 		if err != nil {
@@ -164,7 +167,8 @@ func weightDType(s string) (tensor.DType, bool, error) {
 	return dt, false, err
 }
 
-// engineOptions reads the engine keys.
+// engineOptions reads the engine keys (their ranges were checked when
+// the configuration loaded).
 func engineOptions(a *app, led *tensor.Ledger) (model.EngineOptions, error) {
 	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
 	if err != nil {
@@ -175,14 +179,10 @@ func engineOptions(a *app, led *tensor.Ledger) (model.EngineOptions, error) {
 		if budget, err = kvcache.ParseBytes(s); err != nil {
 			return model.EngineOptions{}, fmt.Errorf("kv_memory: %w", err)
 		}
-	}
-	for _, k := range []string{"block_size", "num_blocks", "threads", "max_batch"} {
-		if a.getInt(k) < 0 {
-			return model.EngineOptions{}, fmt.Errorf("%s must be >= 0 (got %d)", k, a.getInt(k))
+		if budget == 0 {
+			// 0 bytes would silently mean "the default pool".
+			return model.EngineOptions{}, fmt.Errorf("kv_memory %q is 0 bytes, smaller than one KV block; give at least one block's bytes, or leave it unset for the default pool", s)
 		}
-	}
-	if a.getInt("block_size") == 0 {
-		return model.EngineOptions{}, fmt.Errorf("block_size must be > 0")
 	}
 	return model.EngineOptions{
 		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
@@ -191,8 +191,20 @@ func engineOptions(a *app, led *tensor.Ledger) (model.EngineOptions, error) {
 	}, nil
 }
 
+// newEngine is model.NewEngine after checking that the KV pool fits the
+// machine's physical memory, so --kv-memory 400GiB or --num-blocks
+// 134217727 is an error naming both sizes instead of an out-of-memory
+// crash.
+func newEngine(m *model.Model, opts model.EngineOptions) (*model.Engine, error) {
+	if err := checkKVPool(m.Config, opts); err != nil {
+		return nil, err
+	}
+	return model.NewEngine(m, opts)
+}
+
 // clampSteps applies run.c's rule: 0 or more than seq_len means seq_len,
-// with a warning when a larger value was asked for.
+// with a warning when a larger value was asked for. (A negative value,
+// which run.c also turns into seq_len, is refused by the key's range.)
 func clampSteps(steps, seqLen int, stderr io.Writer) int {
 	if steps > seqLen {
 		fmt.Fprintf(stderr, "warning: --steps %d exceeds seq_len %d; clamped to %d\n", steps, seqLen, seqLen)
@@ -202,35 +214,4 @@ func clampSteps(steps, seqLen int, stderr io.Writer) int {
 		return seqLen
 	}
 	return steps
-}
-
-// promptTexts returns the prompts to run: the prompt key (repeated
-// --prompt flags, INFER_PROMPT, or a string or list in the config file),
-// else the lines of the prompts file, else one empty prompt.
-func promptTexts(a *app) ([]string, error) {
-	if texts := a.getStrings("prompt"); len(texts) > 0 {
-		return texts, nil
-	}
-	if path := a.getPath("prompts"); path != "" {
-		return readPromptsFile(path)
-	}
-	return []string{""}, nil
-}
-
-// readPromptsFile returns the non-empty lines of a prompts file.
-func readPromptsFile(path string) ([]string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("prompts file: %w", err)
-	}
-	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
-		if strings.TrimSpace(line) != "" {
-			out = append(out, line)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("prompts file %s has no prompts", path)
-	}
-	return out, nil
 }

@@ -46,6 +46,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +107,9 @@ func (a *app) flag(cmd *cobra.Command, name, key, usage string) {
 	}
 	if len(k.Allowed) > 0 {
 		usage += " (" + strings.Join(k.Allowed, "|") + ")"
+	}
+	if k.Range != nil {
+		usage += "; " + k.Range.String()
 	}
 	usage += "; env " + envName(key)
 	fs := cmd.Flags()
@@ -252,10 +256,20 @@ file given by --config (or INFER_CONFIG), then defaults.`,
 // Execute runs the CLI with args (without the program name), writing to
 // stdout and stderr. It returns the error to report; it does not exit.
 func Execute(args []string, stdout, stderr io.Writer) error {
-	return executeWith(defaultRegistry, args, stdout, stderr)
+	return ExecuteContext(context.Background(), args, stdout, stderr)
+}
+
+// ExecuteContext is Execute under ctx: commands stop at their next step
+// once it is done (an interrupt) and report what they have.
+func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return executeWithContext(ctx, defaultRegistry, args, stdout, stderr)
 }
 
 func executeWith(reg *registry, args []string, stdout, stderr io.Writer) error {
+	return executeWithContext(context.Background(), reg, args, stdout, stderr)
+}
+
+func executeWithContext(ctx context.Context, reg *registry, args []string, stdout, stderr io.Writer) error {
 	if len(reg.errs) > 0 {
 		return errors.Join(reg.errs...)
 	}
@@ -270,5 +284,5 @@ func executeWith(reg *registry, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return root.Execute()
+	return root.ExecuteContext(ctx)
 }

@@ -15,13 +15,13 @@ func init() {
 	registerKeys(
 		configKey{Name: "trace.path", Kind: kindString, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
 		configKey{Name: "trace.meta", Kind: kindBool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
-		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Help: "B: sequences"},
-		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Help: "S: new tokens per sequence"},
-		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
-		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Help: "H: query heads; 0 = the model's"},
-		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Help: "KVH: key/value heads; 0 = the model's"},
-		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Help: "D: head width; 0 = the model's"},
-		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Help: "KV cache block size"},
+		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Range: atLeast(1), Help: "B: sequences"},
+		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "S: new tokens per sequence"},
+		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
+		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "H: query heads; 0 = the model's"},
+		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
+		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "D: head width; 0 = the model's"},
+		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
 		configKey{Name: "trace.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
 	)
 	register(newTraceCmd)
