@@ -253,7 +253,7 @@ func (r *benchRig) addRows(base benchRow, e *model.Engine, p benchPlan) {
 // rounds 1…reps, each run of every row once, checking ctx between runs.
 // It returns the bandwidth of each measured round (--roofline) and the
 // error that stopped it, if any; the rates measured so far are kept.
-func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.BandwidthProbe, pool *kernels.Pool) ([]float64, error) {
+func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.BandwidthProbe, pool *kernels.Pool, stderr io.Writer) ([]float64, error) {
 	var bws []float64
 	for round := 0; round <= reps; round++ {
 		var bw float64
@@ -279,6 +279,12 @@ func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.Bandwid
 				bc.rates = append(bc.rates, rate)
 				bc.bws = append(bc.bws, bw)
 			}
+		}
+		// Progress on stderr: what an interrupt would keep.
+		if round == 0 {
+			fmt.Fprintf(stderr, "bench: warm-up done\n")
+		} else {
+			fmt.Fprintf(stderr, "bench: round %d of %d done\n", round, reps)
 		}
 	}
 	return bws, nil
@@ -331,7 +337,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	if err := rig.build(a, plan); err != nil {
 		return err
 	}
-	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, probePool)
+	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, probePool, cmd.ErrOrStderr())
 	rows := rig.rows(roofline)
 	if len(bws) > 0 {
 		lo, hi := bws[0], bws[0]

@@ -189,7 +189,8 @@ func runCompare(a *app, cmd *cobra.Command) error {
 
 // comparePoints runs the single comparison, or the sweep over contexts,
 // stopping at the first error or at an interrupt (checked between sweep
-// points); it returns the points measured so far with that error.
+// points: one point runs to its end); it returns the points measured so
+// far with that error.
 func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts model.EngineOptions, contexts []int, stderr io.Writer) ([]comparePoint, error) {
 	if len(contexts) == 0 {
 		mk, err := generationRequests(a, lm, stderr)
@@ -216,8 +217,13 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts model.Engi
 			return points, fmt.Errorf("context %d: %w", L, err)
 		}
 		points = append(points, newPoint(L, cmp))
+		// Progress on stderr: a long sweep shows it is moving, and what
+		// an interrupt would keep.
+		fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", L, len(points), len(contexts))
 	}
-	return points, nil
+	// One point cannot be stopped part way (model.Compare runs to the
+	// end), so an interrupt during the last one is reported here.
+	return points, ctx.Err()
 }
 
 func compareHeader(lm *loadedModel, opts model.EngineOptions) string {
