@@ -237,20 +237,19 @@ func (g *generation) printAll() error {
 	return nil
 }
 
-// failures reports the sequences that failed, one line each, and an
-// error counting them.
+// failures reports the sequences that failed: a single prompt's error
+// as the command's error (one line), or one line per failed sequence and
+// an error counting them.
 func (g *generation) failures() error {
+	if len(g.res) == 1 {
+		return g.res[0].Err
+	}
 	failed := 0
 	for i, r := range g.res {
 		if r.Err != nil {
 			failed++
-			if !g.stream {
-				fmt.Fprintf(g.stderr, "infer: sequence %d: %v\n", i, r.Err)
-			}
+			fmt.Fprintf(g.stderr, "infer: sequence %d: %v\n", i, r.Err)
 		}
-	}
-	if failed > 0 && g.stream {
-		return g.res[0].Err
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d sequences failed", failed, len(g.res))

@@ -351,6 +351,8 @@ func TestValidation(t *testing.T) {
 		{"config /dev/zero", [2]string{}, []string{"generate", "--config", "/dev/zero"}, []string{"/dev/zero", "larger than 16.0 MiB"}},
 		{"prompts /dev/zero", [2]string{}, []string{"generate", "--prompts", "/dev/zero"}, []string{"/dev/zero", "larger than 16.0 MiB"}},
 		{"num-blocks beyond memory", [2]string{}, []string{"generate", "--num-blocks", "134217727"}, []string{"KV cache pool", "physical memory"}},
+		{"synthetic model beyond memory", [2]string{}, []string{"generate", "--synthetic.dim", "65536", "--synthetic.hidden_dim", "65536",
+			"--synthetic.n_layers", "64", "--synthetic.n_heads", "64", "--synthetic.n_kv_heads", "64"}, []string{"synthetic model's weights", "physical memory"}},
 		{"prompt certainly too long", [2]string{}, []string{"generate", "--prompt", strings.Repeat("a", 300000)}, []string{"prompt 1", "300000 bytes are at least", "seq_len 2048"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

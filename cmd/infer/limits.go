@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -59,9 +58,6 @@ func physicalMemory() (int64, error) {
 	return int64(lo), nil
 }
 
-// errNoMemory marks a size refused for exceeding physical memory.
-var errNoMemory = errors.New("exceeds physical memory")
-
 // fitsMemory returns an error naming what and both sizes when bytes
 // exceed the machine's physical memory.
 func fitsMemory(what string, bytes int64) error {
@@ -70,8 +66,8 @@ func fitsMemory(what string, bytes int64) error {
 		return nil // cannot tell: let the allocation decide
 	}
 	if bytes > phys {
-		return fmt.Errorf("%s needs %s, more than this machine's physical memory %s: %w",
-			what, tensor.FormatBytes(bytes), tensor.FormatBytes(phys), errNoMemory)
+		return fmt.Errorf("%s would take %s, more than this machine's physical memory %s",
+			what, tensor.FormatBytes(bytes), tensor.FormatBytes(phys))
 	}
 	return nil
 }
