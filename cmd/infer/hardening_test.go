@@ -204,7 +204,8 @@ func TestGenerateToDevFull(t *testing.T) {
 // slowModel makes a synthetic model slow enough that a run is still
 // going when the test interrupts it.
 var slowModel = []string{"--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
-	"--synthetic.n_heads", "8", "--synthetic.n_kv_heads", "8", "--synthetic.seq_len", "4096", "--steps", "4096"}
+	"--synthetic.n_heads", "8", "--synthetic.n_kv_heads", "8", "--synthetic.seq_len", "4096", "--steps", "4096",
+	"--num-blocks", "520"} // two full sequences' KV (130 MiB), not the default eight
 
 // TestGenerateInterruptText: SIGINT during streamed text ends the line
 // and exits 130 with the text so far kept (before, the process died).
@@ -384,5 +385,42 @@ func TestKVMemoryBeyondPhysical(t *testing.T) {
 	code, _, errs := cli(t, "generate", "--kv-memory", budget, "--steps", "4")
 	if code != 1 || !strings.Contains(errs, "physical memory") || strings.Contains(errs, "goroutine") {
 		t.Fatalf("--kv-memory %s: exit %d, stderr %q", budget, code, errs)
+	}
+}
+
+// TestEveryCommandChecksStdout: each command, writing into a full disk,
+// exits 1 with one line naming the failed write (layout, trace, compare,
+// bench and coalesce reported it before; generate, export and --help did
+// not).
+func TestEveryCommandChecksStdout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.bin")
+	for _, args := range [][]string{
+		{"--help"},
+		{"generate", "--help"},
+		{"generate", "--steps", "8", "--output", "json"},
+		{"export", "--out", out, "--synthetic.seq_len", "64"},
+		{"layout", "empty(2,3).t()"},
+		{"trace", "--meta", "--output", "json"},
+		{"trace", "--meta"},
+		{"compare", "--steps", "8", "--output", "markdown"},
+		{"bench", "--tests", "tg4", "--reps", "1", "--output", "markdown"},
+		{"coalesce", "--output", "json"},
+	} {
+		var errb strings.Builder
+		code := run(args, &failingWriter{limit: 3}, &errb)
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		last := lines[len(lines)-1]
+		if code != 1 || !strings.Contains(last, "writing standard output") || strings.Contains(errb.String(), "goroutine") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+}
+
+// TestStderrFailureFails: a failed write to stderr (the tok/s line) is
+// exit 1 too, though there is nowhere left to say why.
+func TestStderrFailureFails(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"generate", "--steps", "8"}, &out, &failingWriter{}); code != 1 || out.Len() == 0 {
+		t.Fatalf("exit %d, stdout %q", code, out.String())
 	}
 }

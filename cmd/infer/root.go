@@ -43,6 +43,23 @@
 // tests can capture it; return errors rather than exiting; do not set
 // PersistentPreRunE on a subcommand without calling the root's (hooks
 // traverse: the root's runs first and loads the configuration).
+//
+// # Hardening rules for every command
+//
+//   - Numbers: give the key a Range (atLeast, inRange, above); NaN and
+//     ±Inf are refused for every float key by the loader.
+//   - Output files: open them with outfile.Create(cmd.Context(), path)
+//     and Commit at the end, deferring Abort (cmd/infer/internal/outfile:
+//     temp file + rename, devices and FIFOs written through).
+//   - Input files a user names (prompts, configs): read them with
+//     readCapped, which stops at maxInputBytes.
+//   - Sizes: check what a setting will allocate before allocating it
+//     (checkKVPool, fitsMemory); build engines with newEngine.
+//   - Interrupts: cmd.Context() is cancelled by SIGINT/SIGTERM; stop at
+//     the next step, print what was done, and return ctx.Err() (exit 130).
+//   - Writes to stdout and stderr are checked by runContext, but a
+//     command that streams should stop at the first failed write
+//     (writeErr).
 package main
 
 import (
