@@ -108,6 +108,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	}
 	c := lm.m.Config
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, cmd.ErrOrStderr())
+	ids, encErrs := lm.requestsFor(ps) // before the KV pool is allocated
 	opts, err := engineOptions(a, nil)
 	if err != nil {
 		return err
@@ -120,7 +121,6 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
 		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]model.Result, len(ps))}
 	temp, topp, seed := float32(a.getFloat("temperature")), float32(a.getFloat("topp")), samplerSeed(a)
-	ids, encErrs := lm.requestsFor(ps)
 	var reqs []model.Request
 	var index []int // index[k] is the prompt of request k
 	for i := range ps {
