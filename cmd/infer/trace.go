@@ -40,6 +40,9 @@ and copied. The numbers are the ones PyTorch would print for the same code.
 With --meta the layouts are computed on meta tensors, so the seed's
 B=2, S=4096, H=32, D=128 layer (configs/seed-mha.yaml) costs nothing; without
 it the layer runs for real on random inputs and the accounting is measured.
+Meta mode allocates no tensor data, but the batch's slot mapping and block
+tables hold one int32 per token and KV block, so B·(S + blocks) is limited to
+2^24 entries and every size product is checked for overflow first.
 Head counts default to the model's (the synthetic model, or --checkpoint).`,
 		Example: `  infer trace --config configs/seed-mha.yaml --meta
   infer trace --heads 12 --kv-heads 4 --head-dim 64 --seq 8 --output markdown

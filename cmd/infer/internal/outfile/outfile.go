@@ -15,7 +15,10 @@
 //     says what the path is.
 //
 // A new file gets mode 0666 minus the umask, as any file the shell
-// creates; a replaced file keeps its mode (and, best effort, its owner).
+// creates; a replaced file keeps its mode (and, best effort, its owner),
+// and must be writable by the caller, as with a shell's redirection. A
+// replaced file is a new inode: hard links to the old one keep the old
+// bytes.
 // The temporary file is removed on every error path (Abort), and
 // RemoveTemps removes every live one for a signal handler that must exit
 // at once. Writes fail once the context given to Create is done, so a
@@ -34,6 +37,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // File is an output file being written. Write to it, then Commit; call
@@ -52,6 +57,9 @@ func Create(ctx context.Context, path string) (*File, error) {
 	if path == "" {
 		return nil, errors.New("no output path given")
 	}
+	if strings.HasSuffix(path, "/") {
+		return nil, fmt.Errorf("%s names a directory, not a file", path)
+	}
 	target, err := resolve(path)
 	if err != nil {
 		return nil, err
@@ -66,6 +74,11 @@ func Create(ctx context.Context, path string) (*File, error) {
 		return openDirect(ctx, path, st)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, err
+	}
+	if st != nil && unix.Access(target, unix.W_OK) != nil {
+		// Renaming over a file we may not write would succeed (only the
+		// directory's permission counts); refuse, as a shell's > would.
+		return nil, fmt.Errorf("%s: %w", path, fs.ErrPermission)
 	}
 	out := &File{ctx: ctx, target: target}
 	if out.f, err = createTemp(target); err != nil {

@@ -251,3 +251,23 @@ func TestThroughDevIsDirect(t *testing.T) {
 		t.Fatalf("file holds %q", b)
 	}
 }
+
+// TestReadOnlyTargetRefused: a file the caller may not write is not
+// replaced by renaming over it (root may write anything, so the check is
+// skipped there), and a path ending in / is refused.
+func TestReadOnlyTargetRefused(t *testing.T) {
+	if err := write(context.Background(), t.TempDir()+"/sub/", "x"); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Fatalf("trailing slash: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("root may write a read-only file")
+	}
+	p := filepath.Join(t.TempDir(), "ro.bin")
+	os.WriteFile(p, []byte("old"), 0o444)
+	if err := write(context.Background(), p, "new"); err == nil || !strings.Contains(err.Error(), "permission") {
+		t.Fatalf("read-only target: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("read-only target holds %q", b)
+	}
+}
