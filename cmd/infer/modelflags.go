@@ -51,10 +51,10 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
 		{"block-size", "block_size", "KV cache block size"},
-		{"num-blocks", "num_blocks", "KV cache blocks"},
-		{"kv-memory", "kv_memory", "KV cache byte budget"},
+		{"num-blocks", "num_blocks", "KV cache blocks; 0 = from --kv-memory, else 8 full sequences"},
+		{"kv-memory", "kv_memory", "KV cache byte budget, e.g. 64MiB; at least one block"},
 		{"kv-dtype", "kv_dtype", "KV cache dtype"},
-		{"threads", "threads", "worker threads"},
+		{"threads", "threads", "worker threads; 0 = all cores"},
 		{"max-batch", "max_batch", "most running sequences"},
 		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
 	} {
@@ -69,11 +69,11 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 // compare.
 func generationFlags(a *app, cmd *cobra.Command) {
 	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
-	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature")
-	a.flag(cmd, "topp", "topp", "top-p sampling")
-	a.flag(cmd, "seed", "seed", "RNG seed")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt)")
+	a.flag(cmd, "steps", "steps", "positions to run, prompt included; 0 = seq_len")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature; 0 = greedy")
+	a.flag(cmd, "topp", "topp", "top-p sampling; 0 or 1 = off")
+	a.flag(cmd, "seed", "seed", "RNG seed; 0 = the time")
 }
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
