@@ -2,6 +2,8 @@ package attention
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -26,6 +28,51 @@ type TraceConfig struct {
 
 // maxRealScoreBytes bounds the [B, H, S, C] scores of a non-meta trace.
 const maxRealScoreBytes = 1 << 30
+
+// maxTraceTokens bounds B·(S + blocks per sequence): even in meta mode
+// the batch's slot mapping and block tables hold one int32 per token and
+// block, so this is what a trace allocates (64 MiB at the bound).
+const maxTraceTokens = 1 << 24
+
+// checkTraceSizes refuses, in overflow-checked arithmetic and before
+// anything is built, a trace whose sizes overflow int, whose tensors
+// exceed the tensor package's 2^53-element bound, or whose batch
+// bookkeeping exceeds maxTraceTokens.
+func checkTraceSizes(cfg TraceConfig, bs int) error {
+	B, S, H, KVH, D := cfg.B, cfg.S, cfg.H, cfg.KVH, cfg.D
+	if cfg.Past > math.MaxInt-S {
+		return fmt.Errorf("trace: past %d + S %d overflows", cfg.Past, S)
+	}
+	C := cfg.Past + S
+	prod := func(xs ...int) (uint64, bool) {
+		p := uint64(1)
+		for _, x := range xs {
+			hi, lo := bits.Mul64(p, uint64(x))
+			if hi != 0 || lo > 1<<53 {
+				return 0, false
+			}
+			p = lo
+		}
+		return p, true
+	}
+	blocks := (C-1)/bs + 1
+	slots, ok1 := prod(B, S)
+	tables, ok2 := prod(B, blocks)
+	if !ok1 || !ok2 || slots+tables > maxTraceTokens {
+		return fmt.Errorf("trace: B=%d sequences of S=%d tokens over a context of %d need more than %d slot and block-table entries; trace fewer or shorter sequences",
+			B, S, C, maxTraceTokens)
+	}
+	for _, t := range []struct {
+		name  string
+		sizes []int
+	}{{"the scores [B, H, S, C]", []int{B, H, S, C}}, {"the projections [B, S, (H+2·KVH)·D]", []int{B, S, H + 2*KVH, D}},
+		{"the KV cache [blocks, block_size, KVH, D]", []int{B, blocks, bs, KVH, D}}} {
+		if _, ok := prod(t.sizes...); !ok {
+			return fmt.Errorf("trace: %s of B=%d S=%d C=%d H=%d KVH=%d D=%d have more than 2^53 elements", t.name, B, S, C, H, KVH, D)
+		}
+	}
+	return nil
+}
 
 // TraceLayer runs one attention layer through the named path ("naive" or
 // "fused") and returns its layout trace: one row per stage with shape,
@@ -53,6 +100,9 @@ func TraceLayer(path string, cfg TraceConfig) (*tensor.Trace, error) {
 	}
 	if bs < 0 {
 		return nil, fmt.Errorf("trace: block size %d must be positive", bs)
+	}
+	if err := checkTraceSizes(cfg, bs); err != nil {
+		return nil, err
 	}
 	C := cfg.Past + S
 	if !cfg.Meta && float64(B)*float64(H)*float64(S)*float64(C)*4 > maxRealScoreBytes {

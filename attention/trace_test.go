@@ -3,6 +3,7 @@ package attention
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -242,5 +243,24 @@ func golden(t *testing.T, name string, tr *tensor.Trace) {
 	}
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Fatalf("trace differs from %s:\n%s\nwant:\n%s", path, buf.String(), want)
+	}
+}
+
+// TestTraceLayerRefusesHugeMetaSizes: sizes whose products overflow int,
+// or whose batch bookkeeping would be gigabytes, are refused before
+// anything is built (they used to end in "out of memory").
+func TestTraceLayerRefusesHugeMetaSizes(t *testing.T) {
+	for _, cfg := range []TraceConfig{
+		{B: 1 << 40, S: 1 << 40, H: 8, KVH: 2, D: 8, Meta: true},
+		{B: 1, S: 1 << 40, H: 8, KVH: 2, D: 8, Meta: true},
+		{B: 1, S: 4, Past: math.MaxInt - 2, H: 8, KVH: 2, D: 8, Meta: true},
+		{B: 2, S: 16, H: 1 << 40, KVH: 1 << 40, D: 1 << 20, Meta: true},
+	} {
+		if _, err := TraceLayer("fused", cfg); err == nil || !strings.Contains(err.Error(), "trace:") {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+	if _, err := TraceLayer("naive", TraceConfig{B: 2, S: 4096, H: 32, KVH: 32, D: 128, Meta: true}); err != nil {
+		t.Errorf("the seed's layer: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ func init() {
 		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
 		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
 		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
-		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Help: "repetitions per row (after one warm-up)"},
+		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "repetitions per row (after one warm-up)"},
 		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
 		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
 	)
@@ -123,126 +124,148 @@ func parseIntList(flag, spec string) ([]int, error) {
 	return out, nil
 }
 
-func runBench(a *app, cmd *cobra.Command) error {
-	tests, err := parseBenchTests(a.getString("bench.tests"))
-	if err != nil {
-		return err
+// benchPlan is what the bench flags ask for.
+type benchPlan struct {
+	tests       []benchTest
+	batches     []int
+	threads     []int
+	paths       []string
+	weightsList []string
+	reps        int
+}
+
+func parseBenchPlan(a *app) (benchPlan, error) {
+	var p benchPlan
+	var err error
+	if p.tests, err = parseBenchTests(a.getString("bench.tests")); err != nil {
+		return p, err
 	}
-	batches, err := parseIntList("batches", a.getString("bench.batches"))
-	if err != nil {
-		return err
+	if p.batches, err = parseIntList("batches", a.getString("bench.batches")); err != nil {
+		return p, err
 	}
-	threads := []int{a.getInt("threads")}
+	p.threads = []int{a.getInt("threads")}
 	if s := strings.TrimSpace(a.getString("bench.threads")); s != "" {
-		if threads, err = parseIntList("threads", s); err != nil {
-			return err
+		if p.threads, err = parseIntList("threads", s); err != nil {
+			return p, err
+		}
+		for _, t := range p.threads {
+			if t > maxThreads {
+				return p, fmt.Errorf("--threads: %d is more than the most threads, %d", t, maxThreads)
+			}
 		}
 	}
-	var paths []string
-	for _, p := range strings.Split(a.getString("bench.paths"), ",") {
-		p = strings.TrimSpace(p)
-		if p != "fused" && p != "naive" {
-			return fmt.Errorf("--paths: %q is not fused or naive", p)
+	for _, path := range strings.Split(a.getString("bench.paths"), ",") {
+		path = strings.TrimSpace(path)
+		if path != "fused" && path != "naive" {
+			return p, fmt.Errorf("--paths: %q is not fused or naive", path)
 		}
-		paths = append(paths, p)
+		p.paths = append(p.paths, path)
 	}
-	reps := a.getInt("bench.reps")
-	if reps < 1 {
-		return fmt.Errorf("--reps must be >= 1 (got %d)", reps)
-	}
-	weightsList := []string{a.getString("weights")}
+	p.reps = a.getInt("bench.reps")
+	p.weightsList = []string{a.getString("weights")}
 	if s := strings.TrimSpace(a.getString("bench.weights")); s != "" {
-		weightsList = nil
+		p.weightsList = nil
 		for _, w := range strings.Split(s, ",") {
 			w = strings.TrimSpace(w)
 			if _, _, err := weightDType(w); err != nil || w == "" {
-				return fmt.Errorf("--weights: %q is not f32, f16, bf16 or q8_0", w)
+				return p, fmt.Errorf("--weights: %q is not f32, f16, bf16 or q8_0", w)
 			}
-			weightsList = append(weightsList, w)
+			p.weightsList = append(p.weightsList, w)
 		}
 	}
-	// --roofline: the read bandwidth is measured before every round, so
-	// each timed run is compared with the bandwidth of its own minute on a
-	// machine whose speed drifts.
-	var probe *kernels.BandwidthProbe
-	var probePool *kernels.Pool
-	var bws []float64
-	if a.getBool("bench.roofline") {
-		probePool = kernels.NewPool(maxInt(threads))
-		defer probePool.Close()
-		probe = kernels.NewBandwidthProbe(benchProbeBytes)
-	}
+	return p, nil
+}
 
-	// One engine per (weights, path, threads); every (engine, test, batch)
-	// is a row. All engines live for the whole run so that the
-	// repetitions can be interleaved.
-	type benchCase struct {
-		row   benchRow
-		e     *engine.Engine
-		test  benchTest
-		batch int
-		rates []float64
-		bws   []float64 // --roofline: the bandwidth of each rate's round
+// benchCase is one row being measured: an engine, a test and a batch.
+type benchCase struct {
+	row   benchRow
+	e     *engine.Engine
+	test  benchTest
+	batch int
+	rates []float64
+	bws   []float64 // --roofline: the bandwidth of each rate's round
+}
+
+// benchRig holds every engine of a run (one per weights, path and
+// threads), all alive for the whole run so the repetitions interleave.
+type benchRig struct {
+	cases   []*benchCase
+	engines []*engine.Engine
+	models  []*model.Model
+}
+
+func (r *benchRig) close() {
+	for _, e := range r.engines {
+		e.Close()
 	}
-	var cases []*benchCase
-	var engines []*engine.Engine
-	var models []*model.Model
-	defer func() {
-		for _, e := range engines {
-			e.Close()
-		}
-		for _, m := range models {
-			m.Close() // unmap the checkpoint, after its engines
-		}
-	}()
-	for _, w := range weightsList {
+	for _, m := range r.models {
+		m.Close() // unmap the checkpoint, after its engines
+	}
+}
+
+// build loads the models and engines and lays out every row.
+func (r *benchRig) build(a *app, p benchPlan) error {
+	for _, w := range p.weightsList {
 		lm, err := loadModelAs(a, w)
 		if err != nil {
 			return err
 		}
-		models = append(models, lm.m)
-		c := lm.m.Config
+		r.models = append(r.models, lm.m)
 		weights := w
 		if len(lm.m.Quantized) > 0 {
 			weights = "q8_0" // quantized at load, or read from a version-2 file
 		}
-		for _, path := range paths {
-			for _, th := range threads {
+		for _, path := range p.paths {
+			for _, th := range p.threads {
 				opts, err := engineOptions(a, nil)
 				if err != nil {
 					return err
 				}
 				opts.Path, opts.Threads = path, th
-				e, err := engine.New(lm.m, opts)
+				e, err := newEngine(lm.m, opts)
 				if err != nil {
 					return err
 				}
-				engines = append(engines, e)
-				base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: c.Params(),
+				r.engines = append(r.engines, e)
+				base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: lm.m.Config.Params(),
 					Weights: weights, Path: path, Threads: e.Threads()}
-				for _, t := range tests {
-					bs := batches
-					if t.kind == "pp" {
-						bs = []int{1}
-					}
-					for _, b := range bs {
-						r := base
-						r.Test, r.Batch = fmt.Sprintf("%s%d", t.kind, t.n), b
-						cases = append(cases, &benchCase{row: r, e: e, test: t, batch: b})
-					}
-				}
+				r.addRows(base, e, p)
 			}
 		}
 	}
-	// Round 0 is the warm-up (caches, buffers, page faults); rounds 1…reps
-	// are measured.
+	return nil
+}
+
+func (r *benchRig) addRows(base benchRow, e *engine.Engine, p benchPlan) {
+	for _, t := range p.tests {
+		bs := p.batches
+		if t.kind == "pp" {
+			bs = []int{1}
+		}
+		for _, b := range bs {
+			row := base
+			row.Test, row.Batch = fmt.Sprintf("%s%d", t.kind, t.n), b
+			r.cases = append(r.cases, &benchCase{row: row, e: e, test: t, batch: b})
+		}
+	}
+}
+
+// measure runs round 0 (the warm-up: caches, buffers, page faults) and
+// rounds 1…reps, each run of every row once, checking ctx between runs.
+// It returns the bandwidth of each measured round (--roofline) and the
+// error that stopped it, if any; the rates measured so far are kept.
+func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.BandwidthProbe, pool *kernels.Pool, stderr io.Writer) ([]float64, error) {
+	var bws []float64
 	for round := 0; round <= reps; round++ {
 		var bw float64
 		if probe != nil && round > 0 {
-			bw = probe.Measure(probePool, 3)
+			bw = probe.Measure(pool, 3)
 			bws = append(bws, bw)
 		}
-		for _, bc := range cases {
+		for _, bc := range r.cases {
+			if err := ctx.Err(); err != nil {
+				return bws, err
+			}
 			var rate float64
 			var err error
 			if bc.test.kind == "pp" {
@@ -251,32 +274,72 @@ func runBench(a *app, cmd *cobra.Command) error {
 				rate, err = bc.e.BenchGenerateRun(bc.test.n, bc.batch)
 			}
 			if err != nil {
-				return err
+				return bws, err
 			}
 			if round > 0 {
 				bc.rates = append(bc.rates, rate)
 				bc.bws = append(bc.bws, bw)
 			}
 		}
+		// Progress on stderr: what an interrupt would keep.
+		if round == 0 {
+			fmt.Fprintf(stderr, "bench: warm-up done\n")
+		} else {
+			fmt.Fprintf(stderr, "bench: round %d of %d done\n", round, reps)
+		}
 	}
+	return bws, nil
+}
+
+// rows summarizes every row measured at least once.
+func (r *benchRig) rows(roofline bool) []benchRow {
 	var rows []benchRow
-	for _, bc := range cases {
-		r := bc.row
+	for _, bc := range r.cases {
+		if len(bc.rates) == 0 {
+			continue
+		}
+		row := bc.row
 		st := engine.NewBenchStat(bc.rates)
-		r.Mean, r.SD, r.Reps = st.Mean, st.SD, st.Reps
-		if probe != nil && bc.test.kind == "tg" {
+		row.Mean, row.SD, row.Reps = st.Mean, st.SD, st.Reps
+		if roofline && bc.test.kind == "tg" {
 			// Per decode row: the weights are read once per step and
 			// shared by the batch's b rows; each row reads its own K/V at
 			// the average context n/2. The fraction is averaged over the
 			// rounds, each run against its round's bandwidth.
-			r.BytesPerToken = bc.e.WeightBytes()/int64(bc.batch) + int64(bc.test.n/2)*bc.e.Cache().BytesPerToken()
+			row.BytesPerToken = bc.e.WeightBytes()/int64(bc.batch) + int64(bc.test.n/2)*bc.e.Cache().BytesPerToken()
 			for i, rate := range bc.rates {
-				r.BandwidthGBs += bc.bws[i] / float64(len(bc.rates))
-				r.Roofline += float64(r.BytesPerToken) * rate / (bc.bws[i] * 1e9) / float64(len(bc.rates))
+				row.BandwidthGBs += bc.bws[i] / float64(len(bc.rates))
+				row.Roofline += float64(row.BytesPerToken) * rate / (bc.bws[i] * 1e9) / float64(len(bc.rates))
 			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, row)
 	}
+	return rows
+}
+
+func runBench(a *app, cmd *cobra.Command) error {
+	plan, err := parseBenchPlan(a)
+	if err != nil {
+		return err
+	}
+	// --roofline: the read bandwidth is measured before every round, so
+	// each timed run is compared with the bandwidth of its own minute on a
+	// machine whose speed drifts.
+	var probe *kernels.BandwidthProbe
+	var probePool *kernels.Pool
+	roofline := a.getBool("bench.roofline")
+	if roofline {
+		probePool = kernels.NewPool(maxInt(plan.threads))
+		defer probePool.Close()
+		probe = kernels.NewBandwidthProbe(benchProbeBytes)
+	}
+	rig := &benchRig{}
+	defer rig.close()
+	if err := rig.build(a, plan); err != nil {
+		return err
+	}
+	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, probePool, cmd.ErrOrStderr())
+	rows := rig.rows(roofline)
 	if len(bws) > 0 {
 		lo, hi := bws[0], bws[0]
 		for _, b := range bws {
@@ -285,16 +348,26 @@ func runBench(a *app, cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "read bandwidth (%d threads, 1 GiB streaming sum, before each of %d rounds): %.1f–%.1f GB/s\n",
 			probePool.Threads(), len(bws), lo, hi)
 	}
-	out := cmd.OutOrStdout()
-	switch a.getString("bench.output") {
+	// The rows measured are printed even when a run failed or was
+	// interrupted part way (with the repetitions they got).
+	if len(rows) > 0 {
+		if err := writeBenchAs(cmd.OutOrStdout(), a.getString("bench.output"), rows, roofline); err != nil {
+			return err
+		}
+	}
+	return runErr
+}
+
+func writeBenchAs(w io.Writer, format string, rows []benchRow, roofline bool) error {
+	switch format {
 	case "json":
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	case "markdown":
-		return writeBench(out, rows, probe != nil, true)
+		return writeBench(w, rows, roofline, true)
 	}
-	return writeBench(out, rows, probe != nil, false)
+	return writeBench(w, rows, roofline, false)
 }
 
 // benchProbeBytes is the --roofline probe's buffer: 1 GiB, several times a
@@ -332,7 +405,7 @@ func writeBench(w io.Writer, rows []benchRow, roofline, markdown bool) error {
 		for _, l := range lines {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
 		}
-		return nil
+		return writeErr(w) // the writes above go to a checkedWriter
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(head, "\t"))

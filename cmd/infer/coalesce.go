@@ -11,19 +11,19 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "coalesce.batch", Kind: kindInt, Default: 2, Help: "B: sequences"},
-		configKey{Name: "coalesce.seq", Kind: kindInt, Default: 4096, Help: "S: new tokens per sequence (prefill) or context length (decode)"},
-		configKey{Name: "coalesce.heads", Kind: kindInt, Default: 32, Help: "H: query heads"},
-		configKey{Name: "coalesce.kv_heads", Kind: kindInt, Default: 32, Help: "KVH: key/value heads"},
-		configKey{Name: "coalesce.head_dim", Kind: kindInt, Default: 128, Help: "D: head width"},
-		configKey{Name: "coalesce.block_size", Kind: kindInt, Default: 16, Help: "KV cache block size"},
+		configKey{Name: "coalesce.batch", Kind: kindInt, Default: 2, Range: atLeast(1), Help: "B: sequences"},
+		configKey{Name: "coalesce.seq", Kind: kindInt, Default: 4096, Range: atLeast(1), Help: "S: new tokens per sequence (prefill) or context length (decode)"},
+		configKey{Name: "coalesce.heads", Kind: kindInt, Default: 32, Range: atLeast(1), Help: "H: query heads"},
+		configKey{Name: "coalesce.kv_heads", Kind: kindInt, Default: 32, Range: atLeast(1), Help: "KVH: key/value heads"},
+		configKey{Name: "coalesce.head_dim", Kind: kindInt, Default: 128, Range: atLeast(1), Help: "D: head width"},
+		configKey{Name: "coalesce.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
 		configKey{Name: "coalesce.dtype", Kind: kindString, Default: "f32", Help: "element type: f32, f16 or bf16"},
 		configKey{Name: "coalesce.phase", Kind: kindString, Default: "prefill", Allowed: []string{"prefill", "decode"}, Help: "prefill (S new tokens) or decode (1 new token over S cached)"},
-		configKey{Name: "coalesce.partition", Kind: kindInt, Default: 0, Help: "decode split-KV partition size; 0 = no split"},
-		configKey{Name: "coalesce.bandwidth", Kind: kindFloat, Default: 4.8, Help: "HBM bandwidth in TB/s for the time estimate (H200 peak: 4.8)"},
+		configKey{Name: "coalesce.partition", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "decode split-KV partition size; 0 = no split"},
+		configKey{Name: "coalesce.bandwidth", Kind: kindFloat, Default: 4.8, Range: above(0), Help: "HBM bandwidth in TB/s for the time estimate (H200 peak: 4.8)"},
 		configKey{Name: "coalesce.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer coalesce"},
 		configKey{Name: "coalesce.device", Kind: kindString, Default: "model", Allowed: []string{"model", "cuda"}, Help: "model: traffic model only; cuda: also run and time the kernels on GPU 0"},
-		configKey{Name: "coalesce.reps", Kind: kindInt, Default: 3, Help: "timed runs per path with --device cuda (after one warm-up)"},
+		configKey{Name: "coalesce.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "timed runs per path with --device cuda (after one warm-up)"},
 		configKey{Name: "coalesce.warps", Kind: kindBool, Default: true, Help: "also print the seed's single-warp experiments"},
 	)
 	register(newCoalesceCmd)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
@@ -19,7 +21,7 @@ import (
 func init() {
 	registerKeys(
 		configKey{Name: "compare.contexts", Kind: kindString, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
-		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Help: "decode steps after each sweep point's prefill"},
+		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Range: atLeast(0), Help: "decode steps after each sweep point's prefill"},
 		configKey{Name: "compare.plot", Kind: kindPath, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
 		configKey{Name: "compare.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
 	)
@@ -133,7 +135,7 @@ func compareRows(p comparePoint) []compareRow {
 }
 
 func runCompare(a *app, cmd *cobra.Command) error {
-	out := cmd.OutOrStdout()
+	out, ctx := cmd.OutOrStdout(), cmd.Context()
 	lm, err := loadModel(a)
 	if err != nil {
 		return err
@@ -143,56 +145,105 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	c := lm.m.Config
-	var points []comparePoint
-	if spec := strings.TrimSpace(a.getString("compare.contexts")); spec != "" {
-		contexts, err := parseContexts(spec)
-		if err != nil {
+	if err := checkKVPool(lm.m.Config, opts); err != nil {
+		return err
+	}
+	spec := strings.TrimSpace(a.getString("compare.contexts"))
+	var contexts []int
+	if spec != "" {
+		if contexts, err = parseContexts(spec); err != nil {
 			return err
 		}
-		decode := a.getInt("compare.decode")
-		for _, L := range contexts {
-			mk, err := engine.ContextRequests(c, L, decode)
-			if err != nil {
-				return err
-			}
-			cmp, err := engine.Compare(lm.m, opts, mk)
-			if err != nil {
-				return err
-			}
-			points = append(points, newPoint(L, cmp))
+	}
+	// The chart's file is opened before the sweep, so a path that cannot
+	// be written fails at once instead of after minutes of measuring.
+	var plot *outfile.File
+	if path := a.getPath("compare.plot"); path != "" {
+		if len(contexts) < 2 {
+			return fmt.Errorf("--plot needs a sweep of at least two --contexts")
 		}
-	} else {
-		mk, err := generationRequests(a, lm, cmd.ErrOrStderr())
-		if err != nil {
+		if plot, err = outfile.Create(ctx, path); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		defer plot.Abort()
+	}
+	points, runErr := comparePoints(ctx, a, lm, opts, contexts, cmd.ErrOrStderr())
+	if len(points) == 0 {
+		return runErr
+	}
+	// The rows measured are printed even when the sweep was interrupted
+	// or failed part way, and before the chart is drawn.
+	if err := writeCompare(out, a.getString("compare.output"), compareHeader(lm, opts), points); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if plot != nil {
+		if err := plotSweep(plot, lm.name, points); err != nil {
 			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", plot.Name())
+	}
+	return nil
+}
+
+// comparePoints runs the single comparison, or the sweep over contexts,
+// stopping at the first error or at an interrupt (checked between sweep
+// points: one point runs to its end); it returns the points measured so
+// far with that error.
+func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Options, contexts []int, stderr io.Writer) ([]comparePoint, error) {
+	if len(contexts) == 0 {
+		mk, err := generationRequests(a, lm, stderr)
+		if err != nil {
+			return nil, err
 		}
 		cmp, err := engine.Compare(lm.m, opts, mk)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		points = append(points, newPoint(0, cmp))
+		return []comparePoint{newPoint(0, cmp)}, nil
 	}
-	if path := a.getPath("compare.plot"); path != "" {
-		if len(points) < 2 {
-			return fmt.Errorf("--plot needs a sweep of at least two --contexts")
+	var points []comparePoint
+	for _, L := range contexts {
+		if err := ctx.Err(); err != nil {
+			return points, err
 		}
-		if err := plotSweep(path, lm.name, points); err != nil {
-			return err
+		mk, err := engine.ContextRequests(lm.m.Config, L, a.getInt("compare.decode"))
+		if err != nil {
+			return points, err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+		cmp, err := engine.Compare(lm.m, opts, mk)
+		if err != nil {
+			return points, fmt.Errorf("context %d: %w", L, err)
+		}
+		points = append(points, newPoint(L, cmp))
+		// Progress on stderr: a long sweep shows it is moving, and what
+		// an interrupt would keep.
+		fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", L, len(points), len(contexts))
 	}
-	header := fmt.Sprintf("model %s: dim %d, %d layers, %d heads, %d kv heads; block size %d",
+	// One point cannot be stopped part way (engine.Compare runs to the
+	// end), so an interrupt during the last one is reported here.
+	return points, ctx.Err()
+}
+
+func compareHeader(lm *loadedModel, opts engine.Options) string {
+	c := lm.m.Config
+	return fmt.Sprintf("model %s: dim %d, %d layers, %d heads, %d kv heads; block size %d",
 		lm.name, c.Dim, c.NLayers, c.NHeads, c.NKVHeads, opts.BlockSize)
-	switch a.getString("compare.output") {
+}
+
+// writeCompare prints the points as a table, Markdown or JSON.
+func writeCompare(w io.Writer, format, header string, points []comparePoint) error {
+	switch format {
 	case "json":
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(points)
 	case "markdown":
-		return writeCompareMarkdown(out, header, points)
+		return writeCompareMarkdown(w, header, points)
 	}
-	return writeCompareTable(out, header, points)
+	return writeCompareTable(w, header, points)
 }
 
 // generationRequests builds the requests of a plain comparison from the
@@ -200,17 +251,15 @@ func runCompare(a *app, cmd *cobra.Command) error {
 // from fresh samplers.
 func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []engine.Request, error) {
 	c := lm.m.Config
-	texts, err := promptTexts(a)
+	ps, err := promptList(a)
 	if err != nil {
 		return nil, err
 	}
-	var prompts [][]int
-	for i, t := range texts {
-		ids, err := lm.codec.Encode(t, true, false)
+	prompts, errs := lm.requestsFor(ps)
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("prompt %d: %w", i, err)
+			return nil, err
 		}
-		prompts = append(prompts, ids)
 	}
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
 	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))
@@ -276,5 +325,5 @@ func writeCompareMarkdown(w io.Writer, header string, points []comparePoint) err
 		fmt.Fprintf(w, "| max \\|Δlogit\\| | | %.3g | |\n", p.MaxDLog)
 		fmt.Fprintf(w, "| tokens identical | | %s | |\n", yesNo(p.Same))
 	}
-	return nil
+	return writeErr(w) // the writes above go to a checkedWriter
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"math"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -44,7 +44,53 @@ type configKey struct {
 	Kind    kind
 	Default any      // string, int, float64, bool or time.Duration per Kind; nil = zero
 	Allowed []string // for kindString: the accepted values (nil = any)
+	Range   *bounds  // for kindInt and kindFloat: the accepted values (nil = any finite number)
 	Help    string
+}
+
+// bounds is a numeric key's accepted interval. Lo and Hi are inclusive
+// unless LoOpen; ±Inf leaves a side unbounded. Every float key also
+// rejects NaN and ±Inf, which no setting means.
+type bounds struct {
+	Lo, Hi float64
+	LoOpen bool
+}
+
+// atLeast accepts lo and above; inRange accepts [lo, hi]; above accepts
+// (lo, ∞).
+func atLeast(lo float64) *bounds     { return &bounds{Lo: lo, Hi: math.Inf(1)} }
+func inRange(lo, hi float64) *bounds { return &bounds{Lo: lo, Hi: hi} }
+func above(lo float64) *bounds       { return &bounds{Lo: lo, Hi: math.Inf(1), LoOpen: true} }
+
+// String writes the interval as the error messages and --help show it:
+// "≥ 0", "> 0" or "in [0, 1]".
+func (b *bounds) String() string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	switch {
+	case math.IsInf(b.Hi, 1) && b.LoOpen:
+		return "> " + num(b.Lo)
+	case math.IsInf(b.Hi, 1):
+		return "≥ " + num(b.Lo)
+	}
+	return "in [" + num(b.Lo) + ", " + num(b.Hi) + "]"
+}
+
+func (b *bounds) contains(f float64) bool {
+	if b.LoOpen && f <= b.Lo || f < b.Lo {
+		return false
+	}
+	return f <= b.Hi
+}
+
+// checkNumber rejects NaN, ±Inf and values outside k.Range.
+func (k configKey) checkNumber(f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%v is not a finite number", f)
+	}
+	if k.Range != nil && !k.Range.contains(f) {
+		return fmt.Errorf("must be %v (got %v)", k.Range, f)
+	}
+	return nil
 }
 
 // envName returns the environment variable that sets key.
@@ -129,11 +175,17 @@ func (k configKey) check(v any) error {
 		}
 		return nil
 	case kindInt:
-		_, err := toInt(v)
-		return err
+		n, err := toInt(v)
+		if err != nil {
+			return err
+		}
+		return k.checkNumber(float64(n))
 	case kindFloat:
-		_, err := toFloat(v)
-		return err
+		f, err := toFloat(v)
+		if err != nil {
+			return err
+		}
+		return k.checkNumber(f)
 	case kindBool:
 		_, err := toBool(v)
 		return err
@@ -335,9 +387,9 @@ func (r *registry) sortedKeys() []string {
 // readConfigFile loads a YAML config file into v, rejecting keys nobody
 // declared (naming the key and the file) and values of the wrong type.
 func (r *registry) readConfigFile(v *viper.Viper, path string) error {
-	data, err := os.ReadFile(path)
+	data, err := readCapped(path, "config")
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	// A separate viper sees only the file, so its keys are exactly the
 	// file's keys (the main one also holds defaults and flags).

@@ -2,12 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/llama2c"
 )
@@ -17,7 +18,7 @@ func init() {
 		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
 		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2"},
 			Help: "checkpoint format: legacy (float32, run.c) or v2 (Q8_0, runq.c)"},
-		configKey{Name: "export.group_size", Kind: kindInt, Default: 0,
+		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
 	register(newExportCmd)
@@ -42,8 +43,12 @@ that no group straddles two rows; 0 picks 64 and halves it until it does
 (stories260K, hidden_dim 172, gets 4). A v2 checkpoint re-exported with its
 own group size is copied byte for byte.
 
-The file is written to a temporary name beside --out and renamed at the
-end, so a failed export never leaves a truncated checkpoint behind.`,
+A regular file (or a new path) at --out is written to a temporary file beside
+it, fsynced and renamed at the end, so a failed or interrupted export never
+leaves a truncated checkpoint or a temporary file behind; a symlink is
+followed to the file it names. A new file gets mode 0666 minus the umask, a
+replaced one keeps its mode. A FIFO or character device (/dev/stdout) is
+written through; a directory, socket or block device is refused.`,
 		Example: `  infer export --out tiny.bin
   infer export --checkpoint stories15M.bin --format v2 --out stories15M-q80.bin
   infer export --synthetic.dim 288 --synthetic.hidden_dim 768 --synthetic.n_layers 6 \
@@ -56,9 +61,6 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 				return fmt.Errorf("export: --out FILE is required")
 			}
 			format, gs := a.getString("export.format"), a.getInt("export.group_size")
-			if gs < 0 {
-				return fmt.Errorf("export: --group-size must be >= 0 (got %d)", gs)
-			}
 			if format != "v2" && gs != 0 {
 				return fmt.Errorf("export: --group-size applies to --format v2 only")
 			}
@@ -77,16 +79,13 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 				desc = fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs)
 				write = func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }
 			}
-			if err := writeCheckpoint(out, write); err != nil {
+			size, err := writeCheckpoint(cmd.Context(), out, write)
+			if err != nil {
 				return err
 			}
-			size := int64(0)
-			if st, err := os.Stat(out); err == nil {
-				size = st.Size()
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %d bytes): dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %d bytes): dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
 				out, desc, size, c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen, c.Params())
-			return nil
+			return err
 		},
 	}
 	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint to re-export; empty = the synthetic model")
@@ -97,31 +96,38 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 	return cmd
 }
 
-// writeCheckpoint runs write over a temporary file beside path and renames
-// it to path once complete (atomic on POSIX file systems).
-func writeCheckpoint(path string, write func(*bufio.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+// writeCheckpoint runs write into path through package outfile (a
+// temporary file renamed over a regular target once complete, or written
+// through to a FIFO or device) and returns the bytes written. On any
+// error, an interrupt included, the temporary file is removed.
+func writeCheckpoint(ctx context.Context, path string, write func(*bufio.Writer) error) (int64, error) {
+	f, err := outfile.Create(ctx, path)
 	if err != nil {
-		return fmt.Errorf("export: %w", err)
+		return 0, fmt.Errorf("export: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	if err = write(w); err != nil {
-		return fmt.Errorf("export %s: %w", path, err)
+	defer f.Abort()
+	cw := &countingWriter{w: f}
+	w := bufio.NewWriterSize(cw, 1<<20)
+	if err := write(w); err != nil {
+		return 0, fmt.Errorf("export %s: %w", path, err)
 	}
-	if err = w.Flush(); err != nil {
-		return fmt.Errorf("export %s: %w", path, err)
+	if err := w.Flush(); err != nil {
+		return 0, fmt.Errorf("export %s: %w", path, err)
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("export %s: %w", path, err)
+	if err := f.Commit(); err != nil {
+		return 0, fmt.Errorf("export %s: %w", path, err)
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("export %s: %w", path, err)
-	}
-	return nil
+	return cw.n, nil
+}
+
+// countingWriter counts the bytes that reached w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,10 +16,10 @@ import (
 func init() {
 	registerKeys(
 		configKey{Name: "prompt", Kind: kindStrings, Default: []string{}, Help: "prompt text; a list (or a repeated --prompt) runs several sequences"},
-		configKey{Name: "prompts", Kind: kindPath, Default: "", Help: "file with one prompt per line"},
-		configKey{Name: "steps", Kind: kindInt, Default: 256, Help: "positions to run, prompt included (run.c's -n); 0 = seq_len"},
-		configKey{Name: "temperature", Kind: kindFloat, Default: 1.0, Help: "sampling temperature; 0 = greedy"},
-		configKey{Name: "topp", Kind: kindFloat, Default: 0.9, Help: "top-p (nucleus) sampling; 0 or 1 = off"},
+		configKey{Name: "prompts", Kind: kindPath, Default: "", Help: "file with one prompt per line (at most 16 MiB); not with prompt"},
+		configKey{Name: "steps", Kind: kindInt, Default: 256, Range: atLeast(0), Help: "positions to run, prompt included (run.c's -n); 0 = seq_len"},
+		configKey{Name: "temperature", Kind: kindFloat, Default: 1.0, Range: atLeast(0), Help: "sampling temperature; 0 = greedy"},
+		configKey{Name: "topp", Kind: kindFloat, Default: 0.9, Range: inRange(0, 1), Help: "top-p (nucleus) sampling; 0 or 1 = off"},
 		configKey{Name: "seed", Kind: kindInt, Default: 0, Help: "RNG seed; 0 = time-based, as run.c"},
 		configKey{Name: "generate.output", Kind: kindString, Default: "text", Allowed: []string{"text", "ids", "json"}, Help: "output of infer generate"},
 	)
@@ -41,7 +42,20 @@ the synthetic.* keys runs (random weights: its text is noise).
 
 Output: text streams token by token (one prompt) and ends with a tok/s line
 on stderr; ids prints the ids after BOS on one line per sequence (prompt
-tokens, then generated ones); json prints one JSON object per sequence.`,
+tokens, then generated ones); json prints one JSON object per sequence the
+moment it finishes (in completion order; "seq" is its index), with its
+"finish_reason": length, eos, interrupted or error.
+
+Ctrl-C (SIGINT) or SIGTERM stops at the next step: every sequence's tokens so
+far are printed in the chosen format and the exit status is 130. A second
+signal exits at once. A failed write (a full disk, a closed pipe) is an error
+with exit status 1.
+
+Where run.c silently overrides a value, generate refuses it instead:
+--steps must be >= 0 (run.c turns a negative one into seq_len), --topp must
+be in [0, 1] (run.c turns any other value into 0.9), and NaN or infinite
+numbers are refused for every setting. As in run.c, --steps 0 or above
+seq_len means seq_len (the latter with a warning).`,
 		Example: `  infer generate --config configs/stories260k.yaml --temperature 0
   infer generate --checkpoint stories15M.bin --tokenizer tokenizer.bin --prompt "Once upon a time"
   infer generate --config configs/tiny.yaml --prompt a --prompt b --output json`,
@@ -64,118 +78,182 @@ type seqOutput struct {
 	Text         string `json:"text"`
 	CachedTokens int    `json:"cached_tokens"`
 	Preemptions  int    `json:"preemptions"`
+	FinishReason string `json:"finish_reason"`
 	Error        string `json:"error,omitempty"`
 }
 
+// generation is one run of infer generate: the prompts, where output
+// goes, and the results as they arrive.
+type generation struct {
+	lm      *loadedModel
+	prompts []prompt
+	format  string
+	stream  bool // text of a single prompt, token by token
+	out     io.Writer
+	stderr  io.Writer
+	cancel  context.CancelFunc // stops the run when a write fails
+	res     []engine.Result     // by prompt index
+	first   time.Time          // when the first streamed token arrived
+	emitted int                // tokens streamed
+}
+
 func runGenerate(a *app, cmd *cobra.Command) error {
-	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	lm, err := loadModel(a)
 	if err != nil {
 		return err
 	}
 	defer lm.m.Close() // unmap the checkpoint
-	c := lm.m.Config
-	texts, err := promptTexts(a)
+	ps, err := promptList(a)
 	if err != nil {
 		return err
 	}
-	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
-	temp, topp := a.getFloat("temperature"), a.getFloat("topp")
-	if temp < 0 {
-		return fmt.Errorf("temperature must be >= 0 (got %g)", temp)
-	}
-	seed := samplerSeed(a)
-	var reqs []engine.Request
-	var encodeErrs = make([]error, len(texts))
-	for i, text := range texts {
-		ids, err := lm.codec.Encode(text, true, false)
-		if err == nil && len(ids) > c.SeqLen {
-			err = fmt.Errorf("prompt %d is %d tokens, longer than seq_len %d", i, len(ids), c.SeqLen)
-		}
-		if err != nil {
-			encodeErrs[i] = err
-			ids = []int{model.BOSID}
-		}
-		reqs = append(reqs, engine.Request{Prompt: ids, Steps: steps,
-			Sampler: model.NewSampler(c.VocabSize, float32(temp), float32(topp), seed)})
-	}
+	c := lm.m.Config
+	steps := clampSteps(a.getInt("steps"), c.SeqLen, cmd.ErrOrStderr())
+	ids, encErrs := lm.requestsFor(ps) // before the KV pool is allocated
 	opts, err := engineOptions(a, nil)
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(lm.m, opts)
+	e, err := newEngine(lm.m, opts)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-
-	format := a.getString("generate.output")
-	stream := format == "text" && len(texts) == 1 && encodeErrs[0] == nil
-	var first time.Time
-	var streamed int
-	emit := func(ev engine.Event) {
-		if !stream {
-			return
+	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
+		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]engine.Result, len(ps))}
+	temp, topp, seed := float32(a.getFloat("temperature")), float32(a.getFloat("topp")), samplerSeed(a)
+	var reqs []engine.Request
+	var index []int // index[k] is the prompt of request k
+	for i := range ps {
+		if encErrs[i] != nil {
+			g.finish(i, engine.Result{Err: encErrs[i], FinishReason: engine.FinishError})
+			continue
 		}
-		// run.c starts its clock after the first step; so do we.
-		if streamed == 0 {
-			first = time.Now()
-		}
-		streamed++
-		writePiece(out, lm.codec.Decode(ev.Prev, ev.Token))
+		index = append(index, i)
+		reqs = append(reqs, engine.Request{Prompt: ids[i], Steps: steps,
+			Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)})
 	}
-	res, _, err := e.Generate(reqs, emit)
-	if err != nil {
+	g.stream = g.format == "text" && len(ps) == 1 && len(reqs) == 1
+	return g.run(cmd.Context(), e, reqs, index)
+}
+
+// run generates reqs (reqs[k] is prompt index[k]) and prints the
+// results in the chosen format; an interrupt prints what there is and
+// returns the context's error.
+func (g *generation) run(parent context.Context, e *engine.Engine, reqs []engine.Request, index []int) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	g.cancel = cancel
+	hooks := engine.Hooks{Finish: func(k int, r engine.Result) { g.finish(index[k], r) }}
+	if g.stream {
+		hooks.Token = g.token
+	}
+	var runErr error
+	if len(reqs) > 0 {
+		_, _, runErr = e.Run(ctx, reqs, hooks)
+	}
+	if err := writeErr(g.out); err != nil {
 		return err
 	}
-	for i := range res {
-		if encodeErrs[i] != nil {
-			res[i] = engine.Result{Err: encodeErrs[i]}
-		}
+	if runErr != nil && parent.Err() == nil {
+		return runErr
 	}
-	if stream {
-		if res[0].Err != nil {
-			return res[0].Err
+	if err := g.printAll(); err != nil {
+		return err
+	}
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	return g.failures()
+}
+
+// token streams one token of the single text prompt.
+func (g *generation) token(ev engine.Event) {
+	// run.c starts its clock after the first step; so do we.
+	if g.emitted == 0 {
+		g.first = time.Now()
+	}
+	g.emitted++
+	if err := writePiece(g.out, g.lm.codec.Decode(ev.Prev, ev.Token)); err != nil {
+		g.cancel()
+	}
+}
+
+// finish records prompt i's result; --output json prints it at once.
+func (g *generation) finish(i int, r engine.Result) {
+	g.res[i] = r
+	if g.format != "json" {
+		return
+	}
+	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: r.Tokens, Text: decodeAll(g.lm.codec, r.Tokens),
+		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason)}
+	if o.IDs == nil {
+		o.IDs = []int{}
+	}
+	if r.Err != nil {
+		o.Error = r.Err.Error()
+	}
+	b, err := json.Marshal(o)
+	if err == nil {
+		_, err = fmt.Fprintln(g.out, string(b))
+	}
+	if err != nil && g.cancel != nil {
+		g.cancel()
+	}
+}
+
+// printAll prints the results the format did not print as they came:
+// the streamed text's final newline and tok/s, or every sequence's ids
+// or text in prompt order (partial ones after an interrupt).
+func (g *generation) printAll() error {
+	if g.stream {
+		if r := g.res[0]; r.Err != nil {
+			return r.Err
 		}
-		fmt.Fprintln(out) // run.c ends its text with a newline
-		if streamed > 1 {
-			fmt.Fprintf(stderr, "achieved tok/s: %f\n", float64(streamed-1)/time.Since(first).Seconds())
+		if _, err := fmt.Fprintln(g.out); err != nil { // run.c ends its text with a newline
+			return err
+		}
+		if g.emitted > 1 && g.res[0].FinishReason != engine.FinishInterrupted {
+			fmt.Fprintf(g.stderr, "achieved tok/s: %f\n", float64(g.emitted-1)/time.Since(g.first).Seconds())
 		}
 		return nil
 	}
+	for i, r := range g.res {
+		if r.Err != nil || g.format == "json" {
+			continue
+		}
+		var err error
+		switch {
+		case g.format == "ids":
+			err = writeIDs(g.out, r.Tokens)
+		case len(g.res) > 1:
+			_, err = fmt.Fprintf(g.out, "=== sequence %d ===\n%s\n", i, decodeAll(g.lm.codec, r.Tokens))
+		default:
+			_, err = fmt.Fprintln(g.out, decodeAll(g.lm.codec, r.Tokens))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failures reports the sequences that failed: a single prompt's error
+// as the command's error (one line), or one line per failed sequence and
+// an error counting them.
+func (g *generation) failures() error {
+	if len(g.res) == 1 {
+		return g.res[0].Err
+	}
 	failed := 0
-	for i, r := range res {
+	for i, r := range g.res {
 		if r.Err != nil {
 			failed++
-			fmt.Fprintf(stderr, "infer: sequence %d: %v\n", i, r.Err)
-		}
-		switch format {
-		case "ids":
-			if r.Err == nil {
-				writeIDs(out, r.Tokens)
-			}
-		case "json":
-			o := seqOutput{Seq: i, Prompt: texts[i], IDs: r.Tokens, Text: decodeAll(lm.codec, r.Tokens),
-				CachedTokens: r.CachedTokens, Preemptions: r.Preemptions}
-			if o.IDs == nil {
-				o.IDs = []int{}
-			}
-			if r.Err != nil {
-				o.Error = r.Err.Error()
-			}
-			b, _ := json.Marshal(o)
-			fmt.Fprintln(out, string(b))
-		default:
-			if r.Err == nil {
-				if len(res) > 1 {
-					fmt.Fprintf(out, "=== sequence %d ===\n", i)
-				}
-				fmt.Fprintln(out, decodeAll(lm.codec, r.Tokens))
-			}
+			fmt.Fprintf(g.stderr, "infer: sequence %d: %v\n", i, r.Err)
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d sequences failed", failed, len(res))
+		return fmt.Errorf("%d of %d sequences failed", failed, len(g.res))
 	}
 	return nil
 }
@@ -207,13 +285,17 @@ func appendPiece(b []byte, piece string) []byte {
 	return append(b, piece...)
 }
 
-func writePiece(w io.Writer, piece string) {
+// writePiece writes one streamed piece as run.c's safe_printf would.
+func writePiece(w io.Writer, piece string) error {
 	if b := appendPiece(nil, piece); len(b) > 0 {
-		w.Write(b)
+		_, err := w.Write(b)
+		return err
 	}
+	return nil
 }
 
-func writeIDs(w io.Writer, ids []int) {
+// writeIDs writes one line of space-separated ids.
+func writeIDs(w io.Writer, ids []int) error {
 	b := make([]byte, 0, len(ids)*4)
 	for i, id := range ids {
 		if i > 0 {
@@ -221,5 +303,6 @@ func writeIDs(w io.Writer, ids []int) {
 		}
 		b = fmt.Appendf(b, "%d", id)
 	}
-	fmt.Fprintln(w, string(b))
+	_, err := fmt.Fprintln(w, string(b))
+	return err
 }

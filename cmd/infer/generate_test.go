@@ -41,24 +41,33 @@ func TestGenerateGoldenText(t *testing.T) {
 	}
 }
 
+// TestGenerateConfigAndEnvPrecedence: configs/stories260k.yaml sets
+// temperature 0 and 256 steps; INFER_STEPS overrides the file and --steps
+// the environment. The model files are the ones sharedModels located
+// (flags beat the ../../shared paths written in the file), and the ids
+// are llama2.c's greedy ones, so temperature 0 did come from the file.
 func TestGenerateConfigAndEnvPrecedence(t *testing.T) {
 	models := sharedModels(t)
+	golden, err := os.ReadFile(filepath.Join(models, "golden", "stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Fields(string(golden))
 	cfg := filepath.Join("..", "..", "configs", "stories260k.yaml")
-	// The config says temperature 0 and 256 steps; INFER_STEPS overrides
-	// the file and --steps overrides the environment.
+	base := []string{"generate", "--config", cfg, "--output", "ids",
+		"--checkpoint", filepath.Join(models, "stories260K.bin"), "--tokenizer", filepath.Join(models, "tok512.bin")}
 	t.Setenv("INFER_STEPS", "20")
-	code, out, errs := cli(t, "generate", "--config", cfg, "--output", "ids")
+	code, out, errs := cli(t, base...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if n := len(strings.Fields(out)); n != 20 {
-		t.Fatalf("INFER_STEPS=20 gave %d ids", n)
+	if got := strings.Fields(out); !slices.Equal(got, want[:20]) {
+		t.Fatalf("INFER_STEPS=20 gave %v, want llama2.c's first 20 greedy ids %v", got, want[:20])
 	}
-	code, out, _ = cli(t, "generate", "--config", cfg, "--output", "ids", "--steps", "7")
-	if code != 0 || len(strings.Fields(out)) != 7 {
-		t.Fatalf("--steps 7 gave %q", out)
+	code, out, errs = cli(t, append(base, "--steps", "7")...)
+	if got := strings.Fields(out); code != 0 || !slices.Equal(got, want[:7]) {
+		t.Fatalf("--steps 7: exit %d (%s), got %v, want %v", code, errs, got, want[:7])
 	}
-	_ = models
 }
 
 func TestGenerateSeveralPromptsJSON(t *testing.T) {

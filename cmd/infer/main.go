@@ -1,27 +1,133 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// Exit codes: 0 success, 1 a command failed (one line "infer: <error>"
+// on stderr, including a failed write to stdout), 2 a bug panicked (the
+// panic is recovered: a user never sees a Go stack trace), 130 the run
+// was interrupted by SIGINT or SIGTERM after printing what it had.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitBug         = 2
+	exitInterrupted = 130
+)
 
-// run executes the CLI and returns the process exit code: 0 on success,
-// 1 when a command fails (its error printed as "infer: <error>"), 2 when
-// a bug panicked — the panic is recovered here and reported the same way,
-// so a user never sees a Go stack trace.
-func run(args []string, stdout, stderr io.Writer) (code int) {
+func main() {
+	ctx, stop := interruptContext(func() {
+		outfile.RemoveTemps()
+		os.Exit(exitInterrupted)
+	})
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	// The last write's error may only surface at close (NFS, some FUSE
+	// file systems); a pipe or terminal reports nothing here.
+	if err := os.Stdout.Close(); err != nil && code == exitOK {
+		fmt.Fprintf(os.Stderr, "infer: closing standard output: %v\n", err)
+		code = exitFailed
+	}
+	os.Exit(code)
+}
+
+// run executes the CLI without signal handling (tests call it in
+// process) and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext executes the CLI under ctx, whose cancellation is an
+// interrupt, and returns the exit code (see exitOK...). Every write to
+// stdout and stderr is checked: the first failure stops further writes
+// and makes the exit code 1 with one line naming it.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	out := &checkedWriter{w: stdout, name: "standard output"}
+	errw := &checkedWriter{w: stderr, name: "standard error"}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "infer: internal error: %v\n", r)
-			code = 2
+			code = exitBug
 		}
 	}()
-	if err := Execute(args, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "infer: %v\n", err)
-		return 1
+	err := ExecuteContext(ctx, args, out, errw)
+	switch {
+	case out.err != nil:
+		fmt.Fprintf(stderr, "infer: %v\n", out.err)
+		return exitFailed
+	case err == nil && errw.err != nil:
+		return exitFailed // nowhere left to say so
+	case err == nil:
+		return exitOK
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "infer: interrupted")
+		return exitInterrupted
 	}
-	return 0
+	fmt.Fprintf(stderr, "infer: %v\n", err)
+	return exitFailed
+}
+
+// checkedWriter remembers the first write error; later writes fail with
+// it without writing, so output never continues after a gap.
+type checkedWriter struct {
+	w    io.Writer
+	name string
+	err  error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		c.err = fmt.Errorf("writing %s: %w", c.name, err)
+	}
+	return n, c.err
+}
+
+// writeErr returns the first error of a checkedWriter (nil for any other
+// writer): commands that stream call it to stop early.
+func writeErr(w io.Writer) error {
+	if c, ok := w.(*checkedWriter); ok {
+		return c.err
+	}
+	return nil
+}
+
+// interruptContext returns a context cancelled by the first SIGINT or
+// SIGTERM, so the command stops at its next step and prints what it has;
+// a second signal calls exitNow. stop releases the signals.
+func interruptContext(exitNow func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go watchSignals(ch, cancel, exitNow)
+	return ctx, func() {
+		signal.Stop(ch)
+		close(ch)
+		cancel()
+	}
+}
+
+// watchSignals cancels on the first signal and calls exitNow on the
+// second; it returns when ch is closed.
+func watchSignals(ch <-chan os.Signal, cancel, exitNow func()) {
+	if _, ok := <-ch; !ok {
+		return
+	}
+	cancel()
+	if _, ok := <-ch; ok {
+		exitNow()
+	}
 }

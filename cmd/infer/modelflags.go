@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -35,12 +34,12 @@ func init() {
 		configKey{Name: "synthetic.seq_len", Kind: kindInt, Default: 2048, Help: "synthetic model: max positions"},
 		configKey{Name: "weights", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
 		configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
-		configKey{Name: "block_size", Kind: kindInt, Default: 16, Help: "KV cache block size (tokens)"},
-		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
-		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB"},
+		configKey{Name: "block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size (tokens)"},
+		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
+		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
 		configKey{Name: "kv_dtype", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
-		configKey{Name: "threads", Kind: kindInt, Default: 0, Help: "worker threads; 0 = all cores"},
-		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Help: "most sequences running at once; 0 = no cap"},
+		configKey{Name: "threads", Kind: kindInt, Default: 0, Range: inRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
+		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "most sequences running at once; 0 = no cap"},
 		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
 	)
 }
@@ -54,10 +53,10 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
 		{"block-size", "block_size", "KV cache block size"},
-		{"num-blocks", "num_blocks", "KV cache blocks"},
-		{"kv-memory", "kv_memory", "KV cache byte budget"},
+		{"num-blocks", "num_blocks", "KV cache blocks; 0 = from --kv-memory, else 8 full sequences"},
+		{"kv-memory", "kv_memory", "KV cache byte budget, e.g. 64MiB; at least one block"},
 		{"kv-dtype", "kv_dtype", "KV cache dtype"},
-		{"threads", "threads", "worker threads"},
+		{"threads", "threads", "worker threads; 0 = all cores"},
 		{"max-batch", "max_batch", "most running sequences"},
 		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
 	} {
@@ -72,11 +71,11 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 // compare.
 func generationFlags(a *app, cmd *cobra.Command) {
 	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line")
-	a.flag(cmd, "steps", "steps", "positions to run, prompt included")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature")
-	a.flag(cmd, "topp", "topp", "top-p sampling")
-	a.flag(cmd, "seed", "seed", "RNG seed")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt)")
+	a.flag(cmd, "steps", "steps", "positions to run, prompt included; 0 = seq_len")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature; 0 = greedy")
+	a.flag(cmd, "topp", "topp", "top-p sampling; 0 or 1 = off")
+	a.flag(cmd, "seed", "seed", "RNG seed; 0 = the time")
 }
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
@@ -97,9 +96,10 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 // loadedModel is a model with its text codec and a description for
 // reports.
 type loadedModel struct {
-	m     *model.Model
-	codec model.TextCodec
-	name  string
+	m        *model.Model
+	codec    model.TextCodec
+	name     string
+	maxPiece int // see maxPieceBytes; 0 until computed
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -127,6 +127,9 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
 			SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
 			SharedClassifier: true, WeightDType: wdt,
+		}
+		if err := checkWeights(c); err != nil {
+			return nil, err
 		}
 		m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
 		if err != nil {
@@ -166,7 +169,8 @@ func weightDType(s string) (tensor.DType, bool, error) {
 	return dt, false, err
 }
 
-// engineOptions reads the engine keys.
+// engineOptions reads the engine keys (their ranges were checked when
+// the configuration loaded).
 func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
 	if err != nil {
@@ -177,14 +181,10 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 		if budget, err = kvcache.ParseBytes(s); err != nil {
 			return engine.Options{}, fmt.Errorf("kv_memory: %w", err)
 		}
-	}
-	for _, k := range []string{"block_size", "num_blocks", "threads", "max_batch"} {
-		if a.getInt(k) < 0 {
-			return engine.Options{}, fmt.Errorf("%s must be >= 0 (got %d)", k, a.getInt(k))
+		if budget == 0 {
+			// 0 bytes would silently mean "the default pool".
+			return engine.Options{}, fmt.Errorf("kv_memory %q is 0 bytes, smaller than one KV block; give at least one block's bytes, or leave it unset for the default pool", s)
 		}
-	}
-	if a.getInt("block_size") == 0 {
-		return engine.Options{}, fmt.Errorf("block_size must be > 0")
 	}
 	return engine.Options{
 		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
@@ -193,8 +193,20 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 	}, nil
 }
 
+// newEngine is engine.New after checking that the KV pool fits the
+// machine's physical memory, so --kv-memory 400GiB or --num-blocks
+// 134217727 is an error naming both sizes instead of an out-of-memory
+// crash.
+func newEngine(m *model.Model, opts engine.Options) (*engine.Engine, error) {
+	if err := checkKVPool(m.Config, opts); err != nil {
+		return nil, err
+	}
+	return engine.New(m, opts)
+}
+
 // clampSteps applies run.c's rule: 0 or more than seq_len means seq_len,
-// with a warning when a larger value was asked for.
+// with a warning when a larger value was asked for. (A negative value,
+// which run.c also turns into seq_len, is refused by the key's range.)
 func clampSteps(steps, seqLen int, stderr io.Writer) int {
 	if steps > seqLen {
 		fmt.Fprintf(stderr, "warning: --steps %d exceeds seq_len %d; clamped to %d\n", steps, seqLen, seqLen)
@@ -204,35 +216,4 @@ func clampSteps(steps, seqLen int, stderr io.Writer) int {
 		return seqLen
 	}
 	return steps
-}
-
-// promptTexts returns the prompts to run: the prompt key (repeated
-// --prompt flags, INFER_PROMPT, or a string or list in the config file),
-// else the lines of the prompts file, else one empty prompt.
-func promptTexts(a *app) ([]string, error) {
-	if texts := a.getStrings("prompt"); len(texts) > 0 {
-		return texts, nil
-	}
-	if path := a.getPath("prompts"); path != "" {
-		return readPromptsFile(path)
-	}
-	return []string{""}, nil
-}
-
-// readPromptsFile returns the non-empty lines of a prompts file.
-func readPromptsFile(path string) ([]string, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("prompts file: %w", err)
-	}
-	var out []string
-	for _, line := range strings.Split(strings.ReplaceAll(string(raw), "\r\n", "\n"), "\n") {
-		if strings.TrimSpace(line) != "" {
-			out = append(out, line)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("prompts file %s has no prompts", path)
-	}
-	return out, nil
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -11,12 +9,14 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 )
 
 // plotSweep draws a sweep as three side-by-side charts against context
 // length: prefill time, decode time per token, and bytes copied, one line
-// per path. It writes a PNG.
-func plotSweep(path, modelName string, points []comparePoint) error {
+// per path. It writes a PNG to f and commits it.
+func plotSweep(f *outfile.File, modelName string, points []comparePoint) error {
 	series := func(get func(pathJSON) float64) (naive, fused plotter.XYs) {
 		for _, p := range points {
 			naive = append(naive, plotter.XY{X: float64(p.Context), Y: get(p.Naive)})
@@ -59,19 +59,12 @@ func plotSweep(path, modelName string, points []comparePoint) error {
 		p.Draw(canvases[0][i])
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("plot: %w", err)
-	}
 	png := vgimg.PngCanvas{Canvas: img}
-	if _, err := png.WriteTo(tmp); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("plot %s: %w", path, err)
+	if _, err := png.WriteTo(f); err != nil {
+		return fmt.Errorf("plot %s: %w", f.Name(), err)
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("plot %s: %w", path, err)
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("plot %s: %w", f.Name(), err)
 	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }

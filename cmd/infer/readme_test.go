@@ -26,6 +26,9 @@ func keysMarkdown() string {
 		if len(k.Allowed) > 0 {
 			typ = strings.Join(k.Allowed, " \\| ")
 		}
+		if k.Range != nil {
+			typ += " " + strings.ReplaceAll(k.Range.String(), "|", "\\|")
+		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", name, envName(name), typ, def, k.Help)
 	}
 	return b.String()

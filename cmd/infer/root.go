@@ -43,9 +43,27 @@
 // tests can capture it; return errors rather than exiting; do not set
 // PersistentPreRunE on a subcommand without calling the root's (hooks
 // traverse: the root's runs first and loads the configuration).
+//
+// # Hardening rules for every command
+//
+//   - Numbers: give the key a Range (atLeast, inRange, above); NaN and
+//     ±Inf are refused for every float key by the loader.
+//   - Output files: open them with outfile.Create(cmd.Context(), path)
+//     and Commit at the end, deferring Abort (cmd/infer/internal/outfile:
+//     temp file + rename, devices and FIFOs written through).
+//   - Input files a user names (prompts, configs): read them with
+//     readCapped, which stops at maxInputBytes.
+//   - Sizes: check what a setting will allocate before allocating it
+//     (checkKVPool, fitsMemory); build engines with newEngine.
+//   - Interrupts: cmd.Context() is cancelled by SIGINT/SIGTERM; stop at
+//     the next step, print what was done, and return ctx.Err() (exit 130).
+//   - Writes to stdout and stderr are checked by runContext, but a
+//     command that streams should stop at the first failed write
+//     (writeErr).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +124,9 @@ func (a *app) flag(cmd *cobra.Command, name, key, usage string) {
 	}
 	if len(k.Allowed) > 0 {
 		usage += " (" + strings.Join(k.Allowed, "|") + ")"
+	}
+	if k.Range != nil {
+		usage += "; " + k.Range.String()
 	}
 	usage += "; env " + envName(key)
 	fs := cmd.Flags()
@@ -252,10 +273,20 @@ file given by --config (or INFER_CONFIG), then defaults.`,
 // Execute runs the CLI with args (without the program name), writing to
 // stdout and stderr. It returns the error to report; it does not exit.
 func Execute(args []string, stdout, stderr io.Writer) error {
-	return executeWith(defaultRegistry, args, stdout, stderr)
+	return ExecuteContext(context.Background(), args, stdout, stderr)
+}
+
+// ExecuteContext is Execute under ctx: commands stop at their next step
+// once it is done (an interrupt) and report what they have.
+func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return executeWithContext(ctx, defaultRegistry, args, stdout, stderr)
 }
 
 func executeWith(reg *registry, args []string, stdout, stderr io.Writer) error {
+	return executeWithContext(context.Background(), reg, args, stdout, stderr)
+}
+
+func executeWithContext(ctx context.Context, reg *registry, args []string, stdout, stderr io.Writer) error {
 	if len(reg.errs) > 0 {
 		return errors.Join(reg.errs...)
 	}
@@ -270,5 +301,5 @@ func executeWith(reg *registry, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return root.Execute()
+	return root.ExecuteContext(ctx)
 }

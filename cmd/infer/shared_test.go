@@ -2,29 +2,17 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
-// sharedModels returns ../shared/models beside the checkout (or
-// $STRIDE_SHARED/models), skipping the test with the reason printed when
-// the fixtures are absent: they are never copied into the repository.
+// sharedModels returns the shared models directory (../shared/models, or
+// $STRIDE_SHARED/models): skipped with the reason when absent, a failure
+// under CI=true (see package testfixture).
 func sharedModels(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("STRIDE_SHARED")
-	if dir == "" {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			t.Skipf("cannot locate the repository root: %v", err)
-		}
-		dir = filepath.Join(filepath.Dir(root), "shared")
-	}
-	models := filepath.Join(dir, "models")
-	if st, err := os.Stat(models); err != nil || !st.IsDir() {
-		t.Skipf("shared fixtures not found at %s (set STRIDE_SHARED); skipping", models)
-	}
-	return models
+	return testfixture.File(t, "models")
 }
 
 // cli runs the CLI in-process and returns its exit code and output.

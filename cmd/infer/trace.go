@@ -15,13 +15,13 @@ func init() {
 	registerKeys(
 		configKey{Name: "trace.path", Kind: kindString, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
 		configKey{Name: "trace.meta", Kind: kindBool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
-		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Help: "B: sequences"},
-		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Help: "S: new tokens per sequence"},
-		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
-		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Help: "H: query heads; 0 = the model's"},
-		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Help: "KVH: key/value heads; 0 = the model's"},
-		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Help: "D: head width; 0 = the model's"},
-		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Help: "KV cache block size"},
+		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Range: atLeast(1), Help: "B: sequences"},
+		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "S: new tokens per sequence"},
+		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
+		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "H: query heads; 0 = the model's"},
+		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
+		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "D: head width; 0 = the model's"},
+		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
 		configKey{Name: "trace.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
 	)
 	register(newTraceCmd)
@@ -40,6 +40,9 @@ and copied. The numbers are the ones PyTorch would print for the same code.
 With --meta the layouts are computed on meta tensors, so the seed's
 B=2, S=4096, H=32, D=128 layer (configs/seed-mha.yaml) costs nothing; without
 it the layer runs for real on random inputs and the accounting is measured.
+Meta mode allocates no tensor data, but the batch's slot mapping and block
+tables hold one int32 per token and KV block, so B·(S + blocks) is limited to
+2^24 entries and every size product is checked for overflow first.
 Head counts default to the model's (the synthetic model, or --checkpoint).`,
 		Example: `  infer trace --config configs/seed-mha.yaml --meta
   infer trace --heads 12 --kv-heads 4 --head-dim 64 --seq 8 --output markdown
