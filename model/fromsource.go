@@ -27,6 +27,13 @@ type LoadOptions struct {
 	// or BF16 dequantize it (q·scale in float32, as the kernels compute
 	// it) and round it once.
 	WeightDType tensor.DType
+	// AsStored keeps every matrix in the type the file stores it in:
+	// F16 and BF16 are not widened and block-quantized types are not
+	// dequantized, so the bytes streamed per token are the file's
+	// (what a GGUF load wants by default). WeightDType is then ignored and
+	// Config.WeightDType reports the token embedding's dtype (F32 for a
+	// block type).
+	AsStored bool
 	// NoMmap makes a format read the file into Go memory instead of
 	// mapping it. By default (false) formats map the checkpoint where the
 	// platform has mmap and the host is little-endian, and the weights
@@ -73,7 +80,10 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 		src.Close()
 		return nil, fmt.Errorf("checkpoint %s: unknown weight dtype %d", name, opts.WeightDType)
 	}
-	b := &builder{src: src, dt: opts.WeightDType, led: opts.Ledger}
+	b := &builder{src: src, dt: opts.WeightDType, asStored: opts.AsStored, led: opts.Ledger}
+	if b.asStored {
+		b.dt = tensor.F32 // block types stay quantized; floats keep their own dtype
+	}
 	if ms, ok := src.(MappedSource); ok {
 		b.mapped = ms.MappedBytes()
 	}
@@ -100,13 +110,14 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 
 // builder is the state of one FromSource.
 type builder struct {
-	src    Source
-	cfg    Config
-	dt     tensor.DType
-	led    *tensor.Ledger
-	mapped int64 // bytes src has mapped; 0 when its Data is Go memory
-	copied int64 // bytes copied out of the mapping so far
-	m      *Model
+	src      Source
+	cfg      Config
+	dt       tensor.DType // the dtype of float matrices (unless asStored)
+	asStored bool
+	led      *tensor.Ledger
+	mapped   int64 // bytes src has mapped; 0 when its Data is Go memory
+	copied   int64 // bytes copied out of the mapping so far
+	m        *Model
 }
 
 func (b *builder) build() (*Model, error) {
@@ -145,7 +156,12 @@ func (b *builder) build() (*Model, error) {
 		return nil, err
 	}
 	b.m.Config = c
-	if b.m.Quantized == nil {
+	if b.asStored {
+		b.m.Config.WeightDType = tensor.F32
+		if _, quantized := b.m.Quantized[w.TokenEmbedding]; !quantized {
+			b.m.Config.WeightDType = w.TokenEmbedding.DType()
+		}
+	} else if b.m.Quantized == nil {
 		// Dequantized (or never quantized): the matrices are real tensors.
 		b.m.Config.WeightDType = b.dt
 	} else if b.dt != tensor.F32 {
@@ -262,6 +278,14 @@ func (b *builder) kept(rt RawTensor) {
 	}
 }
 
+// floatDType is the dtype a float matrix stored as t becomes.
+func (b *builder) floatDType(t StorageType) tensor.DType {
+	if b.asStored {
+		return dtypeOf(t)
+	}
+	return b.dt
+}
+
 // vector returns the named 1-D tensor of n elements as float32.
 func (b *builder) vector(name string, n int) (*tensor.Tensor, error) {
 	rt, err := b.raw(name, n)
@@ -373,7 +397,7 @@ func (b *builder) matrix(name string, rows, cols int) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	if isFloat(rt.Type) {
-		return b.floats(rt, b.dt, rows, cols)
+		return b.floats(rt, b.floatDType(rt.Type), rows, cols)
 	}
 	mat, err := b.blockMatrix(rt, rows, cols)
 	if err != nil {
@@ -470,7 +494,7 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		}
 	}
 	if isFloat(parts[0].Type) {
-		t, err := tensor.Empty(b.led, b.dt, total, cols)
+		t, err := tensor.Empty(b.led, b.floatDType(parts[0].Type), total, cols)
 		if err != nil {
 			return nil, err
 		}

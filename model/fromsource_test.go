@@ -163,6 +163,36 @@ func TestFromSourceConvert(t *testing.T) {
 	}
 }
 
+// TestFromSourceAsStored: with AsStored, F16 and BF16 matrices stay as
+// the file stores them, as views of its bytes, whatever WeightDType says.
+func TestFromSourceAsStored(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
+		c := tinyConfig(false)
+		c.WeightDType = dt
+		m := mustSynth(t, c, 9)
+		typ := map[tensor.DType]StorageType{tensor.F16: StorageF16, tensor.BF16: StorageBF16}[dt]
+		src := sourceOf(t, m, typ)
+		led := tensor.NewLedger()
+		got, err := FromSource(src, LoadOptions{AsStored: true, WeightDType: tensor.F32, Ledger: led})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameModel(t, m, got)
+		w2 := got.Weights.Layers[1].W2
+		if got.Config.WeightDType != dt || w2.DType() != dt ||
+			unsafe.Pointer(&w2.Storage().Uint16s()[0]) != unsafePointer(src.tensors["blk.1.ffn_down.weight"].Data) {
+			t.Fatalf("%v: weight dtype %v, w2 %v: want the stored %v bytes themselves", dt, got.Config.WeightDType, w2.DType(), dt)
+		}
+		// A source that maps nothing hands over Go memory: every weight
+		// counts as allocated at its stored size (matrices 2 bytes, norms
+		// 4), the fused WQKV included, the q/k/v parts it copied not.
+		norms := int64(2*c.NLayers+1) * int64(c.Dim)
+		if a, want := led.Stats().BytesAllocated, (c.Params()-norms)*2+norms*4; a != want {
+			t.Fatalf("%v: allocated %d bytes, want %d", dt, a, want)
+		}
+	}
+}
+
 // TestFromSourceOptional: q/k/v biases fuse into BQKV in q|k|v order,
 // rope_freqs becomes RopeFreqs, and the forward pass refuses them until
 // it applies them.
