@@ -447,3 +447,27 @@ func TestExportFullDisk(t *testing.T) {
 		t.Fatalf("the old target holds %q", b)
 	}
 }
+
+// TestGenerateJSONFullDisk: --output json of 8 prompts redirected to a
+// file on a full file system (a 4 KiB tmpfs; root only) exits 1 (before:
+// a file cut mid-record and exit 0).
+func TestGenerateJSONFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	f, err := os.Create(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := []string{"generate", "--output", "json", "--steps", "256", "--temperature", "0"}
+	for i := 0; i < 8; i++ {
+		args = append(args, "--prompt", fmt.Sprintf("prompt %d", i))
+	}
+	p := startCLI(t, f, args...)
+	if code := p.wait(time.Minute); code != 1 || !strings.Contains(p.err(), "no space left on device") {
+		t.Fatalf("exit %d, stderr %q", code, p.err())
+	}
+}
