@@ -424,3 +424,50 @@ func TestStderrFailureFails(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q", code, out.String())
 	}
 }
+
+// TestExportFullDisk: on a full file system (a 100 KiB tmpfs; root only)
+// export exits 1 naming the target and the error, leaves no temporary
+// file and keeps the old target.
+func TestExportFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=100k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	out := filepath.Join(dir, "x.bin")
+	os.WriteFile(out, []byte("old"), 0o644)
+	code, _, errs := cli(t, "export", "--out", out)
+	if code != 1 || !strings.Contains(errs, "no space left on device") || !strings.Contains(errs, out+":") || strings.Contains(errs, ".tmp") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if got := entries(t, dir); len(got) != 1 {
+		t.Fatalf("left behind: %v", got)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "old" {
+		t.Fatalf("the old target holds %q", b)
+	}
+}
+
+// TestGenerateJSONFullDisk: --output json of 8 prompts redirected to a
+// file on a full file system (a 4 KiB tmpfs; root only) exits 1 (before:
+// a file cut mid-record and exit 0).
+func TestGenerateJSONFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	f, err := os.Create(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := []string{"generate", "--output", "json", "--steps", "256", "--temperature", "0"}
+	for i := 0; i < 8; i++ {
+		args = append(args, "--prompt", fmt.Sprintf("prompt %d", i))
+	}
+	p := startCLI(t, f, args...)
+	if code := p.wait(time.Minute); code != 1 || !strings.Contains(p.err(), "no space left on device") {
+		t.Fatalf("exit %d, stderr %q", code, p.err())
+	}
+}

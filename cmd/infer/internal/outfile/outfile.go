@@ -194,12 +194,18 @@ func createTemp(target string) (*os.File, error) {
 // resolved target for a replaced file, the path itself when direct.
 func (o *File) Name() string { return o.target }
 
-// Write writes p, failing once the context is done.
+// Write writes p, failing once the context is done. An error names the
+// target, not the temporary file.
 func (o *File) Write(p []byte) (int, error) {
 	if err := o.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return o.f.Write(p)
+	n, err := o.f.Write(p)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = &fs.PathError{Op: pe.Op, Path: o.target, Err: pe.Err}
+	}
+	return n, err
 }
 
 // Commit makes the target hold what was written: fsync, close and
