@@ -142,6 +142,15 @@ func (c *Cache) Write(l int, key, value *tensor.Tensor, slots []int32) error {
 	return ReshapeAndCache(key, value, k, v, slots)
 }
 
+// aligned rounds a count of leading shareable blocks down to a multiple
+// of Config.PrefixAlignBlocks.
+func (c *Cache) aligned(blocks int) int {
+	if a := c.cfg.PrefixAlignBlocks; a > 1 {
+		return blocks / a * a
+	}
+	return blocks
+}
+
 // blocksFor is the number of blocks n positions occupy: ⌈n / block_size⌉.
 func (c *Cache) blocksFor(n int) int { return (n + c.layout.BlockSize - 1) / c.layout.BlockSize }
 
@@ -202,7 +211,8 @@ func (c *Cache) seq(op string, id int) (*sequence, error) {
 //
 // With prefix sharing on, the leading full blocks whose token prefix is
 // already cached (registered by Commit of an earlier sequence) are shared
-// instead of allocated, and cachedTokens says how many leading positions
+// instead of allocated (in whole multiples of Config.PrefixAlignBlocks),
+// and cachedTokens says how many leading positions
 // already hold valid K/V: a multiple of block_size, and at most
 // len(prompt)-1, because the last prompt token must run through the model
 // for its logits. Only blocks that lie entirely within the first
@@ -244,6 +254,7 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 			}
 			hits = append(hits, b)
 		}
+		hits = hits[:c.aligned(len(hits))]
 	}
 	revived := 0 // hits sitting on the free list stop being free
 	for _, b := range hits {
