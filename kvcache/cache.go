@@ -241,20 +241,19 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 	bs := c.layout.BlockSize
 	need := c.blocksFor(len(prompt))
 	var hits []int32
-	var planned []prefixHash
+	var hashes []prefixHash
 	if !c.cfg.DisablePrefixSharing {
-		planned = c.chain(prompt)
-		for i, h := range planned {
-			if (i+1)*bs > len(prompt)-1 {
-				break
-			}
+		var h prefixHash
+		for i := 0; (i+1)*bs <= len(prompt)-1; i++ {
+			h = chainHash(h, prompt[i*bs:(i+1)*bs])
 			b, ok := c.pool.lookup(h)
 			if !ok {
 				break
 			}
-			hits = append(hits, b)
+			hits, hashes = append(hits, b), append(hashes, h)
 		}
 		hits = hits[:c.aligned(len(hits))]
+		hashes = hashes[:len(hits)]
 	}
 	revived := 0 // hits sitting on the free list stop being free
 	for _, b := range hits {
@@ -276,11 +275,17 @@ func (c *Cache) AddSequence(id int, prompt []int) (cachedTokens int, err error) 
 		table = append(table, c.pool.alloc())
 	}
 	cachedTokens = len(hits) * bs
+	var planned []prefixHash
+	if !c.cfg.DisablePrefixSharing {
+		// Hashed only once the sequence is in: a scheduler retries a
+		// prompt that does not fit yet every step.
+		planned = c.chain(prompt)
+	}
 	c.seqs[id] = &sequence{
 		table:   table,
 		length:  cachedTokens,
 		tokens:  slices.Clone(prompt[:cachedTokens]),
-		hashes:  slices.Clone(planned[:len(hits)]),
+		hashes:  hashes,
 		planned: planned,
 		dirty:   true,
 	}

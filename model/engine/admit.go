@@ -13,17 +13,26 @@ import (
 // whose prefix a sequence admitted in this step is computing (it is
 // admitted next step and shares those blocks instead of recomputing
 // them).
+//
+// Only sequences admitted in this call can be computing a prompt's prefix
+// blocks (the others committed theirs in earlier steps), so the check
+// costs nothing on the steps that admit no one. (A readmitted sequence
+// replaying its generated tokens also computes blocks over several steps;
+// a prompt sharing those is not held back for it and computes its own,
+// with the same result.)
 func (s *scheduler) admit() error {
 	e := s.e
+	admitted := false
 	for len(s.waiting) > 0 && (e.opts.MaxBatch == 0 || len(s.running) < e.opts.MaxBatch) {
 		q := s.waiting[0]
-		if len(s.running) > 0 && e.cache.PendingPrefixBlocks(q.tokens) > 0 {
+		if admitted && e.cache.PendingPrefixBlocks(q.tokens) > 0 {
 			return nil
 		}
 		ok, err := s.admitOne(q)
 		if err != nil || !ok {
 			return err
 		}
+		admitted = true
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, q)
 	}
