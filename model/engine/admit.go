@@ -39,6 +39,10 @@ func (s *scheduler) admit() error {
 	return nil
 }
 
+// ropeAhead is how many positions past its tokens an admitted sequence
+// reserves RoPE tables for (at D = 128, 512 bytes a position).
+const ropeAhead = 1024
+
 // admitOne adds q to the cache under a fresh id, sharing what prefix it
 // can, and reports false when the pool has too few free blocks now. The
 // first admission streams q's prompt and records its cached tokens; a
@@ -58,13 +62,16 @@ func (s *scheduler) admitOne(q *seqState) (bool, error) {
 	q.id = e.nextID
 	e.nextID++
 	// Positions 0 … Steps−1 are the most the sequence feeds: size the
-	// cache's bookkeeping and the RoPE tables for them once, so its decode
-	// steps allocate nothing there.
+	// cache's bookkeeping for them once, so its decode steps allocate
+	// nothing there. The RoPE tables are reserved for the prompt and the
+	// next ropeAhead positions at most: a request may ask for seq_len
+	// steps and stop at its end token long before, and beyond that the
+	// tables double on demand (a handful of growths in a long run).
 	if err := e.cache.Reserve(q.id, q.req.Steps); err != nil {
 		_ = e.cache.Free(q.id) // validate checked Steps against the pool: not reached
 		return false, fmt.Errorf("scheduler: %w", err)
 	}
-	e.fwd.ReservePositions(q.req.Steps)
+	e.fwd.ReservePositions(min(q.req.Steps, len(q.tokens)+ropeAhead))
 	q.computed = cached
 	if !q.admitted {
 		q.admitted = true
