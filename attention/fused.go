@@ -55,6 +55,24 @@ func NewFused(opts Options) *Fused {
 // Name implements Path.
 func (f *Fused) Name() string { return "fused" }
 
+// PrefillAlignment is the number of tokens a prefill's first new token
+// must be a multiple of for the kernel to compute every row exactly as it
+// computes that row in a prefill from position 0. The kernel cuts each
+// sequence's new tokens into query tiles of QueryTile rows (tokens × the
+// numHeads/numKVHeads query heads of a KV head), counted from its first
+// new token, and picks a tile's inner loops by its row count: matmul
+// tiles and the direct loops round differently. A prefill that starts at
+// a multiple of the tile's token count has the same tiles as the whole
+// prompt from there on, so a scheduler that shares cached prefixes only
+// in such multiples (kvcache.Config.PrefixAlignBlocks) gets the same bits
+// with and without the prefix hit.
+func (f *Fused) PrefillAlignment(numHeads, numKVHeads int) int {
+	if numKVHeads <= 0 || numHeads < numKVHeads {
+		return 1
+	}
+	return max(1, f.opts.queryTile()/(numHeads/numKVHeads))
+}
+
 // Attend implements Path. See Fused for what it does and does not copy.
 func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
 	d, err := prologue(q, k, v, kCache, vCache, b, tr)

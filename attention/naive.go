@@ -44,6 +44,12 @@ func NewNaive(opts Options) *Naive { return &Naive{opts: opts} }
 // Name implements Path.
 func (n *Naive) Name() string { return "naive" }
 
+// PrefillAlignment is 1: each row's scores, softmax and output are
+// computed by whole-tensor ops whose per-row results do not depend on how
+// many rows the step has (see Fused.PrefillAlignment for why a path may
+// need more).
+func (n *Naive) PrefillAlignment(numHeads, numKVHeads int) int { return 1 }
+
 // Attend implements Path. The returned tensor is new on every call.
 func (n *Naive) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *tensor.Trace) (*tensor.Tensor, error) {
 	d, err := prologue(q, k, v, kCache, vCache, b, tr)

@@ -39,6 +39,15 @@ type Config struct {
 	// value (sharing on) is the normal mode; the switch exists to measure
 	// what sharing saves.
 	DisablePrefixSharing bool
+
+	// PrefixAlignBlocks makes AddSequence share a cached prefix only in
+	// whole multiples of this many blocks (0 or 1: any number of blocks).
+	// An attention kernel that splits a prefill into query tiles counted
+	// from its first new token computes a prompt's suffix exactly as it
+	// computes it inside the whole prompt when the suffix starts at a
+	// multiple of its tile: the scheduler sets this to that alignment, so
+	// a prefix hit cannot change a sequence's logits.
+	PrefixAlignBlocks int
 }
 
 // maxConfigDim bounds every size of a Config so the byte products below
@@ -69,6 +78,9 @@ func (c Config) validateShape() error {
 	}
 	if c.NumBlocks < 0 {
 		return fmt.Errorf("kvcache: config: num_blocks must be >= 0 (got %d)", c.NumBlocks)
+	}
+	if c.PrefixAlignBlocks < 0 || c.PrefixAlignBlocks > maxConfigDim {
+		return fmt.Errorf("kvcache: config: prefix_align_blocks must be in [0, %d] (got %d)", maxConfigDim, c.PrefixAlignBlocks)
 	}
 	if c.MemoryBudget < 0 {
 		return fmt.Errorf("kvcache: config: memory_budget must be >= 0 (got %d)", c.MemoryBudget)

@@ -165,8 +165,9 @@ func (c *Cache) written(s *sequence, n int) (first, last int) {
 // prefix in one step uses it to admit the first one and hold the others
 // back one step (as vLLM does), so they reuse its blocks instead of each
 // computing the prefix again. It counts only blocks AddSequence could
-// share (those entirely within the first len(prompt)−1 tokens), and is 0
-// with prefix sharing off.
+// share (those entirely within the first len(prompt)−1 tokens, in whole
+// multiples of Config.PrefixAlignBlocks), and is 0 with prefix sharing
+// off.
 func (c *Cache) PendingPrefixBlocks(prompt []int) int {
 	if c.cfg.DisablePrefixSharing || len(prompt) == 0 {
 		return 0
@@ -176,17 +177,23 @@ func (c *Cache) PendingPrefixBlocks(prompt []int) int {
 	hashes := c.chain(prompt[:shareable*bs])
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
+	// now: the leading blocks AddSequence would share at once; later: those
+	// it would share once the planned blocks are committed.
+	now, later := 0, 0
 	for i, h := range hashes {
 		if _, ok := c.pool.lookup(h); ok {
+			if now == later {
+				now++
+			}
+			later++
 			continue
 		}
 		if !c.planning(i, h) {
 			break
 		}
-		n++
+		later++
 	}
-	return n
+	return c.aligned(later) - c.aligned(now)
 }
 
 // planning reports whether a live sequence is computing block i of the

@@ -408,3 +408,36 @@ func TestAppendStepCountsSharedWritersExactly(t *testing.T) {
 		check(t, c)
 	}
 }
+
+// With PrefixAlignBlocks, a prefix is shared in whole multiples of that
+// many blocks: three cached blocks give two at alignment 2, and a waiting
+// prompt is worth holding back only when its aligned share would grow.
+func TestPrefixAlignBlocks(t *testing.T) {
+	const bs = 4
+	long := seqTokens(14, 1) // three full shareable blocks for a 14-token prompt
+	for _, tc := range []struct{ align, wantBlocks int }{{0, 3}, {1, 3}, {2, 2}, {3, 3}, {4, 0}} {
+		cfg := smallConfig(32, bs)
+		cfg.PrefixAlignBlocks = tc.align
+		c := mustNew(t, nil, cfg)
+		must(c.AddSequence(1, long))
+		if n := c.PendingPrefixBlocks(long); n != tc.wantBlocks {
+			t.Errorf("align %d: %d blocks pending, want %d", tc.align, n, tc.wantBlocks)
+		}
+		var st Step
+		if err := c.AppendStep(&st, []StepSeq{{1, len(long)}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(1, long); err != nil {
+			t.Fatal(err)
+		}
+		if cached := must(c.AddSequence(2, long)); cached != tc.wantBlocks*bs {
+			t.Errorf("align %d: %d cached tokens, want %d", tc.align, cached, tc.wantBlocks*bs)
+		}
+		check(t, c)
+	}
+	bad := smallConfig(8, bs)
+	bad.PrefixAlignBlocks = -1
+	if _, err := New(nil, bad); err == nil || !strings.Contains(err.Error(), "prefix_align_blocks") {
+		t.Fatalf("negative alignment: %v", err)
+	}
+}

@@ -10,6 +10,9 @@ package model
 // computed by ropeTables the same way whatever the table's size, so the
 // values are bit-identical to tables built for seq_len up front.
 
+// RoPEPositions is the number of positions the RoPE tables cover now.
+func (f *Forward) RoPEPositions() int { return f.ropeLen }
+
 // ReservePositions makes the RoPE tables cover positions 0 … n−1 (capped
 // at seq_len), so that steps over those positions allocate nothing.
 func (f *Forward) ReservePositions(n int) {

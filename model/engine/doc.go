@@ -38,8 +38,14 @@
 // preemption, or on prefix hits: every row's arithmetic is independent of
 // the other rows, and both attention paths attend over exactly what the
 // cache holds, in the cache's dtype, whether that context was computed in
-// this step or an earlier one. The tests check this for every KV dtype
-// and both paths against each sequence run alone.
+// this step or an earlier one. Two rules keep every row's arithmetic the
+// same as when the sequence runs alone: a preempted sequence recomputes in
+// the shapes it first computed in (seqState.pending), and prefixes are
+// shared only in multiples of the attention path's PrefillAlignment, so a
+// prefill after a prefix hit is cut into the same kernel tiles as the
+// whole prompt (kvcache.Config.PrefixAlignBlocks). The tests compare every
+// sampled logit vector bit for bit with each sequence run alone, for every
+// KV dtype and both paths.
 //
 // # Prefix sharing inside one batch
 //

@@ -90,7 +90,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts))
+	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts, prefixAlignBlocks(path, c, opts.BlockSize)))
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -123,17 +123,39 @@ func newPath(name string, aopts attention.Options) (attention.Path, model.Projec
 
 // cacheConfig is the KV cache of model config c under opts: the pool's
 // size from NumBlocks, else KVMemory, else DefaultKVSequences sequences
-// of seq_len.
-func cacheConfig(c model.Config, opts Options) kvcache.Config {
+// of seq_len; prefixes shared in multiples of alignBlocks blocks.
+func cacheConfig(c model.Config, opts Options, alignBlocks int) kvcache.Config {
 	kcfg := kvcache.Config{
 		NumLayers: c.NLayers, NumKVHeads: c.NKVHeads, HeadDim: c.HeadDim(),
 		BlockSize: opts.BlockSize, NumBlocks: opts.NumBlocks, MemoryBudget: opts.KVMemory,
 		DType: opts.KVDType, DisablePrefixSharing: opts.DisablePrefixSharing,
+		PrefixAlignBlocks: alignBlocks,
 	}
 	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
 		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
 	}
 	return kcfg
+}
+
+// prefixAlignBlocks is how many blocks a shared prefix must be a multiple
+// of so that the path computes the rest of the prompt bit for bit as it
+// computes it without the prefix hit: the least common multiple of the
+// block size and the path's PrefillAlignment, in blocks. For
+// stories260K's heads (8 query heads over 4 KV heads) and 16-token blocks
+// on the fused path that is 1 block; an MHA model needs 2.
+func prefixAlignBlocks(p attention.Path, c model.Config, blockSize int) int {
+	a, ok := p.(interface {
+		PrefillAlignment(numHeads, numKVHeads int) int
+	})
+	if !ok {
+		return 1
+	}
+	tokens := a.PrefillAlignment(c.NHeads, c.NKVHeads)
+	g, b := tokens, blockSize
+	for b != 0 {
+		g, b = b, g%b
+	}
+	return tokens / g // lcm(blockSize, tokens) / blockSize
 }
 
 // Close releases the engine's threads and cache.

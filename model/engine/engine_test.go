@@ -51,13 +51,18 @@ func build(specs []reqSpec, vocab int) []Request {
 	return out
 }
 
-// mixedRequests returns prompts of different lengths sharing a prefix,
-// sampled at different temperatures, each with its own seed.
+// mixedRequests returns prompts of different lengths (3 to 38 tokens)
+// sharing a prefix, sampled at different temperatures, each with its own
+// seed. The longer ones share more than 16 tokens with the shorter ones,
+// so both paths get prefix hits at their alignment.
 func mixedRequests() []reqSpec {
-	base := []int{1, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33, 35, 37}
+	base := []int{1}
+	for i := 1; i < 40; i++ {
+		base = append(base, 5+(i*7)%50)
+	}
 	var specs []reqSpec
 	for i := 0; i < 6; i++ {
-		p := append([]int(nil), base[:3+i*2]...)
+		p := append([]int(nil), base[:3+i*7]...)
 		if i%2 == 1 {
 			p = append(p, 40+i)
 		}
@@ -225,10 +230,10 @@ func TestBatchedGenerationEqualsAlone(t *testing.T) {
 // exactly the logits it produces alone.
 func TestPrefixSharingSkipsComputation(t *testing.T) {
 	m := tinyGQA(t)
-	prefix := []int{1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	prefix := []int{1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 	var reqs []reqSpec
 	for i := 0; i < 4; i++ {
-		reqs = append(reqs, reqSpec{prompt: append(slices.Clone(prefix), 20+i, 30+i), steps: 30, seed: 1})
+		reqs = append(reqs, reqSpec{prompt: append(slices.Clone(prefix), 30+i, 40+i), steps: 40, seed: 1})
 	}
 	for _, kv := range []tensor.DType{tensor.F32, tensor.BF16} {
 		for _, path := range []string{"fused", "naive"} {
@@ -237,15 +242,16 @@ func TestPrefixSharingSkipsComputation(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/%s/max_batch=%d", kv, path, maxBatch), func(t *testing.T) {
 					got := generate(t, m, Options{Path: path, KVDType: kv, BlockSize: 4, MaxBatch: maxBatch}, reqs)
 					sameAsAlone(t, got, want)
-					// The first sequence computes the 12 shared positions (3
-					// full blocks of 4 before the last prompt token); the
-					// other three reuse them.
+					// The first sequence computes the 16 shared positions (4
+					// full blocks of 4 before the last prompt token, which
+					// both paths' alignment allows); the other three reuse
+					// them.
 					for i, r := range got.res {
-						if want := min(i, 1) * 12; r.CachedTokens != want {
+						if want := min(i, 1) * 16; r.CachedTokens != want {
 							t.Fatalf("seq %d: cached_tokens = %d, want %d", i, r.CachedTokens, want)
 						}
 					}
-					if n := 4*len(reqs[0].prompt) - 36; got.st.PrefillTokens != n {
+					if n := 4*len(reqs[0].prompt) - 48; got.st.PrefillTokens != n {
 						t.Fatalf("prefill computed %d tokens, want %d", got.st.PrefillTokens, n)
 					}
 					if maxBatch == 0 && got.st.MaxBatch != len(reqs) {
@@ -258,14 +264,14 @@ func TestPrefixSharingSkipsComputation(t *testing.T) {
 }
 
 // A prefix hit that leaves a suffix of a few tokens, on an MHA model (one
-// query head per KV head): the naive path reproduces the alone logits bit
-// for bit. The fused kernel picks its inner loops per query tile
-// (attention/kernel.go: tiles of at least mmMinRows rows go through
-// kernels.MatMul, smaller ones through the direct decode loops), and the
-// two round differently, so a suffix row computed in a small tile can
-// differ from the same row computed alone inside the whole prompt's tile
-// in the last bits. The cache contents are the same; the tokens are the
-// same here, and the logits agree to float32 rounding.
+// query head per KV head): the fused kernel picks its inner loops per
+// query tile (tiles of fewer than 4 rows take the direct decode loops,
+// which round differently from its matmul tiles), so a suffix starting
+// mid-tile would compute its rows differently from the whole prompt. The
+// engine shares prefixes only in multiples of the path's
+// PrefillAlignment (32 tokens here, 8 blocks of 4), so the fused path
+// gets fewer hits than the naive one, and both reproduce the alone
+// logits bit for bit.
 func TestPrefixHitShortSuffixMHA(t *testing.T) {
 	c := model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 64, SeqLen: 96,
 		RopeTheta: 10000, NormEps: 1e-5}
@@ -273,24 +279,24 @@ func TestPrefixHitShortSuffixMHA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := []int{1, 5, 6, 7, 8, 9, 10, 11, 12}
+	var prefix []int
+	for i := 0; i < 41; i++ { // 32 tokens the fused path shares, 40 the naive one
+		prefix = append(prefix, 1+i%50)
+	}
 	var reqs []reqSpec
 	for i := 0; i < 3; i++ {
-		reqs = append(reqs, reqSpec{prompt: append(slices.Clone(prefix), 20+i, 30+i), steps: 30, seed: uint64(1 + i), temperature: 0.8})
+		reqs = append(reqs, reqSpec{prompt: append(slices.Clone(prefix), 20+i, 30+i), steps: 70, seed: uint64(1 + i), temperature: 0.8})
 	}
 	for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
 		for _, path := range []string{"fused", "naive"} {
 			t.Run(fmt.Sprintf("%v/%s", kv, path), func(t *testing.T) {
 				want := alone(t, m, Options{Path: path, KVDType: kv}, reqs)
 				got := generate(t, m, Options{Path: path, KVDType: kv, BlockSize: 4}, reqs)
-				if got.res[1].CachedTokens != 8 || got.res[2].CachedTokens != 8 {
-					t.Fatalf("cached tokens %d, %d: want 8 each", got.res[1].CachedTokens, got.res[2].CachedTokens)
+				wantCached := map[string]int{"fused": 32, "naive": 40}[path]
+				if got.res[1].CachedTokens != wantCached || got.res[2].CachedTokens != wantCached {
+					t.Fatalf("cached tokens %d, %d: want %d each", got.res[1].CachedTokens, got.res[2].CachedTokens, wantCached)
 				}
-				tol := 0.0
-				if path == "fused" {
-					tol = 1e-5
-				}
-				closeToAlone(t, got, want, tol)
+				sameAsAlone(t, got, want)
 			})
 		}
 	}
@@ -301,10 +307,10 @@ func TestPrefixHitShortSuffixMHA(t *testing.T) {
 // step more than its longest sequence needs.
 func TestPrefixSharingInBatchCostsOneStep(t *testing.T) {
 	m := tinyGQA(t)
-	prefix := []int{1, 5, 6, 7, 8, 9, 10, 11, 12}
+	prefix := []int{1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 	var specs []reqSpec
 	for i := 0; i < 4; i++ {
-		specs = append(specs, reqSpec{prompt: append(slices.Clone(prefix), 20+i), steps: 40})
+		specs = append(specs, reqSpec{prompt: append(slices.Clone(prefix), 30+i), steps: 50})
 	}
 	var order []int
 	e := newEngine(t, m, Options{BlockSize: 4})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/stride-lm/stride/model"
 )
 
 // TestRunFinishHook: Finish fires once per request, in completion order,
@@ -94,5 +96,34 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if e.Cache().FreeBlocks() != e.Cache().NumBlocks() {
 		t.Errorf("blocks held after interrupt: %d free of %d", e.Cache().FreeBlocks(), e.Cache().NumBlocks())
+	}
+}
+
+// A header may claim seq_len 2^20, and a request may ask for all of it:
+// the RoPE tables still cover only the positions the run reaches (plus
+// the reservation ahead), not seq_len (issue 11: 4.2 GB for 3 steps).
+func TestRoPETablesFollowPositionsUsed(t *testing.T) {
+	c := model.Config{Dim: 8, HiddenDim: 16, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 32, SeqLen: 1 << 20,
+		RopeTheta: 10000, NormEps: 1e-5}
+	m, err := model.Synthesize(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, m, Options{NumBlocks: c.SeqLen / 16})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := 0
+	res, _, err := e.Run(ctx, []Request{{Prompt: []int{model.BOSID, 5}, Steps: c.SeqLen, Sampler: model.NewSampler(c.VocabSize, 1, 0, 7)}},
+		Hooks{Token: func(Event) {
+			if n++; n == 20 {
+				cancel()
+			}
+		}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	reached := len(res[0].Tokens) // positions fed: BOS and every token but the last
+	if got := e.Forward().RoPEPositions(); got < reached || got > 2+ropeAhead {
+		t.Fatalf("RoPE tables cover %d positions after a run of %d; want at most %d", got, reached, 2+ropeAhead)
 	}
 }
