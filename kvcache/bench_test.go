@@ -116,3 +116,31 @@ func BenchmarkSlotsDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendStepDecode is BenchmarkSlotsDecode through AppendStep:
+// the same 64 decode positions in one call, one lock, the tables
+// published, nothing allocated.
+func BenchmarkAppendStepDecode(b *testing.B) {
+	c := must(New(nil, Config{NumLayers: 1, NumKVHeads: 1, HeadDim: 1, BlockSize: 16, NumBlocks: 1 << 16, DType: tensor.F32}))
+	const B = 64
+	seqs := make([]StepSeq, B)
+	for id := range B {
+		must(c.AddSequence(id, seqTokens(32, id*100)))
+		must(0, c.Reserve(id, 4096))
+		must(c.Slots(id, 0, 32))
+		seqs[id] = StepSeq{ID: id, N: 1}
+	}
+	var st Step
+	n := 32
+	b.ReportAllocs()
+	for b.Loop() {
+		if n >= 4096 {
+			for id := range B {
+				must(0, c.Truncate(id, 32))
+			}
+			n = 32
+		}
+		must(0, c.AppendStep(&st, seqs))
+		n++
+	}
+}
