@@ -7,7 +7,7 @@ import (
 )
 
 // The two attention paths on the GPU, launch for launch the sequence
-// Workload.Model counts (and attention.Naive / attention.Fused run on the
+// Workload.Simulate counts (and attention.Naive / attention.Fused run on the
 // CPU): q [T, H, D] and k, v [T, KVH, D] may be views of a fused QKV
 // buffer; the caches are [num_blocks, block_size, KVH, D].
 

@@ -9,9 +9,9 @@ import (
 // Measure runs the workload's two paths on d with random data, reps times
 // after one warm-up run, timing every kernel with CUDA events (launches
 // are serialized while measuring). It returns the Comparison of the
-// launches that ran, each modelled at its real device addresses, with
+// launches that ran, each simulated at its real device addresses, with
 // Measured set to its best time over the reps. Intermediates come from the
-// shapes, as in Model.
+// shapes, as in Simulate.
 func (w Workload) Measure(d *Device, reps int) (*Comparison, error) {
 	if err := d.ok(); err != nil {
 		return nil, err
@@ -19,7 +19,7 @@ func (w Workload) Measure(d *Device, reps int) (*Comparison, error) {
 	if reps < 1 {
 		return nil, fmt.Errorf("measure: reps %d must be ≥ 1", reps)
 	}
-	model, err := w.Model(Aggregate)
+	sim, err := w.Simulate(Aggregate)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (w Workload) Measure(d *Device, reps int) (*Comparison, error) {
 	}
 	defer ds.Free()
 	out := &Comparison{Workload: w, DType: dt.String(), Naive: PathReport{Name: "naive"}, Fused: PathReport{Name: "fused"},
-		Intermediates: model.Intermediates}
+		Intermediates: sim.Intermediates}
 	for _, p := range []*PathReport{&out.Naive, &out.Fused} {
 		for rep := 0; rep <= reps; rep++ {
 			d.Measure(true)

@@ -16,7 +16,7 @@ const (
 	prefillRowsWarp = PrefillBlockQ / prefillWarps
 )
 
-// prefillPlan models flash_attention_prefill: causal, GQA-native, varlen,
+// prefillPlan simulates flash_attention_prefill: causal, GQA-native, varlen,
 // reading K and V from the paged cache. Grid (max_q_tiles, H, B), 128
 // threads; everything between HBM and the output stays in shared memory
 // and registers:
@@ -160,7 +160,7 @@ func (p *prefillPlan) btWarp(seq int, j0, kvEnd int64) Warp {
 	return x
 }
 
-func (p *prefillPlan) model(mode Mode) (Launch, error) {
+func (p *prefillPlan) simulate(mode Mode) (Launch, error) {
 	l := p.launch()
 	a, d, m := p.a, &p.d, p.a.Meta
 	B := a.Seqs.NumSeqs()
@@ -303,11 +303,57 @@ func (p *prefillPlan) model(mode Mode) (Launch, error) {
 	return l, l.finishAggregate(c, &ld, &st, &meta)
 }
 
-// ModelFusedPrefill models flash_attention_prefill over a varlen batch.
-func ModelFusedPrefill(a *AttentionOperands, mode Mode) (Launch, error) {
+// SimulateFusedPrefill simulates flash_attention_prefill over a varlen batch.
+func SimulateFusedPrefill(a *AttentionOperands, mode Mode) (Launch, error) {
 	p, err := planPrefill(a)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
+}
+
+// The prefill launcher: FusedPrefill, planned by planPrefill above.
+
+// PrefillSharedBytes is the dynamic shared memory flash_attention_prefill
+// needs for head_dim D: the Q tile, the padded K tile, the V tile (fp32)
+// and 32 row offsets.
+func PrefillSharedBytes(D int) int64 {
+	return int64(PrefillBlockQ*D+PrefillBlockKV*(D+1)+PrefillBlockKV*D)*4 + PrefillBlockKV*8
+}
+
+// FusedPrefill runs flash_attention_prefill: causal attention of the new
+// tokens over the cached positions, straight into out [T, H·D].
+func (d *Device) FusedPrefill(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	a, err := attention(q, kCache, vCache, out, s)
+	if err != nil {
+		return err
+	}
+	p, err := planPrefill(a)
+	if err != nil {
+		return err
+	}
+	smem := PrefillSharedBytes(int(p.d.D))
+	if smem > d.Info.MaxSharedOptin {
+		return fmt.Errorf("cuda: %s needs %d bytes of shared memory for head_dim %d; %s allows %d",
+			KernelFusedPrefill, smem, p.d.D, d.Info.Name, d.Info.MaxSharedOptin)
+	}
+	args, err := newAttnArgs(a, &p.d)
+	if err != nil {
+		return err
+	}
+	args.qvec, args.kvvec = int32(p.qv), int32(p.kv)
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
+	l, err := dimsOf(p.launch(), smem)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchFlashPrefill(p.d.dt, ptrs, s, args, l) })
 }

@@ -12,7 +12,7 @@ import (
 // 80–90% of it, so every time derived from it is a lower bound.
 const DefaultBandwidth = 4.8e12
 
-// Phase is the kind of attention step a Workload models.
+// Phase is the kind of attention step a Workload simulates.
 type Phase string
 
 const (
@@ -35,7 +35,7 @@ func ParsePhase(s string) (Phase, error) {
 	return "", fmt.Errorf("unknown phase %q (want prefill or decode)", s)
 }
 
-// Workload is one attention layer step, described by sizes only: the model
+// Workload is one attention layer step, described by sizes only: the simulation
 // builds meta tensors for it and allocates nothing.
 type Workload struct {
 	Batch     int          `json:"batch"`
@@ -96,7 +96,7 @@ type Intermediate struct {
 	Passes int `json:"passes"`
 }
 
-// PathReport is the modelled traffic of one attention path.
+// PathReport is the simulated traffic of one attention path.
 type PathReport struct {
 	Name     string   `json:"name"`
 	Launches []Launch `json:"launches"`
@@ -162,8 +162,8 @@ func (c *Comparison) IntermediateBytes() int64 {
 // Seconds converts bytes to seconds at the workload's bandwidth.
 func (w Workload) Seconds(bytes int64) float64 { return float64(bytes) / w.Bandwidth }
 
-// Model builds the workload's tensors as meta tensors in a fresh address
-// space and models both paths, kernel by kernel:
+// Simulate builds the workload's tensors as meta tensors in a fresh address
+// space and simulates both paths, kernel by kernel:
 //
 //	fused: reshape_and_cache, then flash_attention_prefill (prefill) or
 //	       paged_attention_decode (+ paged_attention_merge when split)
@@ -173,7 +173,7 @@ func (w Workload) Seconds(bytes int64) float64 { return float64(bytes) / w.Bandw
 //	       transpose_contiguous into the [T, H·D] output
 //
 // which is what attention.Naive and attention.Fused do on the CPU.
-func (w Workload) Model(mode Mode) (*Comparison, error) {
+func (w Workload) Simulate(mode Mode) (*Comparison, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 	kco, vco := as.Operand(kc), as.Operand(vc)
 	cmp := &Comparison{Workload: w, DType: dt.String(), Naive: PathReport{Name: "naive"}, Fused: PathReport{Name: "fused"}}
 
-	cache, err := ModelReshapeAndCache(ko, vo, kco, vco, seqs.SlotMapping, m.SlotMapping, mode)
+	cache, err := SimulateReshapeAndCache(ko, vo, kco, vco, seqs.SlotMapping, m.SlotMapping, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 	// fused
 	a := &AttentionOperands{Q: qo, KCache: kco, VCache: vco, Out: as.Operand(outF), Seqs: seqs, Meta: m}
 	if w.Phase == Prefill {
-		l, err := ModelFusedPrefill(a, mode)
+		l, err := SimulateFusedPrefill(a, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -238,13 +238,13 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 				ExpSums:   as.Alloc(int64(B*H) * n * 4),
 			}
 		}
-		l, err := ModelPagedDecode(a, w.Partition, sc, mode)
+		l, err := SimulatePagedDecode(a, w.Partition, sc, mode)
 		if err != nil {
 			return nil, err
 		}
 		cmp.Fused.Launches = append(cmp.Fused.Launches, l)
 		if w.Partition > 0 {
-			l, err := ModelDecodeMerge(a, w.Partition, sc, mode)
+			l, err := SimulateDecodeMerge(a, w.Partition, sc, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -285,38 +285,38 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 		} else {
 			ki, vi = as.Operand(tensor.Must(meta(C, KVH, D))), as.Operand(tensor.Must(meta(C, KVH, D)))
 			rows := seqs.contextSlots(i, w.BlockSize)
-			if err := push(ModelGatherKV(ki, vi, kco, vco, rows, as.Ints(len(rows)), mode)); err != nil {
+			if err := push(SimulateGatherKV(ki, vi, kco, vco, rows, as.Ints(len(rows)), mode)); err != nil {
 				return nil, err
 			}
 			add("k, v = gather(cache, block_table)", []int{2, C, KVH, D}, 2)
 		}
 		if G > 1 {
 			kr, vr := as.Operand(tensor.Must(meta(C, H, D))), as.Operand(tensor.Must(meta(C, H, D)))
-			if err := push(ModelRepeatInterleave(kr, ki, G, mode)); err != nil {
+			if err := push(SimulateRepeatInterleave(kr, ki, G, mode)); err != nil {
 				return nil, err
 			}
-			if err := push(ModelRepeatInterleave(vr, vi, G, mode)); err != nil {
+			if err := push(SimulateRepeatInterleave(vr, vi, G, mode)); err != nil {
 				return nil, err
 			}
 			add(fmt.Sprintf("k, v = repeat_interleave(%d, dim=1)", G), []int{2, C, H, D}, 2)
 			ki, vi = kr, vr
 		}
 		scores := as.Operand(tensor.Must(meta(H, qlen, C)))
-		if err := push(ModelNaiveScores(scores, qi, ki, mode)); err != nil {
+		if err := push(SimulateNaiveScores(scores, qi, ki, mode)); err != nil {
 			return nil, err
 		}
 		add("scores = q @ k^T", []int{H, qlen, C}, 2)
-		if err := push(ModelNaiveSoftmax(scores, mode)); err != nil {
+		if err := push(SimulateNaiveSoftmax(scores, mode)); err != nil {
 			return nil, err
 		}
 		add("attn = softmax(scores) (in place)", []int{H, qlen, C}, 2)
 		ohd := as.Operand(tensor.Must(meta(H, qlen, D)))
-		if err := push(ModelNaiveAV(ohd, scores, vi, mode)); err != nil {
+		if err := push(SimulateNaiveAV(ohd, scores, vi, mode)); err != nil {
 			return nil, err
 		}
 		add("out = attn @ v", []int{H, qlen, D}, 2)
 		rows := tensor.Must(tensor.Must(outN.Narrow(0, qs, qlen)).View(qlen, H, D))
-		if err := push(ModelTransposeContiguous(as.Operand(rows), ohd, mode)); err != nil {
+		if err := push(SimulateTransposeContiguous(as.Operand(rows), ohd, mode)); err != nil {
 			return nil, err
 		}
 	}
