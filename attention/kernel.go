@@ -68,26 +68,27 @@ import (
 // which worker ran which item (kernels.MatMul's sums are bit-identical
 // for any T, and each item's T is fixed by the plan).
 
-// flashArgs are the kernel's arguments, with vLLM's names for the strides.
+// flashArgs are the kernel's arguments. The strides are vLLM's, named the
+// Go way; each comment gives vLLM's argument name.
 type flashArgs struct {
 	// Query [T, H, D]: element (t, h, d) is at
-	// qOffset + t·q_stride + h·q_head_stride + d·qElemStride.
-	q             *tensor.Storage
-	qF32          []float32 // q's buffer when it is F32
-	qOffset       int
-	q_stride      int
-	q_head_stride int
-	qElemStride   int
+	// qOffset + t·qStride + h·qHeadStride + d·qElemStride.
+	q           *tensor.Storage
+	qF32        []float32 // q's buffer when it is F32
+	qOffset     int
+	qStride     int // q_stride
+	qHeadStride int // q_head_stride
+	qElemStride int // vLLM has none: its head is contiguous
 
 	// Paged caches [num_blocks, block_size, KVH, D]: element (b, s, h, d)
-	// is at off + b·kv_block_stride + s·kv_token_stride + h·kv_head_stride + d.
+	// is at off + b·kvBlockStride + s·kvTokenStride + h·kvHeadStride + d.
 	kCache, vCache   *tensor.Storage
 	kF32, vF32       []float32
 	kOffset, vOffset int
-	kv_block_stride  int
-	kv_token_stride  int
-	kv_head_stride   int
-	blockSize        int
+	kvBlockStride    int // kv_block_stride
+	kvTokenStride    int // KVH·D, implicit in vLLM
+	kvHeadStride     int // kv_head_stride
+	blockSize        int // block_size
 
 	numHeads, numKVHeads, headDim int
 	scale                         float32
@@ -293,16 +294,16 @@ func runItem(a *flashArgs, it *workItem, sc *scratch, kt int) error {
 		nk := min(kt, maxPos+1-k0)
 		// Walk the block table: key position p lives in block
 		// table[p/block_size] at slot p%block_size, so one division per
-		// block finds it and the block's next keys follow kv_token_stride
+		// block finds it and the block's next keys follow kvTokenStride
 		// apart. The offsets are relative to the caches' storage offsets.
 		for j := 0; j < nk; {
 			p := k0 + j
 			slot := p % bs
-			o := int(table[p/bs])*a.kv_block_stride + slot*a.kv_token_stride + kvh*a.kv_head_stride
+			o := int(table[p/bs])*a.kvBlockStride + slot*a.kvTokenStride + kvh*a.kvHeadStride
 			end := min(j+bs-slot, nk)
 			for ; j < end; j++ {
 				sc.krow[j] = o
-				o += a.kv_token_stride
+				o += a.kvTokenStride
 			}
 		}
 		// Only tiles that reach past the item's first position need a
@@ -324,7 +325,7 @@ func loadQuery(a *flashArgs, sc *scratch, seq, kvh, t0, rows, first int) {
 	D, g := a.headDim, a.numHeads/a.numKVHeads
 	for r := 0; r < rows; r++ {
 		tok, h := t0+r/g, kvh*g+r%g
-		src := a.qOffset + (a.qStart[seq]+tok)*a.q_stride + h*a.q_head_stride
+		src := a.qOffset + (a.qStart[seq]+tok)*a.qStride + h*a.qHeadStride
 		dst := sc.q[r*D : r*D+D]
 		if a.qF32 != nil && a.qElemStride == 1 {
 			row := a.qF32[src : src+D]

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -212,7 +213,7 @@ func planReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slot
 		return nil, err
 	}
 	ks := key.shape()
-	if !equalInts(ks, value.shape()) || cs != vs || ks[1] != cs[2] || ks[2] != cs[3] {
+	if !slices.Equal(ks, value.shape()) || cs != vs || ks[1] != cs[2] || ks[2] != cs[3] {
 		return nil, fmt.Errorf("%s: key %v / value %v do not match caches %v / %v", name, ks, value.shape(), cs, vs)
 	}
 	dt := kCache.dtype()

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -64,7 +65,7 @@ func planCopy(kernel string, dst, src Operand) (copyPlan, error) {
 	if src.dtype() != dst.dtype() {
 		return p, fmt.Errorf("%s: src is %v but dst is %v (the kernel copies, it does not convert)", kernel, src.dtype(), dst.dtype())
 	}
-	if !equalInts(src.shape(), dst.shape()) {
+	if !slices.Equal(src.shape(), dst.shape()) {
 		return p, fmt.Errorf("%s: src shape %v differs from dst shape %v", kernel, src.shape(), dst.shape())
 	}
 	if !dst.Layout.IsContiguous() {
@@ -105,18 +106,6 @@ func planCopy(kernel string, dst, src Operand) (copyPlan, error) {
 	p.units = numel / p.vec
 	p.blocks = ceilDiv(p.units, copyThreads)
 	return p, nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // srcElem returns the source element index of element e (row-major over

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Names of the naive path's attention kernels in cuda/kernels/naive.cu.
@@ -59,7 +60,7 @@ func checkContig(name, what string, o Operand, shape ...int) error {
 	if o.Layout == nil {
 		return fmt.Errorf("%s: missing %s", name, what)
 	}
-	if !equalInts(o.shape(), shape) || !o.Layout.IsContiguous() {
+	if !slices.Equal(o.shape(), shape) || !o.Layout.IsContiguous() {
 		return fmt.Errorf("%s: %s must be contiguous %v, got shape %v strides %v", name, what, shape, o.shape(), o.strides())
 	}
 	return nil
