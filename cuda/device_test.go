@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
@@ -152,4 +153,37 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// Workload.Measure on a simulated device runs both paths like on a GPU
+// (one warm-up, then reps timed runs) and reports the launches the
+// simulation counts, with no time measured.
+func TestMeasureOnSimDevice(t *testing.T) {
+	for _, w := range []Workload{
+		{Batch: 2, Seq: 64, Heads: 8, KVHeads: 2, HeadDim: 64, BlockSize: 16, DType: tensor.F16, Phase: Prefill, Bandwidth: 1},
+		{Batch: 3, Seq: 300, Heads: 8, KVHeads: 1, HeadDim: 128, BlockSize: 16, DType: tensor.BF16, Phase: Decode, Partition: 64, Bandwidth: 1},
+	} {
+		want, err := w.Simulate(Aggregate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.Measure(NewSimDevice(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Intermediates, want.Intermediates) {
+			t.Errorf("%+v: intermediates %v, want %v", w, got.Intermediates, want.Intermediates)
+		}
+		for _, pair := range [][2]PathReport{{got.Naive, want.Naive}, {got.Fused, want.Fused}} {
+			g, p := pair[0], pair[1]
+			if g.Name != p.Name || len(g.Launches) != len(p.Launches) {
+				t.Fatalf("%+v %s: %d launches, simulation %s %d", w, g.Name, len(g.Launches), p.Name, len(p.Launches))
+			}
+			for i, l := range g.Launches {
+				if l.Kernel != p.Launches[i].Kernel || l.Grid != p.Launches[i].Grid || !sameTraffic(l, p.Launches[i]) || l.Measured != 0 {
+					t.Fatalf("%+v %s launch %d: measured\n%v\nsimulated\n%v", w, g.Name, i, l, p.Launches[i])
+				}
+			}
+		}
+	}
 }
