@@ -66,53 +66,69 @@ func (p *slabPlan) launch() Launch {
 	return Launch{Kernel: p.kernel, Grid: [3]int64{p.blocks, 1, 1}, Block: [3]int{int(p.threads), 1, 1}, Vectorized: p.vec > 1}
 }
 
+// simulate counts the launch's traffic: literally in Replay mode, by
+// residue classes in Aggregate mode.
 func (p *slabPlan) simulate(mode Mode) (Launch, error) {
 	l := p.launch()
 	if p.blocks == 0 {
 		return l, nil
 	}
+	if mode == Replay {
+		return p.replay(l)
+	}
+	return p.aggregate(l)
+}
+
+// replay executes the kernel's mapping block by block, warp by warp:
+// the row index, then each iteration's K and V load and store.
+func (p *slabPlan) replay(l Launch) (Launch, error) {
 	width := p.es * p.vec
 	warps := p.threads / WarpSize
 	iters := ceilDiv(p.units, p.threads)
-	if mode == Replay {
-		if p.blocks*warps*(1+4*iters) > maxReplayWarps {
-			return l, fmt.Errorf("%s: too many warp instructions to replay; use Aggregate", p.kernel)
-		}
-		c := NewCounter(true)
-		for b := int64(0); b < p.blocks; b++ {
-			for w := int64(0); w < warps; w++ {
-				idx := Strided(p.index+uint64(4*b), WarpSize, 0, 4)
-				c.Load(&idx, 1)
-				if p.skip[b] {
-					continue
+	if p.blocks*warps*(1+4*iters) > maxReplayWarps {
+		return l, fmt.Errorf("%s: too many warp instructions to replay; use Aggregate", p.kernel)
+	}
+	c := NewCounter(true)
+	for b := int64(0); b < p.blocks; b++ {
+		for w := int64(0); w < warps; w++ {
+			idx := Strided(p.index+uint64(4*b), WarpSize, 0, 4)
+			c.Load(&idx, 1)
+			if p.skip[b] {
+				continue
+			}
+			for it := int64(0); it < iters; it++ {
+				var ld, st [2]Warp
+				for k := 0; k < 2; k++ {
+					ld[k].Width, st[k].Width = int(width), int(width)
 				}
-				for it := int64(0); it < iters; it++ {
-					var ld, st [2]Warp
+				for lane := int64(0); lane < WarpSize; lane++ {
+					i := it*p.threads + w*WarpSize + lane
+					if i >= p.units {
+						break
+					}
 					for k := 0; k < 2; k++ {
-						ld[k].Width, st[k].Width = int(width), int(width)
+						ld[k].Addr[lane] = uint64(int64(p.src[k].rows[b]) + p.unitRel(&p.src[k], i))
+						st[k].Addr[lane] = uint64(int64(p.dst[k].rows[b]) + p.unitRel(&p.dst[k], i))
+						ld[k].Active |= 1 << lane
+						st[k].Active |= 1 << lane
 					}
-					for lane := int64(0); lane < WarpSize; lane++ {
-						i := it*p.threads + w*WarpSize + lane
-						if i >= p.units {
-							break
-						}
-						for k := 0; k < 2; k++ {
-							ld[k].Addr[lane] = uint64(int64(p.src[k].rows[b]) + p.unitRel(&p.src[k], i))
-							st[k].Addr[lane] = uint64(int64(p.dst[k].rows[b]) + p.unitRel(&p.dst[k], i))
-							ld[k].Active |= 1 << lane
-							st[k].Active |= 1 << lane
-						}
-					}
-					c.Load(&ld[0], 1)
-					c.Load(&ld[1], 1)
-					c.Store(&st[0], 1)
-					c.Store(&st[1], 1)
 				}
+				c.Load(&ld[0], 1)
+				c.Load(&ld[1], 1)
+				c.Store(&st[0], 1)
+				c.Store(&st[1], 1)
 			}
 		}
-		l.finishReplay(c, [2]uint64{p.index, p.index + uint64(4*p.blocks)})
-		return l, nil
 	}
+	l.finishReplay(c, [2]uint64{p.index, p.index + uint64(4*p.blocks)})
+	return l, nil
+}
+
+// aggregate counts the launch by residue classes (see aggregate.go).
+func (p *slabPlan) aggregate(l Launch) (Launch, error) {
+	width := p.es * p.vec
+	warps := p.threads / WarpSize
+	iters := ceilDiv(p.units, p.threads)
 	// Aggregate: the index load is one broadcast per warp; a row's
 	// instructions are a fixed pattern translated by the row address, so
 	// only the rows' residues mod 128 matter.

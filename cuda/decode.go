@@ -123,7 +123,100 @@ func (p *decodePlan) storeRow(seq int, head, split int64) (uint64, int64) {
 	return p.tmpOut + uint64(4*(((int64(seq)*p.d.H+head)*p.splits+split)*p.d.D)), 4
 }
 
+// simulate counts the launch's traffic: literally in Replay mode, by
+// residue classes in Aggregate mode.
 func (p *decodePlan) simulate(mode Mode) (Launch, error) {
+	if mode == Replay {
+		return p.replay()
+	}
+	return p.aggregate()
+}
+
+// replay executes the kernel's mapping block by block: one block per
+// (sequence, head, split).
+func (p *decodePlan) replay() (Launch, error) {
+	l := p.launch()
+	a, d := p.a, &p.d
+	B := a.Seqs.NumSeqs()
+	nch := int64(len(chunks(d.D, d.es)))
+	if int64(B)*d.H*p.splits*(8+2*nch+int64(DecodeMaxPartition)*(2+2*nch)) > 16*maxReplayWarps {
+		return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelPagedDecode)
+	}
+	c := NewCounter(true)
+	for seq := 0; seq < B; seq++ {
+		for head := int64(0); head < d.H; head++ {
+			for split := int64(0); split < p.splits; split++ {
+				p.replayBlock(c, seq, head, split)
+			}
+		}
+	}
+	l.finishReplay(c, a.metaRanges()...)
+	return l, nil
+}
+
+// replayBlock replays the block of (seq, head, split): its metadata
+// reads, the query row, the logit loop (warp per position, lane per
+// element) and the output loop (thread per element, loop over positions).
+func (p *decodePlan) replayBlock(c *Counter, seq int, head, split int64) {
+	a, d := p.a, &p.d
+	m := a.Meta
+	g := head / d.group
+	single := Strided(0, 1, 0, 4)
+	c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), decodeWarps)
+	start, end, ok := p.span(seq, split)
+	if !ok {
+		return
+	}
+	c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), decodeWarps)
+	row := int64(a.Seqs.QueryStart[seq])
+	// q: thread tid loads d = tid + 128·it
+	for it := int64(0); it*decodeThreads < d.D; it++ {
+		for w := int64(0); w < decodeWarps; w++ {
+			x := Warp{Width: int(d.es)}
+			for lane := int64(0); lane < WarpSize; lane++ {
+				if dd := it*decodeThreads + w*WarpSize + lane; dd < d.D {
+					x.Addr[lane] = a.qRow(d, row, head) + uint64(dd*d.es)
+					x.Active |= 1 << lane
+				}
+			}
+			c.Load(&x, 1)
+		}
+	}
+	// logits: warp per position, lane per element
+	for pos := start; pos < end; pos++ {
+		c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
+		for dd := int64(0); dd < d.D; dd += WarpSize {
+			x := Strided(a.kvRow(a.KCache, d, seq, pos, g)+uint64(dd*d.es), int(min(WarpSize, d.D-dd)), d.es, int(d.es))
+			c.Load(&x, 1)
+		}
+	}
+	// output: thread per element, loop over positions
+	for it := int64(0); it*decodeThreads < d.D; it++ {
+		for w := int64(0); w < decodeWarps; w++ {
+			d0 := it*decodeThreads + w*WarpSize
+			if d0 >= d.D {
+				continue
+			}
+			n := int(min(WarpSize, d.D-d0))
+			for pos := start; pos < end; pos++ {
+				c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
+				x := Strided(a.kvRow(a.VCache, d, seq, pos, g)+uint64(d0*d.es), n, d.es, int(d.es))
+				c.Load(&x, 1)
+			}
+			dst, es := p.storeRow(seq, head, split)
+			x := Strided(dst+uint64(d0*es), n, es, int(es))
+			c.Store(&x, 1)
+		}
+	}
+	if p.partition > 0 {
+		i := uint64(4 * ((int64(seq)*d.H+head)*p.splits + split))
+		c.at(true, single, p.maxLogits+i, 1)
+		c.at(true, single, p.expSums+i, 1)
+	}
+}
+
+// aggregate counts the launch by residue classes (see aggregate.go).
+func (p *decodePlan) aggregate() (Launch, error) {
 	l := p.launch()
 	a, d := p.a, &p.d
 	m := a.Meta
@@ -131,72 +224,6 @@ func (p *decodePlan) simulate(mode Mode) (Launch, error) {
 	dch := chunks(d.D, d.es) // a row of D elements, lane per element
 	nch := int64(len(dch))
 	single := Strided(0, 1, 0, 4)
-	if mode == Replay {
-		if int64(B)*d.H*p.splits*(8+2*nch+int64(DecodeMaxPartition)*(2+2*nch)) > 16*maxReplayWarps {
-			return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelPagedDecode)
-		}
-		c := NewCounter(true)
-		for seq := 0; seq < B; seq++ {
-			for head := int64(0); head < d.H; head++ {
-				g := head / d.group
-				for split := int64(0); split < p.splits; split++ {
-					c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), decodeWarps)
-					start, end, ok := p.span(seq, split)
-					if !ok {
-						continue
-					}
-					c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), decodeWarps)
-					row := int64(a.Seqs.QueryStart[seq])
-					// q: thread tid loads d = tid + 128·it
-					for it := int64(0); it*decodeThreads < d.D; it++ {
-						for w := int64(0); w < decodeWarps; w++ {
-							x := Warp{Width: int(d.es)}
-							for lane := int64(0); lane < WarpSize; lane++ {
-								if dd := it*decodeThreads + w*WarpSize + lane; dd < d.D {
-									x.Addr[lane] = a.qRow(d, row, head) + uint64(dd*d.es)
-									x.Active |= 1 << lane
-								}
-							}
-							c.Load(&x, 1)
-						}
-					}
-					// logits: warp per position, lane per element
-					for pos := start; pos < end; pos++ {
-						c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
-						for dd := int64(0); dd < d.D; dd += WarpSize {
-							x := Strided(a.kvRow(a.KCache, d, seq, pos, g)+uint64(dd*d.es), int(min(WarpSize, d.D-dd)), d.es, int(d.es))
-							c.Load(&x, 1)
-						}
-					}
-					// output: thread per element, loop over positions
-					for it := int64(0); it*decodeThreads < d.D; it++ {
-						for w := int64(0); w < decodeWarps; w++ {
-							d0 := it*decodeThreads + w*WarpSize
-							if d0 >= d.D {
-								continue
-							}
-							n := int(min(WarpSize, d.D-d0))
-							for pos := start; pos < end; pos++ {
-								c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
-								x := Strided(a.kvRow(a.VCache, d, seq, pos, g)+uint64(d0*d.es), n, d.es, int(d.es))
-								c.Load(&x, 1)
-							}
-							dst, es := p.storeRow(seq, head, split)
-							x := Strided(dst+uint64(d0*es), n, es, int(es))
-							c.Store(&x, 1)
-						}
-					}
-					if p.partition > 0 {
-						i := uint64(4 * ((int64(seq)*d.H+head)*p.splits + split))
-						c.at(true, single, p.maxLogits+i, 1)
-						c.at(true, single, p.expSums+i, 1)
-					}
-				}
-			}
-		}
-		l.finishReplay(c, a.metaRanges()...)
-		return l, nil
-	}
 	c := NewCounter(false)
 	var ld, st, meta footprint
 	for seq := 0; seq < B; seq++ {
