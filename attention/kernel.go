@@ -46,8 +46,9 @@ import (
 //     stage K transposed as well and compute each score row as D
 //     kernels.Axpy calls along the keys (tileAxpyKeys), whose vectors are
 //     full; P·V keeps MatMul, whose inner dimension is the key count.
-//     Without SIMD, small heads take the row-wise loops of decode
-//     (tileInline) instead.
+//     Without SIMD, small heads of an F32 cache (D a multiple of 8 up to
+//     smallHeadDim) take the row-wise loops of decode (tileInline)
+//     instead.
 //   - smaller items (decode: one token, so g rows; fewer than mmMinRows
 //     for MHA and most GQA) read K and V straight from the cache blocks,
 //     since staging a tile that so few rows use would add memory traffic
