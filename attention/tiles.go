@@ -16,7 +16,7 @@ type tileKind uint8
 
 const (
 	// tileMatMul stages K and Vᵀ and runs S = Q·Kᵀ and O += P·V through
-	// kernels.MatMul (prefill items, heads of at least one AVX-512 vector).
+	// kernels.MatMul (prefill items, unless another kind below takes them).
 	tileMatMul tileKind = iota
 	// tileAxpyKeys stages Kᵀ and scores each row with kernels.Axpy along
 	// the keys, then P·V through kernels.MatMul (prefill items of heads
@@ -64,8 +64,9 @@ func chooseTile(rows, D int, half, simd bool) tileKind {
 		switch {
 		case simd && D < simdPad:
 			// MatMul would run S = Q·Kᵀ in its scalar remainder: its
-			// vectors run along D. At D = 16 and 24 the two measured the
-			// same.
+			// vectors run along D. From D = 16 on MatMul has whole
+			// vectors, and at 16 and 24 the two measured the same, so
+			// wider heads keep MatMul.
 			return tileAxpyKeys
 		case !simd && !half && D%8 == 0 && D <= smallHeadDim:
 			return tileInline
