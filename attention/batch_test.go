@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestNewLinearBatch(t *testing.T) {
 }
 
 func equalBatch(a, b *Batch) bool {
-	if !sameInts(a.QueryStart, b.QueryStart) || !sameInts(a.QueryLen, b.QueryLen) || !sameInts(a.ContextLen, b.ContextLen) ||
+	if !slices.Equal(a.QueryStart, b.QueryStart) || !slices.Equal(a.QueryLen, b.QueryLen) || !slices.Equal(a.ContextLen, b.ContextLen) ||
 		len(a.BlockTables) != len(b.BlockTables) || len(a.SlotMapping) != len(b.SlotMapping) {
 		return false
 	}

@@ -157,15 +157,15 @@ func fillFlashArgs(a *flashArgs, q, kCache, vCache *tensor.Tensor, d dims, scale
 	qs2, _ := q.Stride(2)
 	*a = flashArgs{
 		q: q.Storage(), qF32: q.Storage().Float32s(), qOffset: q.Offset(),
-		q_stride: qs0, q_head_stride: qs1, qElemStride: qs2,
+		qStride: qs0, qHeadStride: qs1, qElemStride: qs2,
 		kCache: kCache.Storage(), vCache: vCache.Storage(),
 		kF32: kCache.Storage().Float32s(), vF32: vCache.Storage().Float32s(),
 		kOffset: kCache.Offset(), vOffset: vCache.Offset(),
-		kv_block_stride: d.blockSize * d.KVH * d.D,
-		kv_token_stride: d.KVH * d.D,
-		kv_head_stride:  d.D,
-		blockSize:       d.blockSize,
-		numHeads:        d.H, numKVHeads: d.KVH, headDim: d.D,
+		kvBlockStride: d.blockSize * d.KVH * d.D,
+		kvTokenStride: d.KVH * d.D,
+		kvHeadStride:  d.D,
+		blockSize:     d.blockSize,
+		numHeads:      d.H, numKVHeads: d.KVH, headDim: d.D,
 		scale: scale, out: out, outStride: d.H * d.D,
 	}
 }

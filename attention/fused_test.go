@@ -2,7 +2,6 @@ package attention
 
 import (
 	"math"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +28,8 @@ func TestFusedMatchesReference(t *testing.T) {
 // Small tiles force every edge of the tiling: partial query tiles,
 // partial key tiles, masks that start inside a tile, odd row counts.
 //
-// D = 9 takes scoreTile and pvTile for items of few rows; D = 8 and 16
-// take the row-wise small-head loops (rowTile), masked where a tile
+// D = 9 takes tileBlocked for items of few rows; D = 8 and 16 take the
+// row-wise small-head loops (tileInline), masked where a tile
 // reaches past an item's first position; D = 48 the SIMD loops where the
 // CPU has them.
 func TestFusedTileEdges(t *testing.T) {
@@ -44,67 +43,6 @@ func TestFusedTileEdges(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkOutput(t, tc, out, 1e-5)
-		}
-	}
-}
-
-// The row-wise small-head loops against float64 sums, for every D they
-// take (multiples of 8) and key counts around their two-at-a-time step,
-// with scattered key offsets and weight-0 keys.
-func TestRowKernels(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, D := range []int{8, 16, 24} {
-		for _, nk := range []int{1, 2, 3, 8, 33} {
-			const stride = 40 // key rows scattered through a larger buffer
-			kb := make([]float32, (nk+3)*stride)
-			for i := range kb {
-				kb[i] = float32(r.NormFloat64())
-			}
-			krow := make([]int, nk)
-			for j, p := range r.Perm(nk + 3)[:nk] {
-				krow[j] = p*stride + r.IntN(stride-D+1)
-			}
-			q := make([]float32, D)
-			for i := range q {
-				q[i] = float32(r.NormFloat64())
-			}
-			s := make([]float32, nk)
-			mx := scoreRow8(s, q, kb, krow)
-			wantMax := math.Inf(-1)
-			for j, o := range krow {
-				var want float64
-				for d := range D {
-					want += float64(q[d]) * float64(kb[o+d])
-				}
-				if math.Abs(float64(s[j])-want) > 1e-5*(1+math.Abs(want)) {
-					t.Fatalf("D=%d nk=%d: score %d = %v, want %v", D, nk, j, s[j], want)
-				}
-				wantMax = math.Max(wantMax, float64(s[j]))
-			}
-			if float64(mx) != wantMax {
-				t.Fatalf("D=%d nk=%d: max %v, want %v", D, nk, mx, wantMax)
-			}
-
-			p := make([]float32, nk)
-			for j := range p {
-				if r.IntN(3) > 0 { // a third of the weights are 0
-					p[j] = r.Float32()
-				}
-			}
-			acc := make([]float32, D)
-			for d := range acc {
-				acc[d] = float32(d)
-			}
-			pvRow8(acc, p, kb, krow)
-			for d := range D {
-				want := float64(d)
-				for j, o := range krow {
-					want += float64(p[j]) * float64(kb[o+d])
-				}
-				if math.Abs(float64(acc[d])-want) > 1e-5*(1+math.Abs(want)) {
-					t.Fatalf("D=%d nk=%d: acc[%d] = %v, want %v", D, nk, d, acc[d], want)
-				}
-			}
 		}
 	}
 }
@@ -342,7 +280,7 @@ func TestExpSub(t *testing.T) {
 
 // A steady fused step makes no Go allocation either (no tensor metadata,
 // kernel arguments, closures, or duplicate-slot map), for a decode batch
-// of several sequences (the rowTile and SIMD loops) and a prefill step
+// of several sequences (the inline and SIMD tiles) and a prefill step
 // (MatMul tiles), on one worker and on two workers of a kernels.Pool.
 func TestFusedStepAllocatesNothing(t *testing.T) {
 	pool := kernels.NewPool(2)

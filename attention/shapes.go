@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/tensor"
@@ -44,7 +45,7 @@ func checkInputs(q, k, v, kCache, vCache *tensor.Tensor) (dims, error) {
 	var qsb, ksb, vsb [3]int
 	qs, ks, vs := q.AppendShape(qsb[:0]), k.AppendShape(ksb[:0]), v.AppendShape(vsb[:0])
 	d.T, d.H, d.D, d.KVH = qs[0], qs[1], qs[2], ks[1]
-	if !sameInts(ks, vs) || ks[0] != d.T || ks[2] != d.D {
+	if !slices.Equal(ks, vs) || ks[0] != d.T || ks[2] != d.D {
 		return d, fmt.Errorf("attention: k %v and v %v must both be [T=%d, KVH, D=%d] to match q %v", k.Shape(), v.Shape(), d.T, d.D, q.Shape())
 	}
 	if d.H == 0 || d.KVH == 0 || d.D == 0 || d.H%d.KVH != 0 {
@@ -53,7 +54,7 @@ func checkInputs(q, k, v, kCache, vCache *tensor.Tensor) (dims, error) {
 	}
 	var csb, vcb [4]int
 	cs, vc := kCache.AppendShape(csb[:0]), vCache.AppendShape(vcb[:0])
-	if kCache.Dim() != 4 || !sameInts(cs, vc) {
+	if kCache.Dim() != 4 || !slices.Equal(cs, vc) {
 		return d, fmt.Errorf("attention: k_cache %v and v_cache %v must be equal [num_blocks, block_size, KVH, D]", kCache.Shape(), vCache.Shape())
 	}
 	if cs[2] != d.KVH || cs[3] != d.D {
@@ -69,18 +70,6 @@ func checkInputs(q, k, v, kCache, vCache *tensor.Tensor) (dims, error) {
 		return d, fmt.Errorf("attention: meta and real tensors mixed (q meta=%v); trace layouts with all-meta inputs", d.meta)
 	}
 	return d, nil
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // writeCache runs kvcache.ReshapeAndCache (or, for meta tensors, only its

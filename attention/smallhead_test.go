@@ -10,7 +10,7 @@ import (
 )
 
 // axpyScores against float64 dot products, with K staged transposed the
-// way runItem stages it: every row scores at least its visible keys,
+// way axpyKeysTile stages it: every row scores at least its visible keys,
 // masked rows stop at their position (rounded up to simdPad), and rows
 // that see no key of the tile are left untouched.
 func TestAxpyScores(t *testing.T) {
@@ -111,57 +111,6 @@ func TestAxpyScoresMaskDoesNotChangeBits(t *testing.T) {
 				t.Fatalf("row %d key %d: masked %v, unmasked %v", row, j, part[row*nk+j], full[row*nk+j])
 			}
 		}
-	}
-}
-
-// rowMax is the float maximum that skips NaNs, for every arrangement of
-// the values that make integer comparison of float bits tricky.
-func TestRowMax(t *testing.T) {
-	inf := float32(math.Inf(1))
-	nan := float32(math.NaN())
-	negNaN := math.Float32frombits(0xffc00000)
-	ref := func(s []float32) float32 {
-		m := math.Inf(-1)
-		for _, x := range s {
-			if !math.IsNaN(float64(x)) && float64(x) > m {
-				m = float64(x)
-			}
-		}
-		return float32(m)
-	}
-	cases := [][]float32{
-		{},
-		{-inf},
-		{nan},
-		{negNaN},
-		{nan, negNaN, nan},
-		{-3, -1, -2},
-		{-1e-30, -1e30, -5},
-		{1, nan, 0.5},
-		{negNaN, -7, -8},
-		{-inf, -inf, -1e-45},
-		{inf, 3, nan},
-		{1e-45, -1e-45, 0},
-		{-2, -1, -3, -0.5, -9, -4, -6, -8, -0.25},
-		{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, nan},
-	}
-	r := rand.New(rand.NewPCG(13, 14))
-	for n := range 40 {
-		s := make([]float32, n)
-		for i := range s {
-			s[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(20)-10)))
-		}
-		cases = append(cases, s)
-	}
-	for _, s := range cases {
-		got, want := rowMax(s), ref(s)
-		if got != want && !(got == 0 && want == 0) {
-			t.Fatalf("rowMax(%v) = %v, want %v", s, got, want)
-		}
-	}
-	// ±0: either sign is a correct maximum.
-	if got := rowMax([]float32{float32(math.Copysign(0, -1)), -1}); got != 0 {
-		t.Fatalf("rowMax(-0, -1) = %v", got)
 	}
 }
 

@@ -5,14 +5,14 @@ import (
 	"slices"
 )
 
-// This file holds the two tools that make the traffic model exact without
+// This file holds the two tools that make the traffic simulation exact without
 // replaying every warp of a large launch.
 //
 // 1. Residue histograms. What a warp instruction costs (sectors, lines,
 // distinct bytes) depends only on its addresses modulo 128: moving all 32
 // addresses by a multiple of 128 bytes moves every sector and every line by
 // the same amount and changes no count. So when a kernel issues the same
-// relative pattern from many base addresses, the model replays the pattern
+// relative pattern from many base addresses, the simulation replays the pattern
 // once per distinct base residue (at most 128 of them) and multiplies by how
 // many bases have that residue. For affine bases Σ ik·Sk the histogram is a
 // convolution of one small periodic histogram per dim (i·S mod 128 repeats
@@ -20,7 +20,7 @@ import (
 // thousand replays.
 //
 // 2. Footprints. The compulsory HBM traffic of a launch is the number of
-// distinct sectors it touches. The model computes it from the byte ranges
+// distinct sectors it touches. The simulation computes it from the byte ranges
 // of the buffers a kernel reads or writes (rows of a layout, cache slots of
 // a block table), merged at sector granularity.
 

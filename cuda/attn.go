@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -154,4 +155,43 @@ func (a *AttentionOperands) metaRanges() [][2]uint64 {
 		r(m.SlotMapping, len(s.SlotMapping)), r(m.QueryStart, len(s.QueryStart)), r(m.QueryLen, len(s.QueryLen)),
 		r(m.ContextLens, len(s.ContextLen)), r(m.BlockTables, len(s.BlockTables)*s.MaxBlocks()),
 	}
+}
+
+// The arguments both attention kernels (decode.go, prefill.go) launch with.
+
+// attnArgs mirrors StrideAttnArgs.
+type attnArgs struct {
+	numSeqs, numHeads, numKVHeads, headDim, blockSize, maxBlocks int32
+	qOffset, qStride, qHeadStride                                int64
+	kOffset, vOffset                                             int64
+	kvBlockStride, kvTokenStride, kvHeadStride                   int64
+	outOffset, outStride                                         int64
+	partition, numSplits, smemPositions, qvec, kvvec             int32
+	scale                                                        float32
+}
+
+// attention returns the operands of an attention launch and checks that
+// every size fits the kernels' int32 arguments.
+func attention(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs) (*AttentionOperands, error) {
+	if s == nil {
+		return nil, fmt.Errorf("cuda: attention: nil seqs")
+	}
+	return &AttentionOperands{Q: q.Operand(), KCache: kCache.Operand(), VCache: vCache.Operand(), Out: out.Operand(), Seqs: s.Seqs, Meta: s.Addrs()}, nil
+}
+
+func newAttnArgs(a *AttentionOperands, d *attnDims) (*attnArgs, error) {
+	for _, v := range []int64{d.T, d.H, d.KVH, d.D, d.bs, d.maxBlocks, int64(a.Seqs.NumSeqs())} {
+		if v > math.MaxInt32 {
+			return nil, fmt.Errorf("cuda: attention size %d does not fit int32", v)
+		}
+	}
+	return &attnArgs{
+		numSeqs: int32(a.Seqs.NumSeqs()), numHeads: int32(d.H), numKVHeads: int32(d.KVH), headDim: int32(d.D),
+		blockSize: int32(d.bs), maxBlocks: int32(d.maxBlocks),
+		qOffset: a.Q.offset(), qStride: d.qStride, qHeadStride: d.qHeadStride,
+		kOffset: a.KCache.offset(), vOffset: a.VCache.offset(),
+		kvBlockStride: d.kvBlockStride, kvTokenStride: d.kvTokenStride, kvHeadStride: d.kvHeadStride,
+		outOffset: a.Out.offset(), outStride: d.outStride,
+		scale: float32(1 / math.Sqrt(float64(d.D))),
+	}, nil
 }

@@ -90,11 +90,11 @@ func TestDecodeAggregateEqualsReplay(t *testing.T) {
 		part := []int{0, 0, 16, 32, 48}[r.IntN(5)]
 		n := DecodeSplits(s, part)
 		sc := DecodeScratch{TmpOut: as.Alloc(int64(B * H * n * D * 4)), MaxLogits: as.Alloc(int64(B * H * n * 4)), ExpSums: as.Alloc(int64(B * H * n * 4))}
-		agg, err := ModelPagedDecode(a, part, sc, Aggregate)
+		agg, err := SimulatePagedDecode(a, part, sc, Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := ModelPagedDecode(a, part, sc, Replay)
+		rep, err := SimulatePagedDecode(a, part, sc, Replay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,11 +102,11 @@ func TestDecodeAggregateEqualsReplay(t *testing.T) {
 			t.Fatalf("case %d (%v H=%d KVH=%d D=%d bs=%d part=%d): aggregate\n%v meta=%d\nreplay\n%v meta=%d", i, dt, H, KVH, D, bs, part, agg, agg.MetaBytes, rep, rep.MetaBytes)
 		}
 		if part > 0 {
-			agg, err := ModelDecodeMerge(a, part, sc, Aggregate)
+			agg, err := SimulateDecodeMerge(a, part, sc, Aggregate)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := ModelDecodeMerge(a, part, sc, Replay)
+			rep, err := SimulateDecodeMerge(a, part, sc, Replay)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,11 +137,11 @@ func TestPrefillAggregateEqualsReplay(t *testing.T) {
 		}
 		s, nb := randomSeqs(r, ql, []int{0, 0, 50}[r.IntN(3)], bs)
 		a, _ := attnOperands(t, r, dt, s, nb, bs, H, KVH, D)
-		agg, err := ModelFusedPrefill(a, Aggregate)
+		agg, err := SimulateFusedPrefill(a, Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := ModelFusedPrefill(a, Replay)
+		rep, err := SimulateFusedPrefill(a, Replay)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -24,7 +25,7 @@ type slabSide struct {
 	elemStride int64
 }
 
-// slabPlan models reshape_and_cache and gather_kv, which share one thread
+// slabPlan simulates reshape_and_cache and gather_kv, which share one thread
 // mapping (cache.cu):
 //
 //	block b (one token row), index = idx[b]        every thread loads it
@@ -65,53 +66,69 @@ func (p *slabPlan) launch() Launch {
 	return Launch{Kernel: p.kernel, Grid: [3]int64{p.blocks, 1, 1}, Block: [3]int{int(p.threads), 1, 1}, Vectorized: p.vec > 1}
 }
 
-func (p *slabPlan) model(mode Mode) (Launch, error) {
+// simulate counts the launch's traffic: literally in Replay mode, by
+// residue classes in Aggregate mode.
+func (p *slabPlan) simulate(mode Mode) (Launch, error) {
 	l := p.launch()
 	if p.blocks == 0 {
 		return l, nil
 	}
+	if mode == Replay {
+		return p.replay(l)
+	}
+	return p.aggregate(l)
+}
+
+// replay executes the kernel's mapping block by block, warp by warp:
+// the row index, then each iteration's K and V load and store.
+func (p *slabPlan) replay(l Launch) (Launch, error) {
 	width := p.es * p.vec
 	warps := p.threads / WarpSize
 	iters := ceilDiv(p.units, p.threads)
-	if mode == Replay {
-		if p.blocks*warps*(1+4*iters) > maxReplayWarps {
-			return l, fmt.Errorf("%s: too many warp instructions to replay; use Aggregate", p.kernel)
-		}
-		c := NewCounter(true)
-		for b := int64(0); b < p.blocks; b++ {
-			for w := int64(0); w < warps; w++ {
-				idx := Strided(p.index+uint64(4*b), WarpSize, 0, 4)
-				c.Load(&idx, 1)
-				if p.skip[b] {
-					continue
+	if p.blocks*warps*(1+4*iters) > maxReplayWarps {
+		return l, fmt.Errorf("%s: too many warp instructions to replay; use Aggregate", p.kernel)
+	}
+	c := NewCounter(true)
+	for b := int64(0); b < p.blocks; b++ {
+		for w := int64(0); w < warps; w++ {
+			idx := Strided(p.index+uint64(4*b), WarpSize, 0, 4)
+			c.Load(&idx, 1)
+			if p.skip[b] {
+				continue
+			}
+			for it := int64(0); it < iters; it++ {
+				var ld, st [2]Warp
+				for k := 0; k < 2; k++ {
+					ld[k].Width, st[k].Width = int(width), int(width)
 				}
-				for it := int64(0); it < iters; it++ {
-					var ld, st [2]Warp
+				for lane := int64(0); lane < WarpSize; lane++ {
+					i := it*p.threads + w*WarpSize + lane
+					if i >= p.units {
+						break
+					}
 					for k := 0; k < 2; k++ {
-						ld[k].Width, st[k].Width = int(width), int(width)
+						ld[k].Addr[lane] = uint64(int64(p.src[k].rows[b]) + p.unitRel(&p.src[k], i))
+						st[k].Addr[lane] = uint64(int64(p.dst[k].rows[b]) + p.unitRel(&p.dst[k], i))
+						ld[k].Active |= 1 << lane
+						st[k].Active |= 1 << lane
 					}
-					for lane := int64(0); lane < WarpSize; lane++ {
-						i := it*p.threads + w*WarpSize + lane
-						if i >= p.units {
-							break
-						}
-						for k := 0; k < 2; k++ {
-							ld[k].Addr[lane] = uint64(int64(p.src[k].rows[b]) + p.unitRel(&p.src[k], i))
-							st[k].Addr[lane] = uint64(int64(p.dst[k].rows[b]) + p.unitRel(&p.dst[k], i))
-							ld[k].Active |= 1 << lane
-							st[k].Active |= 1 << lane
-						}
-					}
-					c.Load(&ld[0], 1)
-					c.Load(&ld[1], 1)
-					c.Store(&st[0], 1)
-					c.Store(&st[1], 1)
 				}
+				c.Load(&ld[0], 1)
+				c.Load(&ld[1], 1)
+				c.Store(&st[0], 1)
+				c.Store(&st[1], 1)
 			}
 		}
-		l.finishReplay(c, [2]uint64{p.index, p.index + uint64(4*p.blocks)})
-		return l, nil
 	}
+	l.finishReplay(c, [2]uint64{p.index, p.index + uint64(4*p.blocks)})
+	return l, nil
+}
+
+// aggregate counts the launch by residue classes (see aggregate.go).
+func (p *slabPlan) aggregate(l Launch) (Launch, error) {
+	width := p.es * p.vec
+	warps := p.threads / WarpSize
+	iters := ceilDiv(p.units, p.threads)
 	// Aggregate: the index load is one broadcast per warp; a row's
 	// instructions are a fixed pattern translated by the row address, so
 	// only the rows' residues mod 128 matter.
@@ -212,7 +229,7 @@ func planReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slot
 		return nil, err
 	}
 	ks := key.shape()
-	if !equalInts(ks, value.shape()) || cs != vs || ks[1] != cs[2] || ks[2] != cs[3] {
+	if !slices.Equal(ks, value.shape()) || cs != vs || ks[1] != cs[2] || ks[2] != cs[3] {
 		return nil, fmt.Errorf("%s: key %v / value %v do not match caches %v / %v", name, ks, value.shape(), cs, vs)
 	}
 	dt := kCache.dtype()
@@ -261,16 +278,16 @@ func planReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slot
 	return p, nil
 }
 
-// ModelReshapeAndCache models reshape_and_cache writing the K and V of T
+// SimulateReshapeAndCache simulates reshape_and_cache writing the K and V of T
 // new tokens (key, value: [T, KVH, D], any strides, typically views of a
 // fused QKV output) into the paged caches at slots (negative = padding,
 // skipped). slotsAddr is the device address of the int32 slot mapping.
-func ModelReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slotsAddr uint64, mode Mode) (Launch, error) {
+func SimulateReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slotsAddr uint64, mode Mode) (Launch, error) {
 	p, err := planReshapeAndCache(key, value, kCache, vCache, slots, slotsAddr)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
 // planGatherKV lays out gather_kv: row r of the contiguous outputs
@@ -325,15 +342,15 @@ func planGatherKV(kOut, vOut, kCache, vCache Operand, rowSlots []int32, slotsAdd
 	return p, nil
 }
 
-// ModelGatherKV models gather_kv, the naive path's copy of a sequence's
+// SimulateGatherKV simulates gather_kv, the naive path's copy of a sequence's
 // context out of the paged cache into contiguous [R, KVH, D] K and V
 // (PyTorch: k_cache[block_table].view(...)), row r from slot rowSlots[r].
-func ModelGatherKV(kOut, vOut, kCache, vCache Operand, rowSlots []int32, slotsAddr uint64, mode Mode) (Launch, error) {
+func SimulateGatherKV(kOut, vOut, kCache, vCache Operand, rowSlots []int32, slotsAddr uint64, mode Mode) (Launch, error) {
 	p, err := planGatherKV(kOut, vOut, kCache, vCache, rowSlots, slotsAddr)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
 // contextSlots returns the cache slots of positions 0 … ContextLen−1 of
@@ -344,4 +361,73 @@ func (s *Seqs) contextSlots(i, blockSize int) []int32 {
 		out[p] = int32(s.physSlot(i, p, blockSize))
 	}
 	return out
+}
+
+// The cache kernels' launchers: ReshapeAndCache and GatherKV, planned by
+// planReshapeAndCache and planGatherKV above.
+
+// cacheArgs mirrors StrideCacheArgs.
+type cacheArgs struct {
+	numRows, kvHeads, headDim, units                           int64
+	keyOffset, keyStride, keyHeadStride, keyElemStride         int64
+	valueOffset, valueStride, valueHeadStride, valueElemStride int64
+	kCacheOffset, vCacheOffset, kOutOffset, vOutOffset         int64
+	vec                                                        int32
+}
+
+// ReshapeAndCache writes key and value ([T, KVH, D], any strides) into the
+// paged caches at s's slot mapping.
+func (d *Device) ReshapeAndCache(key, value, kCache, vCache *DeviceTensor, s *DeviceSeqs) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	if s == nil {
+		return fmt.Errorf("cuda: reshape_and_cache: nil seqs")
+	}
+	p, err := planReshapeAndCache(key.Operand(), value.Operand(), kCache.Operand(), vCache.Operand(), s.Seqs.SlotMapping, s.slots.Addr())
+	if err != nil {
+		return err
+	}
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	ks, vs := key.layout.Strides(), value.layout.Strides()
+	a := cacheArgs{numRows: p.blocks, kvHeads: p.kvh, headDim: p.d, units: p.units, vec: int32(p.vec),
+		keyOffset: int64(key.layout.Offset()), keyStride: int64(ks[0]), keyHeadStride: int64(ks[1]), keyElemStride: int64(ks[2]),
+		valueOffset: int64(value.layout.Offset()), valueStride: int64(vs[0]), valueHeadStride: int64(vs[1]), valueElemStride: int64(vs[2]),
+		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset())}
+	ptrs := [4]uintptr{key.buf.ptr, value.buf.ptr, kCache.buf.ptr, vCache.buf.ptr}
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, l) })
+}
+
+// GatherKV copies cache slots rowSlots into the contiguous kOut, vOut
+// [R, KVH, D].
+func (d *Device) GatherKV(kOut, vOut, kCache, vCache *DeviceTensor, rowSlots *DeviceInts) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	p, err := planGatherKV(kOut.Operand(), vOut.Operand(), kCache.Operand(), vCache.Operand(), rowSlots.Vals, rowSlots.Addr())
+	if err != nil {
+		return err
+	}
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	a := cacheArgs{numRows: p.blocks, kvHeads: p.kvh, headDim: p.d, units: p.units, vec: int32(p.vec),
+		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset()),
+		kOutOffset: int64(kOut.layout.Offset()), vOutOffset: int64(vOut.layout.Offset())}
+	ptrs := [4]uintptr{kCache.buf.ptr, vCache.buf.ptr, kOut.buf.ptr, vOut.buf.ptr}
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, l) })
 }

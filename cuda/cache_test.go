@@ -49,11 +49,11 @@ func TestReshapeAndCacheAggregateEqualsReplay(t *testing.T) {
 		}
 		ko, vo, kco, vco := as.Operand(k), as.Operand(v), as.Operand(kc), as.Operand(vc)
 		sa := as.Ints(T)
-		agg, err := ModelReshapeAndCache(ko, vo, kco, vco, slots, sa, Aggregate)
+		agg, err := SimulateReshapeAndCache(ko, vo, kco, vco, slots, sa, Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := ModelReshapeAndCache(ko, vo, kco, vco, slots, sa, Replay)
+		rep, err := SimulateReshapeAndCache(ko, vo, kco, vco, slots, sa, Replay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestReshapeAndCacheQKVView(t *testing.T) {
 	for i := range slots {
 		slots[i] = int32(i)
 	}
-	l, err := ModelReshapeAndCache(as.Operand(k), as.Operand(v), as.Operand(kc), as.Operand(vc), slots, as.Ints(T), Aggregate)
+	l, err := SimulateReshapeAndCache(as.Operand(k), as.Operand(v), as.Operand(kc), as.Operand(vc), slots, as.Ints(T), Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestGatherKVAggregateEqualsReplay(t *testing.T) {
 		as := NewAddressSpace()
 		a := []Operand{as.Operand(ko), as.Operand(vo), as.Operand(kc), as.Operand(vc)}
 		sa := as.Ints(R)
-		agg, err := ModelGatherKV(a[0], a[1], a[2], a[3], rows, sa, Aggregate)
+		agg, err := SimulateGatherKV(a[0], a[1], a[2], a[3], rows, sa, Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := ModelGatherKV(a[0], a[1], a[2], a[3], rows, sa, Replay)
+		rep, err := SimulateGatherKV(a[0], a[1], a[2], a[3], rows, sa, Replay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,19 +147,19 @@ func TestCacheErrors(t *testing.T) {
 	k := as.Operand(tensor.Must(tensor.Meta(tensor.F32, 4, 2, 8)))
 	kc := as.Operand(tensor.Must(tensor.Meta(tensor.F32, 2, 4, 2, 8)))
 	h := as.Operand(tensor.Must(tensor.Meta(tensor.F16, 2, 4, 2, 8)))
-	if _, err := ModelReshapeAndCache(k, k, kc, kc, []int32{0, 1, 2}, 0, Aggregate); err == nil {
+	if _, err := SimulateReshapeAndCache(k, k, kc, kc, []int32{0, 1, 2}, 0, Aggregate); err == nil {
 		t.Error("short slot mapping accepted")
 	}
-	if _, err := ModelReshapeAndCache(k, k, kc, kc, []int32{0, 1, 2, 8}, 0, Aggregate); err == nil {
+	if _, err := SimulateReshapeAndCache(k, k, kc, kc, []int32{0, 1, 2, 8}, 0, Aggregate); err == nil {
 		t.Error("slot out of range accepted")
 	}
-	if _, err := ModelReshapeAndCache(k, k, h, h, []int32{0, 1, 2, 3}, 0, Aggregate); err == nil {
+	if _, err := SimulateReshapeAndCache(k, k, h, h, []int32{0, 1, 2, 3}, 0, Aggregate); err == nil {
 		t.Error("dtype mismatch accepted")
 	}
-	if _, err := ModelReshapeAndCache(kc, kc, kc, kc, []int32{0}, 0, Aggregate); err == nil {
+	if _, err := SimulateReshapeAndCache(kc, kc, kc, kc, []int32{0}, 0, Aggregate); err == nil {
 		t.Error("4-D key accepted")
 	}
-	if _, err := ModelGatherKV(k, k, kc, kc, []int32{0, 1, 2, 9}, 0, Aggregate); err == nil {
+	if _, err := SimulateGatherKV(k, k, kc, kc, []int32{0, 1, 2, 9}, 0, Aggregate); err == nil {
 		t.Error("gather of a slot out of range accepted")
 	}
 }

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -27,7 +28,7 @@ const VectorBytes = 16
 
 // copyPlan is the argument block of the copy kernels (struct CopyArgs in
 // kernels/stride_kernels.h), computed once on the host and used both to
-// launch the kernel and to model it.
+// launch the kernel and to simulate it.
 //
 // Thread mapping (copy.cu, strided_copy_body): thread u of the grid,
 // u = blockIdx.x·256 + threadIdx.x, handles "unit" u, the vec elements
@@ -64,7 +65,7 @@ func planCopy(kernel string, dst, src Operand) (copyPlan, error) {
 	if src.dtype() != dst.dtype() {
 		return p, fmt.Errorf("%s: src is %v but dst is %v (the kernel copies, it does not convert)", kernel, src.dtype(), dst.dtype())
 	}
-	if !equalInts(src.shape(), dst.shape()) {
+	if !slices.Equal(src.shape(), dst.shape()) {
 		return p, fmt.Errorf("%s: src shape %v differs from dst shape %v", kernel, src.shape(), dst.shape())
 	}
 	if !dst.Layout.IsContiguous() {
@@ -107,18 +108,6 @@ func planCopy(kernel string, dst, src Operand) (copyPlan, error) {
 	return p, nil
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // srcElem returns the source element index of element e (row-major over
 // size): the division chain of strided_copy_body.
 func (p *copyPlan) srcElem(e int64) int64 {
@@ -135,8 +124,8 @@ func (p *copyPlan) launch() Launch {
 	return Launch{Kernel: p.kernel, Grid: [3]int64{p.blocks, 1, 1}, Block: [3]int{copyThreads, 1, 1}, Vectorized: p.vec > 1}
 }
 
-// model counts the plan's traffic with dst and src at their addresses.
-func (p *copyPlan) model(dst, src Operand, mode Mode) (Launch, error) {
+// simulate counts the plan's traffic with dst and src at their addresses.
+func (p *copyPlan) simulate(dst, src Operand, mode Mode) (Launch, error) {
 	l := p.launch()
 	if p.units == 0 {
 		return l, nil
@@ -280,14 +269,14 @@ func superRow(ds []dim, q int64, width int64) []Warp {
 	return warps
 }
 
-// ModelStridedCopy models strided_copy writing src into the contiguous
+// SimulateStridedCopy simulates strided_copy writing src into the contiguous
 // dst of the same shape: the cost of src.contiguous().
-func ModelStridedCopy(dst, src Operand, mode Mode) (Launch, error) {
+func SimulateStridedCopy(dst, src Operand, mode Mode) (Launch, error) {
 	p, err := planCopy(KernelStridedCopy, dst, src)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(dst, src, mode)
+	return p.simulate(dst, src, mode)
 }
 
 // repeatViews returns the [L, KVH, G, D] views repeat_interleave copies:
@@ -315,11 +304,11 @@ func repeatViews(dst, src Operand, groups int) (Operand, Operand, error) {
 	return Operand{d, dst.Base}, Operand{e, src.Base}, nil
 }
 
-// ModelRepeatInterleave models repeat_interleave: src [L, KVH, D] (any
+// SimulateRepeatInterleave simulates repeat_interleave: src [L, KVH, D] (any
 // strides) → contiguous dst [L, KVH·groups, D], every KV head repeated
 // groups times so each query head of a GQA layer finds its K/V at its own
 // index.
-func ModelRepeatInterleave(dst, src Operand, groups int, mode Mode) (Launch, error) {
+func SimulateRepeatInterleave(dst, src Operand, groups int, mode Mode) (Launch, error) {
 	d, s, err := repeatViews(dst, src, groups)
 	if err != nil {
 		return Launch{}, err
@@ -328,7 +317,7 @@ func ModelRepeatInterleave(dst, src Operand, groups int, mode Mode) (Launch, err
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(d, s, mode)
+	return p.simulate(d, s, mode)
 }
 
 // transposeViews returns src [H, T, D] read as [T, H, D].
@@ -347,10 +336,10 @@ func transposeViews(dst, src Operand) (Operand, Operand, error) {
 	return dst, Operand{t, src.Base}, nil
 }
 
-// ModelTransposeContiguous models transpose_contiguous: src [H, T, D] →
+// SimulateTransposeContiguous simulates transpose_contiguous: src [H, T, D] →
 // contiguous dst [T, H, D], i.e. out.transpose(1, 2).contiguous() of the
 // naive path's attention output.
-func ModelTransposeContiguous(dst, src Operand, mode Mode) (Launch, error) {
+func SimulateTransposeContiguous(dst, src Operand, mode Mode) (Launch, error) {
 	d, s, err := transposeViews(dst, src)
 	if err != nil {
 		return Launch{}, err
@@ -359,5 +348,99 @@ func ModelTransposeContiguous(dst, src Operand, mode Mode) (Launch, error) {
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(d, s, mode)
+	return p.simulate(d, s, mode)
+}
+
+// The copy kernels' launcher: the Device methods that plan a copy with
+// planCopy and launch it with that plan's grid.
+
+// copyArgs mirrors StrideCopyArgs.
+type copyArgs struct {
+	size, stride                [4]int64
+	srcOffset, dstOffset, units int64
+	vec                         int32
+}
+
+// Copy kinds (STRIDE_COPY, …).
+const (
+	copyKindPlain     = 0
+	copyKindRepeat    = 1
+	copyKindTranspose = 2
+)
+
+func (d *Device) runCopy(kind int, p copyPlan, dst, src *DeviceTensor) error {
+	if d.record {
+		if err := d.note(p.simulate(dst.Operand(), src.Operand(), Aggregate)); err != nil {
+			return err
+		}
+	}
+	a := copyArgs{size: p.size, stride: p.stride, srcOffset: p.srcOffset, dstOffset: p.dstOffset, units: p.units, vec: int32(p.vec)}
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, l) })
+}
+
+// StridedCopy writes src (any strides) into the contiguous dst of the same
+// shape and dtype with the strided_copy kernel.
+func (d *Device) StridedCopy(dst, src *DeviceTensor) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	p, err := planCopy(KernelStridedCopy, dst.Operand(), src.Operand())
+	if err != nil {
+		return err
+	}
+	return d.runCopy(copyKindPlain, p, dst, src)
+}
+
+// Contiguous returns src itself when it is contiguous, else a new
+// contiguous copy: PyTorch's x.contiguous() on the GPU.
+func (d *Device) Contiguous(src *DeviceTensor) (*DeviceTensor, error) {
+	if err := d.ok(); err != nil {
+		return nil, err
+	}
+	if src.layout.IsContiguous() {
+		return src, nil
+	}
+	dst, err := d.Empty(src.layout.DType(), src.layout.Shape()...)
+	if err != nil {
+		return nil, err
+	}
+	return dst, d.StridedCopy(dst, src)
+}
+
+// RepeatInterleave writes src [L, KVH, D] into dst [L, KVH·groups, D],
+// every KV head repeated groups times (the naive path's GQA expansion).
+func (d *Device) RepeatInterleave(dst, src *DeviceTensor, groups int) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	do, so, err := repeatViews(dst.Operand(), src.Operand(), groups)
+	if err != nil {
+		return err
+	}
+	p, err := planCopy(KernelRepeatInterleave, do, so)
+	if err != nil {
+		return err
+	}
+	return d.runCopy(copyKindRepeat, p, &DeviceTensor{dst.buf, do.Layout}, &DeviceTensor{src.buf, so.Layout})
+}
+
+// TransposeContiguous writes src [H, T, D] into the contiguous dst
+// [T, H, D] (the naive path's out.transpose(1, 2).contiguous()).
+func (d *Device) TransposeContiguous(dst, src *DeviceTensor) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	do, so, err := transposeViews(dst.Operand(), src.Operand())
+	if err != nil {
+		return err
+	}
+	p, err := planCopy(KernelTransposeContiguous, do, so)
+	if err != nil {
+		return err
+	}
+	return d.runCopy(copyKindTranspose, p, dst, &DeviceTensor{src.buf, so.Layout})
 }

@@ -146,11 +146,11 @@ func TestCopyAggregateEqualsReplay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", src, err)
 		}
-		agg, err := p.model(do, so, Aggregate)
+		agg, err := p.simulate(do, so, Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := p.model(do, so, Replay)
+		rep, err := p.simulate(do, so, Replay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestCopyVectorAlignment(t *testing.T) {
 		want bool
 	}{{aligned, false}, {ok, true}, {bad, false}} {
 		dst := tensor.Must(tensor.Meta(tensor.F32, c.src.Shape()...))
-		l, err := ModelStridedCopy(as.Operand(dst), as.Operand(c.src), Aggregate)
+		l, err := SimulateStridedCopy(as.Operand(dst), as.Operand(c.src), Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestCopyVectorAlignment(t *testing.T) {
 	}
 	// misaligned rows: each 32-lane fp32 load of a row straddles 5 sectors.
 	dst := tensor.Must(tensor.Meta(tensor.F32, 64, 128))
-	l, _ := ModelStridedCopy(as.Operand(dst), as.Operand(bad), Aggregate)
+	l, _ := SimulateStridedCopy(as.Operand(dst), as.Operand(bad), Aggregate)
 	if l.Loads.Requests != 64*4 || l.Loads.Sectors != 64*4*5 {
 		t.Fatalf("offset-1 view: %v, want 256 requests × 5 sectors", l.Loads)
 	}
@@ -206,23 +206,23 @@ func TestCopyErrors(t *testing.T) {
 	a := as.Operand(tensor.Must(tensor.Meta(tensor.F32, 4, 5)))
 	b := as.Operand(tensor.Must(tensor.Meta(tensor.F16, 4, 5)))
 	c := as.Operand(tensor.Must(tensor.Must(tensor.Meta(tensor.F32, 5, 4)).T()))
-	if _, err := ModelStridedCopy(b, a, Aggregate); err == nil {
+	if _, err := SimulateStridedCopy(b, a, Aggregate); err == nil {
 		t.Error("dtype mismatch accepted")
 	}
-	if _, err := ModelStridedCopy(c, a, Aggregate); err == nil {
+	if _, err := SimulateStridedCopy(c, a, Aggregate); err == nil {
 		t.Error("non-contiguous dst accepted")
 	}
 	d := as.Operand(tensor.Must(tensor.Meta(tensor.F32, 5, 4)))
-	if _, err := ModelStridedCopy(d, a, Aggregate); err == nil {
+	if _, err := SimulateStridedCopy(d, a, Aggregate); err == nil {
 		t.Error("shape mismatch accepted")
 	}
-	if _, err := ModelStridedCopy(Operand{}, a, Aggregate); err == nil {
+	if _, err := SimulateStridedCopy(Operand{}, a, Aggregate); err == nil {
 		t.Error("nil dst accepted")
 	}
 	// 5 unmergeable dims
 	x := tensor.Must(tensor.Meta(tensor.F32, 2, 2, 2, 2, 2))
 	y := tensor.Must(x.Permute(4, 3, 2, 1, 0))
-	if _, err := ModelStridedCopy(as.Operand(tensor.Must(tensor.Meta(tensor.F32, 2, 2, 2, 2, 2))), as.Operand(y), Aggregate); err == nil {
+	if _, err := SimulateStridedCopy(as.Operand(tensor.Must(tensor.Meta(tensor.F32, 2, 2, 2, 2, 2))), as.Operand(y), Aggregate); err == nil {
 		t.Error("5 unmergeable dims accepted")
 	}
 }

@@ -17,7 +17,7 @@ const (
 	DecodeMaxPartition = 8192
 )
 
-// decodePlan models paged_attention_decode, one query token per sequence
+// decodePlan simulates paged_attention_decode, one query token per sequence
 // (QueryLen = 1), GQA-native. Grid (H, B, splits), 128 threads:
 //
 //	block (head, seq, split); kv_head = head / (H/KVH)
@@ -123,7 +123,100 @@ func (p *decodePlan) storeRow(seq int, head, split int64) (uint64, int64) {
 	return p.tmpOut + uint64(4*(((int64(seq)*p.d.H+head)*p.splits+split)*p.d.D)), 4
 }
 
-func (p *decodePlan) model(mode Mode) (Launch, error) {
+// simulate counts the launch's traffic: literally in Replay mode, by
+// residue classes in Aggregate mode.
+func (p *decodePlan) simulate(mode Mode) (Launch, error) {
+	if mode == Replay {
+		return p.replay()
+	}
+	return p.aggregate()
+}
+
+// replay executes the kernel's mapping block by block: one block per
+// (sequence, head, split).
+func (p *decodePlan) replay() (Launch, error) {
+	l := p.launch()
+	a, d := p.a, &p.d
+	B := a.Seqs.NumSeqs()
+	nch := int64(len(chunks(d.D, d.es)))
+	if int64(B)*d.H*p.splits*(8+2*nch+int64(DecodeMaxPartition)*(2+2*nch)) > 16*maxReplayWarps {
+		return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelPagedDecode)
+	}
+	c := NewCounter(true)
+	for seq := 0; seq < B; seq++ {
+		for head := int64(0); head < d.H; head++ {
+			for split := int64(0); split < p.splits; split++ {
+				p.replayBlock(c, seq, head, split)
+			}
+		}
+	}
+	l.finishReplay(c, a.metaRanges()...)
+	return l, nil
+}
+
+// replayBlock replays the block of (seq, head, split): its metadata
+// reads, the query row, the logit loop (warp per position, lane per
+// element) and the output loop (thread per element, loop over positions).
+func (p *decodePlan) replayBlock(c *Counter, seq int, head, split int64) {
+	a, d := p.a, &p.d
+	m := a.Meta
+	g := head / d.group
+	single := Strided(0, 1, 0, 4)
+	c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), decodeWarps)
+	start, end, ok := p.span(seq, split)
+	if !ok {
+		return
+	}
+	c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), decodeWarps)
+	row := int64(a.Seqs.QueryStart[seq])
+	// q: thread tid loads d = tid + 128·it
+	for it := int64(0); it*decodeThreads < d.D; it++ {
+		for w := int64(0); w < decodeWarps; w++ {
+			x := Warp{Width: int(d.es)}
+			for lane := int64(0); lane < WarpSize; lane++ {
+				if dd := it*decodeThreads + w*WarpSize + lane; dd < d.D {
+					x.Addr[lane] = a.qRow(d, row, head) + uint64(dd*d.es)
+					x.Active |= 1 << lane
+				}
+			}
+			c.Load(&x, 1)
+		}
+	}
+	// logits: warp per position, lane per element
+	for pos := start; pos < end; pos++ {
+		c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
+		for dd := int64(0); dd < d.D; dd += WarpSize {
+			x := Strided(a.kvRow(a.KCache, d, seq, pos, g)+uint64(dd*d.es), int(min(WarpSize, d.D-dd)), d.es, int(d.es))
+			c.Load(&x, 1)
+		}
+	}
+	// output: thread per element, loop over positions
+	for it := int64(0); it*decodeThreads < d.D; it++ {
+		for w := int64(0); w < decodeWarps; w++ {
+			d0 := it*decodeThreads + w*WarpSize
+			if d0 >= d.D {
+				continue
+			}
+			n := int(min(WarpSize, d.D-d0))
+			for pos := start; pos < end; pos++ {
+				c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
+				x := Strided(a.kvRow(a.VCache, d, seq, pos, g)+uint64(d0*d.es), n, d.es, int(d.es))
+				c.Load(&x, 1)
+			}
+			dst, es := p.storeRow(seq, head, split)
+			x := Strided(dst+uint64(d0*es), n, es, int(es))
+			c.Store(&x, 1)
+		}
+	}
+	if p.partition > 0 {
+		i := uint64(4 * ((int64(seq)*d.H+head)*p.splits + split))
+		c.at(true, single, p.maxLogits+i, 1)
+		c.at(true, single, p.expSums+i, 1)
+	}
+}
+
+// aggregate counts the launch by residue classes (see aggregate.go).
+func (p *decodePlan) aggregate() (Launch, error) {
 	l := p.launch()
 	a, d := p.a, &p.d
 	m := a.Meta
@@ -131,72 +224,6 @@ func (p *decodePlan) model(mode Mode) (Launch, error) {
 	dch := chunks(d.D, d.es) // a row of D elements, lane per element
 	nch := int64(len(dch))
 	single := Strided(0, 1, 0, 4)
-	if mode == Replay {
-		if int64(B)*d.H*p.splits*(8+2*nch+int64(DecodeMaxPartition)*(2+2*nch)) > 16*maxReplayWarps {
-			return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelPagedDecode)
-		}
-		c := NewCounter(true)
-		for seq := 0; seq < B; seq++ {
-			for head := int64(0); head < d.H; head++ {
-				g := head / d.group
-				for split := int64(0); split < p.splits; split++ {
-					c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), decodeWarps)
-					start, end, ok := p.span(seq, split)
-					if !ok {
-						continue
-					}
-					c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), decodeWarps)
-					row := int64(a.Seqs.QueryStart[seq])
-					// q: thread tid loads d = tid + 128·it
-					for it := int64(0); it*decodeThreads < d.D; it++ {
-						for w := int64(0); w < decodeWarps; w++ {
-							x := Warp{Width: int(d.es)}
-							for lane := int64(0); lane < WarpSize; lane++ {
-								if dd := it*decodeThreads + w*WarpSize + lane; dd < d.D {
-									x.Addr[lane] = a.qRow(d, row, head) + uint64(dd*d.es)
-									x.Active |= 1 << lane
-								}
-							}
-							c.Load(&x, 1)
-						}
-					}
-					// logits: warp per position, lane per element
-					for pos := start; pos < end; pos++ {
-						c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
-						for dd := int64(0); dd < d.D; dd += WarpSize {
-							x := Strided(a.kvRow(a.KCache, d, seq, pos, g)+uint64(dd*d.es), int(min(WarpSize, d.D-dd)), d.es, int(d.es))
-							c.Load(&x, 1)
-						}
-					}
-					// output: thread per element, loop over positions
-					for it := int64(0); it*decodeThreads < d.D; it++ {
-						for w := int64(0); w < decodeWarps; w++ {
-							d0 := it*decodeThreads + w*WarpSize
-							if d0 >= d.D {
-								continue
-							}
-							n := int(min(WarpSize, d.D-d0))
-							for pos := start; pos < end; pos++ {
-								c.at(false, broadcast(0), m.BlockTables+uint64(4*(int64(seq)*d.maxBlocks+pos/d.bs)), 1)
-								x := Strided(a.kvRow(a.VCache, d, seq, pos, g)+uint64(d0*d.es), n, d.es, int(d.es))
-								c.Load(&x, 1)
-							}
-							dst, es := p.storeRow(seq, head, split)
-							x := Strided(dst+uint64(d0*es), n, es, int(es))
-							c.Store(&x, 1)
-						}
-					}
-					if p.partition > 0 {
-						i := uint64(4 * ((int64(seq)*d.H+head)*p.splits + split))
-						c.at(true, single, p.maxLogits+i, 1)
-						c.at(true, single, p.expSums+i, 1)
-					}
-				}
-			}
-		}
-		l.finishReplay(c, a.metaRanges()...)
-		return l, nil
-	}
 	c := NewCounter(false)
 	var ld, st, meta footprint
 	for seq := 0; seq < B; seq++ {
@@ -254,21 +281,21 @@ func (p *decodePlan) model(mode Mode) (Launch, error) {
 	return l, l.finishAggregate(c, &ld, &st, &meta)
 }
 
-// ModelPagedDecode models paged_attention_decode for one decode step
+// SimulatePagedDecode simulates paged_attention_decode for one decode step
 // (every sequence has QueryLen 1). partition = 0 runs one block per
 // (head, sequence) over the whole context and writes out directly;
 // partition > 0 is the split-KV variant: blocks of partition positions
 // write fp32 partial results to scratch, which paged_attention_merge
-// (ModelDecodeMerge) combines.
-func ModelPagedDecode(a *AttentionOperands, partition int, scratch DecodeScratch, mode Mode) (Launch, error) {
+// (SimulateDecodeMerge) combines.
+func SimulatePagedDecode(a *AttentionOperands, partition int, scratch DecodeScratch, mode Mode) (Launch, error) {
 	p, err := planDecode(a, partition, scratch)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
-// ModelDecodeMerge models paged_attention_merge, which combines the split
+// SimulateDecodeMerge simulates paged_attention_merge, which combines the split
 // partial results by log-sum-exp. Grid (H, B), 128 threads:
 //
 //	ctx = context_lens[seq]; row = query_start[seq]   all warps: broadcasts
@@ -277,7 +304,7 @@ func ModelPagedDecode(a *AttentionOperands, partition int, scratch DecodeScratch
 //	          w_s = exp_sums[s]·exp(max_logits[s] − M)   2n single-lane loads
 //	for d = tid; d < D; d += 128:
 //	    out[row, head·D + d] = Σ_s w_s·tmp_out[s, d] / Σ_s w_s
-func ModelDecodeMerge(a *AttentionOperands, partition int, scratch DecodeScratch, mode Mode) (Launch, error) {
+func SimulateDecodeMerge(a *AttentionOperands, partition int, scratch DecodeScratch, mode Mode) (Launch, error) {
 	p, err := planDecode(a, partition, scratch)
 	if err != nil {
 		return Launch{}, err
@@ -334,4 +361,107 @@ func ModelDecodeMerge(a *AttentionOperands, partition int, scratch DecodeScratch
 		return l, nil
 	}
 	return l, l.finishAggregate(c, &ld, &st, &meta)
+}
+
+// The decode launcher: PagedDecode, planned by planDecode above.
+
+// PagedDecode runs one decode step (QueryLen 1 for every sequence) of
+// paged attention from the caches into out [T, H·D]. partition > 0 runs the
+// split-KV variant with partition positions per block and merges the
+// partial results with paged_attention_merge.
+func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs, partition int) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	a, err := attention(q, kCache, vCache, out, s)
+	if err != nil {
+		return err
+	}
+	scratch, sc, err := d.decodeScratch(q, s, partition)
+	defer func() {
+		for _, b := range scratch {
+			b.Free()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	p, err := planDecode(a, partition, sc)
+	if err != nil {
+		return err
+	}
+	args, err := newAttnArgs(a, &p.d)
+	if err != nil {
+		return err
+	}
+	maxCtx := 0
+	for _, c := range s.Seqs.ContextLen {
+		maxCtx = max(maxCtx, c)
+	}
+	args.partition, args.numSplits = int32(p.partition), int32(p.splits)
+	args.smemPositions = int32(maxCtx)
+	if p.partition > 0 {
+		args.smemPositions = int32(p.partition)
+	}
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	smem := int64(p.d.D+int64(args.smemPositions)+32) * 4
+	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
+	var sp [3]uintptr
+	if partition > 0 {
+		sp = [3]uintptr{scratch[0].ptr, scratch[1].ptr, scratch[2].ptr}
+	}
+	dl, err := dimsOf(p.launch(), smem)
+	if err != nil {
+		return err
+	}
+	if err := d.timed(func() error { return launchPagedDecode(p.d.dt, ptrs, s, sp, args, dl) }); err != nil {
+		return err
+	}
+	if partition == 0 {
+		return nil
+	}
+	if err := d.decodeMerge(a, p, partition, sc, out, s, sp, args); err != nil {
+		return err
+	}
+	// the scratch is freed by the deferred Free: wait for the kernels
+	return d.rt.sync()
+}
+
+// decodeScratch allocates the split-KV decode's partial outputs, maxima
+// and sums [B, H, splits, (D)] when partition > 0 (nothing otherwise).
+// The caller frees the buffers, also those allocated before an error.
+func (d *Device) decodeScratch(q *DeviceTensor, s *DeviceSeqs, partition int) ([3]*Buffer, DecodeScratch, error) {
+	var scratch [3]*Buffer
+	if partition <= 0 {
+		return scratch, DecodeScratch{}, nil
+	}
+	n := int64(DecodeSplits(s.Seqs, partition))
+	B, H := int64(s.Seqs.NumSeqs()), int64(q.layout.Shape()[1])
+	D := int64(q.layout.Shape()[2])
+	for i, size := range []int64{B * H * n * D * 4, B * H * n * 4, B * H * n * 4} {
+		var err error
+		if scratch[i], err = d.Alloc(size); err != nil {
+			return scratch, DecodeScratch{}, err
+		}
+	}
+	return scratch, DecodeScratch{TmpOut: uint64(scratch[0].ptr), MaxLogits: uint64(scratch[1].ptr), ExpSums: uint64(scratch[2].ptr)}, nil
+}
+
+// decodeMerge launches paged_attention_merge over the split-KV partial
+// results sp of decode plan p into out.
+func (d *Device) decodeMerge(a *AttentionOperands, p *decodePlan, partition int, sc DecodeScratch, out *DeviceTensor, s *DeviceSeqs, sp [3]uintptr, args *attnArgs) error {
+	if d.record {
+		if err := d.note(SimulateDecodeMerge(a, partition, sc, Aggregate)); err != nil {
+			return err
+		}
+	}
+	ml, err := dimsOf(Launch{Kernel: KernelDecodeMerge, Grid: [3]int64{p.d.H, int64(s.Seqs.NumSeqs()), 1}, Block: [3]int{decodeThreads, 1, 1}}, (p.splits+1)*4)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, ml) })
 }

@@ -9,11 +9,14 @@ import (
 	"github.com/stride-lm/stride/tensor"
 )
 
-// This file is the device API. It is the same in every build: arguments
-// are checked and the launch arguments computed here, in Go, by the same
-// plans the traffic model uses (so the grid the model counts is the grid
-// that runs); the runtime calls behind it (rt*, launch*) come from
-// backend_cuda.go in a -tags cuda build and answer ErrNoCUDA otherwise.
+// This file is the device: buffers, device tensors and uploads. The
+// launchers live next to their kernels' plans (copy.go, cache.go,
+// decode.go, prefill.go, naive.go). The API is the same in every build:
+// arguments are checked and the launch arguments computed in Go, by the
+// same plans the traffic simulation uses (so the grid the simulation
+// counts is the grid that runs); the runtime calls behind it (rt*,
+// launch*) come from backend_cuda.go in a -tags cuda build and answer
+// ErrNoCUDA otherwise.
 
 // DeviceInfo describes a GPU.
 type DeviceInfo struct {
@@ -37,7 +40,7 @@ type Device struct {
 	log     []Launch
 }
 
-// runtime is what a Device runs on: the GPU, or nothing (a model device).
+// runtime is what a Device runs on: the GPU, or nothing (a simulated device).
 type runtime interface {
 	malloc(n int64) (uintptr, error)
 	free(p uintptr) error
@@ -68,34 +71,34 @@ func (gpuRuntime) eventElapsed(a, b uintptr) (float32, error)          { return 
 func (gpuRuntime) eventDestroy(e uintptr) error                        { return rtEventDestroy(e) }
 func (gpuRuntime) launch(f func() error) error                         { return f() }
 
-// ErrModelDevice is returned when data is read back from a model device,
+// ErrSimDevice is returned when data is read back from a simulated device,
 // which has addresses but no memory.
-var ErrModelDevice = errors.New("cuda: a model device runs nothing and holds no data")
+var ErrSimDevice = errors.New("cuda: a simulated device runs nothing and holds no data")
 
-// modelRuntime gives buffers model addresses and runs nothing.
-type modelRuntime struct{ as *AddressSpace }
+// simRuntime gives buffers simulated addresses and runs nothing.
+type simRuntime struct{ as *AddressSpace }
 
-func (r modelRuntime) malloc(n int64) (uintptr, error)              { return uintptr(r.as.Alloc(n)), nil }
-func (modelRuntime) free(uintptr) error                             { return nil }
-func (modelRuntime) htod(uintptr, unsafe.Pointer, int64) error      { return nil }
-func (modelRuntime) dtoh(unsafe.Pointer, uintptr, int64) error      { return ErrModelDevice }
-func (modelRuntime) memset(uintptr, int64) error                    { return nil }
-func (modelRuntime) sync() error                                    { return nil }
-func (modelRuntime) eventCreate() (uintptr, error)                  { return 0, nil }
-func (modelRuntime) eventRecord(uintptr) error                      { return nil }
-func (modelRuntime) eventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }
-func (modelRuntime) eventDestroy(uintptr) error                     { return nil }
-func (modelRuntime) launch(func() error) error                      { return nil }
+func (r simRuntime) malloc(n int64) (uintptr, error)              { return uintptr(r.as.Alloc(n)), nil }
+func (simRuntime) free(uintptr) error                             { return nil }
+func (simRuntime) htod(uintptr, unsafe.Pointer, int64) error      { return nil }
+func (simRuntime) dtoh(unsafe.Pointer, uintptr, int64) error      { return ErrSimDevice }
+func (simRuntime) memset(uintptr, int64) error                    { return nil }
+func (simRuntime) sync() error                                    { return nil }
+func (simRuntime) eventCreate() (uintptr, error)                  { return 0, nil }
+func (simRuntime) eventRecord(uintptr) error                      { return nil }
+func (simRuntime) eventElapsed(uintptr, uintptr) (float32, error) { return 0, nil }
+func (simRuntime) eventDestroy(uintptr) error                     { return nil }
+func (simRuntime) launch(func() error) error                      { return nil }
 
-// NewModelDevice returns a Device that runs nothing: buffers get model
+// NewSimDevice returns a Device that runs nothing: buffers get simulated
 // addresses (256-byte aligned, like cudaMalloc's), every kernel method
 // checks its arguments and plans its launch exactly as on a GPU, and the
-// launch is only modelled (Record is on; see Launches). It works in every
-// build, so the API and the model of any sequence of kernel calls can be
+// launch is only simulated (Record is on; see Launches). It works in every
+// build, so the API and the simulation of any sequence of kernel calls can be
 // exercised on a machine without a GPU. Download fails with
-// ErrModelDevice.
-func NewModelDevice() *Device {
-	d := &Device{Info: DeviceInfo{Name: "model (no GPU)", MaxSharedOptin: 227 * 1024}, rt: modelRuntime{NewAddressSpace()}}
+// ErrSimDevice.
+func NewSimDevice() *Device {
+	d := &Device{Info: DeviceInfo{Name: "simulation (no GPU)", MaxSharedOptin: 227 * 1024}, rt: simRuntime{NewAddressSpace()}}
 	d.Record(true)
 	return d
 }
@@ -128,7 +131,7 @@ func (d *Device) ok() error {
 		if err := Available(); err != nil {
 			return err
 		}
-		return fmt.Errorf("cuda: device not opened (use Open or NewModelDevice)")
+		return fmt.Errorf("cuda: device not opened (use Open or NewSimDevice)")
 	}
 	return nil
 }
@@ -142,7 +145,7 @@ func (d *Device) Synchronize() error {
 }
 
 // Record turns on (or off) the modelling of every launch: each kernel
-// method then also appends the traffic model's Launch for exactly the
+// method then also appends the traffic simulation's Launch for exactly the
 // arguments and device addresses it launched with (see Launches).
 func (d *Device) Record(on bool) {
 	if d != nil {
@@ -177,7 +180,7 @@ func (d *Device) timed(launch func() error) error {
 	return nil
 }
 
-// Launches returns the modelled launches recorded since Record(true).
+// Launches returns the simulated launches recorded since Record(true).
 func (d *Device) Launches() []Launch {
 	if d == nil {
 		return nil
@@ -276,7 +279,7 @@ func (x *DeviceTensor) Layout() *tensor.Tensor { return x.layout }
 // Buffer returns the device buffer.
 func (x *DeviceTensor) Buffer() *Buffer { return x.buf }
 
-// Operand returns the tensor as the traffic model addresses it.
+// Operand returns the tensor as the traffic simulation addresses it.
 func (x *DeviceTensor) Operand() Operand {
 	if x == nil {
 		return Operand{}
@@ -491,420 +494,4 @@ func (d *Device) UploadSeqs(s *Seqs) (*DeviceSeqs, error) {
 		return nil, err
 	}
 	return ds, nil
-}
-
-// launchDims is StrideLaunch: grid, block, dynamic shared memory.
-type launchDims struct {
-	grid  [3]int64
-	block [3]int32
-	smem  int64
-}
-
-// maxGrid are CUDA's grid limits: 2^31−1 blocks along x, 65535 along y, z.
-var maxGrid = [3]int64{1<<31 - 1, 65535, 65535}
-
-// dimsOf returns the launch geometry of l, or an error if it exceeds the
-// grid limits (a batch of more than 65535 sequences, say).
-func dimsOf(l Launch, smem int64) (*launchDims, error) {
-	for i, g := range l.Grid {
-		if g > maxGrid[i] {
-			return nil, fmt.Errorf("cuda: %s: grid %v exceeds the limit %v", l.Kernel, l.Grid, maxGrid)
-		}
-	}
-	return &launchDims{grid: l.Grid, block: [3]int32{int32(l.Block[0]), int32(l.Block[1]), int32(l.Block[2])}, smem: smem}, nil
-}
-
-// copyArgs mirrors StrideCopyArgs.
-type copyArgs struct {
-	size, stride                [4]int64
-	srcOffset, dstOffset, units int64
-	vec                         int32
-}
-
-// Copy kinds (STRIDE_COPY, …).
-const (
-	copyKindPlain     = 0
-	copyKindRepeat    = 1
-	copyKindTranspose = 2
-)
-
-func (d *Device) runCopy(kind int, p copyPlan, dst, src *DeviceTensor) error {
-	if d.record {
-		if err := d.note(p.model(dst.Operand(), src.Operand(), Aggregate)); err != nil {
-			return err
-		}
-	}
-	a := copyArgs{size: p.size, stride: p.stride, srcOffset: p.srcOffset, dstOffset: p.dstOffset, units: p.units, vec: int32(p.vec)}
-	l, err := dimsOf(p.launch(), 0)
-	if err != nil {
-		return err
-	}
-	return d.timed(func() error { return launchCopy(kind, p.dtype, dst.buf.ptr, src.buf.ptr, &a, l) })
-}
-
-// StridedCopy writes src (any strides) into the contiguous dst of the same
-// shape and dtype with the strided_copy kernel.
-func (d *Device) StridedCopy(dst, src *DeviceTensor) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	p, err := planCopy(KernelStridedCopy, dst.Operand(), src.Operand())
-	if err != nil {
-		return err
-	}
-	return d.runCopy(copyKindPlain, p, dst, src)
-}
-
-// Contiguous returns src itself when it is contiguous, else a new
-// contiguous copy: PyTorch's x.contiguous() on the GPU.
-func (d *Device) Contiguous(src *DeviceTensor) (*DeviceTensor, error) {
-	if err := d.ok(); err != nil {
-		return nil, err
-	}
-	if src.layout.IsContiguous() {
-		return src, nil
-	}
-	dst, err := d.Empty(src.layout.DType(), src.layout.Shape()...)
-	if err != nil {
-		return nil, err
-	}
-	return dst, d.StridedCopy(dst, src)
-}
-
-// RepeatInterleave writes src [L, KVH, D] into dst [L, KVH·groups, D],
-// every KV head repeated groups times (the naive path's GQA expansion).
-func (d *Device) RepeatInterleave(dst, src *DeviceTensor, groups int) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	do, so, err := repeatViews(dst.Operand(), src.Operand(), groups)
-	if err != nil {
-		return err
-	}
-	p, err := planCopy(KernelRepeatInterleave, do, so)
-	if err != nil {
-		return err
-	}
-	return d.runCopy(copyKindRepeat, p, &DeviceTensor{dst.buf, do.Layout}, &DeviceTensor{src.buf, so.Layout})
-}
-
-// TransposeContiguous writes src [H, T, D] into the contiguous dst
-// [T, H, D] (the naive path's out.transpose(1, 2).contiguous()).
-func (d *Device) TransposeContiguous(dst, src *DeviceTensor) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	do, so, err := transposeViews(dst.Operand(), src.Operand())
-	if err != nil {
-		return err
-	}
-	p, err := planCopy(KernelTransposeContiguous, do, so)
-	if err != nil {
-		return err
-	}
-	return d.runCopy(copyKindTranspose, p, dst, &DeviceTensor{src.buf, so.Layout})
-}
-
-// cacheArgs mirrors StrideCacheArgs.
-type cacheArgs struct {
-	numRows, kvHeads, headDim, units                           int64
-	keyOffset, keyStride, keyHeadStride, keyElemStride         int64
-	valueOffset, valueStride, valueHeadStride, valueElemStride int64
-	kCacheOffset, vCacheOffset, kOutOffset, vOutOffset         int64
-	vec                                                        int32
-}
-
-// ReshapeAndCache writes key and value ([T, KVH, D], any strides) into the
-// paged caches at s's slot mapping.
-func (d *Device) ReshapeAndCache(key, value, kCache, vCache *DeviceTensor, s *DeviceSeqs) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	if s == nil {
-		return fmt.Errorf("cuda: reshape_and_cache: nil seqs")
-	}
-	p, err := planReshapeAndCache(key.Operand(), value.Operand(), kCache.Operand(), vCache.Operand(), s.Seqs.SlotMapping, s.slots.Addr())
-	if err != nil {
-		return err
-	}
-	if d.record {
-		if err := d.note(p.model(Aggregate)); err != nil {
-			return err
-		}
-	}
-	ks, vs := key.layout.Strides(), value.layout.Strides()
-	a := cacheArgs{numRows: p.blocks, kvHeads: p.kvh, headDim: p.d, units: p.units, vec: int32(p.vec),
-		keyOffset: int64(key.layout.Offset()), keyStride: int64(ks[0]), keyHeadStride: int64(ks[1]), keyElemStride: int64(ks[2]),
-		valueOffset: int64(value.layout.Offset()), valueStride: int64(vs[0]), valueHeadStride: int64(vs[1]), valueElemStride: int64(vs[2]),
-		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset())}
-	ptrs := [4]uintptr{key.buf.ptr, value.buf.ptr, kCache.buf.ptr, vCache.buf.ptr}
-	l, err := dimsOf(p.launch(), 0)
-	if err != nil {
-		return err
-	}
-	return d.timed(func() error { return launchReshapeAndCache(p.dt, ptrs, s.slots.buf.ptr, &a, l) })
-}
-
-// GatherKV copies cache slots rowSlots into the contiguous kOut, vOut
-// [R, KVH, D].
-func (d *Device) GatherKV(kOut, vOut, kCache, vCache *DeviceTensor, rowSlots *DeviceInts) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	p, err := planGatherKV(kOut.Operand(), vOut.Operand(), kCache.Operand(), vCache.Operand(), rowSlots.Vals, rowSlots.Addr())
-	if err != nil {
-		return err
-	}
-	if d.record {
-		if err := d.note(p.model(Aggregate)); err != nil {
-			return err
-		}
-	}
-	a := cacheArgs{numRows: p.blocks, kvHeads: p.kvh, headDim: p.d, units: p.units, vec: int32(p.vec),
-		kCacheOffset: int64(kCache.layout.Offset()), vCacheOffset: int64(vCache.layout.Offset()),
-		kOutOffset: int64(kOut.layout.Offset()), vOutOffset: int64(vOut.layout.Offset())}
-	ptrs := [4]uintptr{kCache.buf.ptr, vCache.buf.ptr, kOut.buf.ptr, vOut.buf.ptr}
-	l, err := dimsOf(p.launch(), 0)
-	if err != nil {
-		return err
-	}
-	return d.timed(func() error { return launchGatherKV(p.dt, ptrs, rowSlots.buf.ptr, &a, l) })
-}
-
-// attnArgs mirrors StrideAttnArgs.
-type attnArgs struct {
-	numSeqs, numHeads, numKVHeads, headDim, blockSize, maxBlocks int32
-	qOffset, qStride, qHeadStride                                int64
-	kOffset, vOffset                                             int64
-	kvBlockStride, kvTokenStride, kvHeadStride                   int64
-	outOffset, outStride                                         int64
-	partition, numSplits, smemPositions, qvec, kvvec             int32
-	scale                                                        float32
-}
-
-// attention returns the operands of an attention launch and checks that
-// every size fits the kernels' int32 arguments.
-func attention(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs) (*AttentionOperands, error) {
-	if s == nil {
-		return nil, fmt.Errorf("cuda: attention: nil seqs")
-	}
-	return &AttentionOperands{Q: q.Operand(), KCache: kCache.Operand(), VCache: vCache.Operand(), Out: out.Operand(), Seqs: s.Seqs, Meta: s.Addrs()}, nil
-}
-
-func newAttnArgs(a *AttentionOperands, d *attnDims) (*attnArgs, error) {
-	for _, v := range []int64{d.T, d.H, d.KVH, d.D, d.bs, d.maxBlocks, int64(a.Seqs.NumSeqs())} {
-		if v > math.MaxInt32 {
-			return nil, fmt.Errorf("cuda: attention size %d does not fit int32", v)
-		}
-	}
-	return &attnArgs{
-		numSeqs: int32(a.Seqs.NumSeqs()), numHeads: int32(d.H), numKVHeads: int32(d.KVH), headDim: int32(d.D),
-		blockSize: int32(d.bs), maxBlocks: int32(d.maxBlocks),
-		qOffset: a.Q.offset(), qStride: d.qStride, qHeadStride: d.qHeadStride,
-		kOffset: a.KCache.offset(), vOffset: a.VCache.offset(),
-		kvBlockStride: d.kvBlockStride, kvTokenStride: d.kvTokenStride, kvHeadStride: d.kvHeadStride,
-		outOffset: a.Out.offset(), outStride: d.outStride,
-		scale: float32(1 / math.Sqrt(float64(d.D))),
-	}, nil
-}
-
-// PagedDecode runs one decode step (QueryLen 1 for every sequence) of
-// paged attention from the caches into out [T, H·D]. partition > 0 runs the
-// split-KV variant with partition positions per block and merges the
-// partial results with paged_attention_merge.
-func (d *Device) PagedDecode(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs, partition int) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	a, err := attention(q, kCache, vCache, out, s)
-	if err != nil {
-		return err
-	}
-	var scratch [3]*Buffer
-	defer func() {
-		for _, b := range scratch {
-			b.Free()
-		}
-	}()
-	var sc DecodeScratch
-	if partition > 0 {
-		n := int64(DecodeSplits(s.Seqs, partition))
-		B, H := int64(s.Seqs.NumSeqs()), int64(q.layout.Shape()[1])
-		D := int64(q.layout.Shape()[2])
-		for i, size := range []int64{B * H * n * D * 4, B * H * n * 4, B * H * n * 4} {
-			if scratch[i], err = d.Alloc(size); err != nil {
-				return err
-			}
-		}
-		sc = DecodeScratch{TmpOut: uint64(scratch[0].ptr), MaxLogits: uint64(scratch[1].ptr), ExpSums: uint64(scratch[2].ptr)}
-	}
-	p, err := planDecode(a, partition, sc)
-	if err != nil {
-		return err
-	}
-	args, err := newAttnArgs(a, &p.d)
-	if err != nil {
-		return err
-	}
-	maxCtx := 0
-	for _, c := range s.Seqs.ContextLen {
-		maxCtx = max(maxCtx, c)
-	}
-	args.partition, args.numSplits = int32(p.partition), int32(p.splits)
-	args.smemPositions = int32(maxCtx)
-	if p.partition > 0 {
-		args.smemPositions = int32(p.partition)
-	}
-	if d.record {
-		if err := d.note(p.model(Aggregate)); err != nil {
-			return err
-		}
-	}
-	smem := int64(p.d.D+int64(args.smemPositions)+32) * 4
-	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
-	var sp [3]uintptr
-	if partition > 0 {
-		sp = [3]uintptr{scratch[0].ptr, scratch[1].ptr, scratch[2].ptr}
-	}
-	dl, err := dimsOf(p.launch(), smem)
-	if err != nil {
-		return err
-	}
-	if err := d.timed(func() error { return launchPagedDecode(p.d.dt, ptrs, s, sp, args, dl) }); err != nil {
-		return err
-	}
-	if partition == 0 {
-		return nil
-	}
-	if d.record {
-		if err := d.note(ModelDecodeMerge(a, partition, sc, Aggregate)); err != nil {
-			return err
-		}
-	}
-	ml, err := dimsOf(Launch{Kernel: KernelDecodeMerge, Grid: [3]int64{p.d.H, int64(s.Seqs.NumSeqs()), 1}, Block: [3]int{decodeThreads, 1, 1}}, (p.splits+1)*4)
-	if err != nil {
-		return err
-	}
-	if err := d.timed(func() error { return launchDecodeMerge(p.d.dt, out.buf.ptr, s, sp, args, ml) }); err != nil {
-		return err
-	}
-	// the scratch is freed by the deferred Free: wait for the kernels
-	return d.rt.sync()
-}
-
-// PrefillSharedBytes is the dynamic shared memory flash_attention_prefill
-// needs for head_dim D: the Q tile, the padded K tile, the V tile (fp32)
-// and 32 row offsets.
-func PrefillSharedBytes(D int) int64 {
-	return int64(PrefillBlockQ*D+PrefillBlockKV*(D+1)+PrefillBlockKV*D)*4 + PrefillBlockKV*8
-}
-
-// FusedPrefill runs flash_attention_prefill: causal attention of the new
-// tokens over the cached positions, straight into out [T, H·D].
-func (d *Device) FusedPrefill(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	a, err := attention(q, kCache, vCache, out, s)
-	if err != nil {
-		return err
-	}
-	p, err := planPrefill(a)
-	if err != nil {
-		return err
-	}
-	smem := PrefillSharedBytes(int(p.d.D))
-	if smem > d.Info.MaxSharedOptin {
-		return fmt.Errorf("cuda: %s needs %d bytes of shared memory for head_dim %d; %s allows %d",
-			KernelFusedPrefill, smem, p.d.D, d.Info.Name, d.Info.MaxSharedOptin)
-	}
-	args, err := newAttnArgs(a, &p.d)
-	if err != nil {
-		return err
-	}
-	args.qvec, args.kvvec = int32(p.qv), int32(p.kv)
-	if d.record {
-		if err := d.note(p.model(Aggregate)); err != nil {
-			return err
-		}
-	}
-	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
-	l, err := dimsOf(p.launch(), smem)
-	if err != nil {
-		return err
-	}
-	return d.timed(func() error { return launchFlashPrefill(p.d.dt, ptrs, s, args, l) })
-}
-
-// naiveArgs mirrors StrideNaiveArgs.
-type naiveArgs struct {
-	heads, tq, l, d               int32
-	qOffset, qStride, qHeadStride int64
-	kOffset, kStride, kHeadStride int64
-	sOffset, oOffset              int64
-	scale                         float32
-}
-
-func (d *Device) runNaive(p *naivePlan, ptrs [3]uintptr, a *naiveArgs) error {
-	for _, v := range []int64{p.H, p.Tq, p.L, p.D} {
-		if v > math.MaxInt32 {
-			return fmt.Errorf("cuda: %s: size %d does not fit int32", p.kernel, v)
-		}
-	}
-	a.heads, a.tq, a.l, a.d = int32(p.H), int32(p.Tq), int32(p.L), int32(p.D)
-	if d.record {
-		if err := d.note(p.model(Aggregate)); err != nil {
-			return err
-		}
-	}
-	l, err := dimsOf(p.launch(), 0)
-	if err != nil {
-		return err
-	}
-	return d.timed(func() error { return launchNaive(p.kernel, p.o.dtype(), ptrs, a, l) })
-}
-
-// NaiveScores writes scores [H, Tq, L] = q [Tq, H, D] · k [L, H, D]ᵀ / √D,
-// causally masked with −inf.
-func (d *Device) NaiveScores(scores, q, k *DeviceTensor) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	p, err := planNaiveScores(scores.Operand(), q.Operand(), k.Operand())
-	if err != nil {
-		return err
-	}
-	qs, ks := q.layout.Strides(), k.layout.Strides()
-	a := &naiveArgs{qOffset: int64(q.layout.Offset()), qStride: int64(qs[0]), qHeadStride: int64(qs[1]),
-		kOffset: int64(k.layout.Offset()), kStride: int64(ks[0]), kHeadStride: int64(ks[1]),
-		sOffset: int64(scores.layout.Offset()), scale: float32(1 / math.Sqrt(float64(p.D)))}
-	return d.runNaive(p, [3]uintptr{q.buf.ptr, k.buf.ptr, scores.buf.ptr}, a)
-}
-
-// NaiveSoftmax normalizes every row of scores [H, Tq, L] in place.
-func (d *Device) NaiveSoftmax(scores *DeviceTensor) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	p, err := planNaiveSoftmax(scores.Operand())
-	if err != nil {
-		return err
-	}
-	a := &naiveArgs{sOffset: int64(scores.layout.Offset())}
-	return d.runNaive(p, [3]uintptr{scores.buf.ptr, 0, scores.buf.ptr}, a)
-}
-
-// NaiveAV writes out [H, Tq, D] = probs [H, Tq, L] · v [L, H, D].
-func (d *Device) NaiveAV(out, probs, v *DeviceTensor) error {
-	if err := d.ok(); err != nil {
-		return err
-	}
-	p, err := planNaiveAV(out.Operand(), probs.Operand(), v.Operand())
-	if err != nil {
-		return err
-	}
-	vs := v.layout.Strides()
-	a := &naiveArgs{kOffset: int64(v.layout.Offset()), kStride: int64(vs[0]), kHeadStride: int64(vs[1]),
-		sOffset: int64(probs.layout.Offset()), oOffset: int64(out.layout.Offset())}
-	return d.runNaive(p, [3]uintptr{probs.buf.ptr, v.buf.ptr, out.buf.ptr}, a)
 }

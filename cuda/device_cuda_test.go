@@ -345,13 +345,13 @@ func TestGPUErrors(t *testing.T) {
 }
 
 // TestProfileWorkload runs the profile workload (ProfileCases) and writes
-// the model's prediction for every launch, at its real device addresses,
-// to $STRIDE_NCU_MODEL. scripts/gpu-check.sh runs it under ncu and then
+// the simulation's prediction for every launch, at its real device addresses,
+// to $STRIDE_NCU_SIM. scripts/gpu-check.sh runs it under ncu and then
 // compares with TestNcuAgreement.
 func TestProfileWorkload(t *testing.T) {
-	path := os.Getenv("STRIDE_NCU_MODEL")
+	path := os.Getenv("STRIDE_NCU_SIM")
 	if path == "" {
-		t.Skip("STRIDE_NCU_MODEL not set: run by scripts/gpu-check.sh under Nsight Compute")
+		t.Skip("STRIDE_NCU_SIM not set: run by scripts/gpu-check.sh under Nsight Compute")
 	}
 	d := needGPU(t)
 	ls, err := RunProfile(d)

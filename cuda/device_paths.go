@@ -7,7 +7,7 @@ import (
 )
 
 // The two attention paths on the GPU, launch for launch the sequence
-// Workload.Model counts (and attention.Naive / attention.Fused run on the
+// Workload.Simulate counts (and attention.Naive / attention.Fused run on the
 // CPU): q [T, H, D] and k, v [T, KVH, D] may be views of a fused QKV
 // buffer; the caches are [num_blocks, block_size, KVH, D].
 
@@ -68,120 +68,154 @@ func (d *Device) NaiveAttention(q, k, v, kCache, vCache *DeviceTensor, s *Device
 	if err != nil {
 		return nil, err
 	}
-	var temps []*DeviceTensor
-	var ints []*DeviceInts
-	cleanup := func() {
-		d.rt.sync()
-		for _, t := range temps {
-			t.Free()
-		}
-		for _, x := range ints {
-			x.Free()
-		}
-	}
-	fail := func(err error) (*DeviceTensor, error) {
-		cleanup()
+	r := &naiveRun{d: d, q: q, k: k, v: v, kCache: kCache, vCache: vCache, out: out, s: s}
+	err = r.run()
+	r.cleanup()
+	if err != nil {
 		out.Free()
 		return nil, err
 	}
-	if err := d.ReshapeAndCache(k, v, kCache, vCache, s); err != nil {
-		return fail(err)
+	return out, nil
+}
+
+// naiveRun is one NaiveAttention call: its operands, and the temporaries
+// it frees when done.
+type naiveRun struct {
+	d                            *Device
+	q, k, v, kCache, vCache, out *DeviceTensor
+	s                            *DeviceSeqs
+	H, D, KVH, G                 int
+	temps                        []*DeviceTensor
+	ints                         []*DeviceInts
+}
+
+// cleanup waits for the kernels, then frees the temporaries.
+func (r *naiveRun) cleanup() {
+	r.d.rt.sync()
+	for _, t := range r.temps {
+		t.Free()
 	}
-	qs, ks := q.layout.Shape(), k.layout.Shape()
-	H, D, KVH := qs[1], qs[2], ks[1]
-	if KVH < 1 || H%KVH != 0 {
-		return fail(fmt.Errorf("cuda: naive attention: %d heads are not a multiple of %d KV heads", H, KVH))
+	for _, x := range r.ints {
+		x.Free()
 	}
-	G := H / KVH
-	bs := kCache.layout.Shape()[1]
-	dt := q.layout.DType()
-	temp := func(shape ...int) (*DeviceTensor, error) {
-		t, err := d.Empty(dt, shape...)
-		if err == nil {
-			temps = append(temps, t)
-		}
-		return t, err
+}
+
+// temp allocates a temporary of q's dtype, freed by cleanup.
+func (r *naiveRun) temp(shape ...int) (*DeviceTensor, error) {
+	t, err := r.d.Empty(r.q.layout.DType(), shape...)
+	if err == nil {
+		r.temps = append(r.temps, t)
 	}
-	narrow := func(x *DeviceTensor, start, n int) (*DeviceTensor, error) {
-		return x.View(func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Narrow(0, start, n) })
+	return t, err
+}
+
+// narrow is x[start : start+n] along dim 0.
+func narrow(x *DeviceTensor, start, n int) (*DeviceTensor, error) {
+	return x.View(func(t *tensor.Tensor) (*tensor.Tensor, error) { return t.Narrow(0, start, n) })
+}
+
+// run writes the cache, then attends sequence by sequence.
+func (r *naiveRun) run() error {
+	if err := r.d.ReshapeAndCache(r.k, r.v, r.kCache, r.vCache, r.s); err != nil {
+		return err
 	}
-	for i := 0; i < s.Seqs.NumSeqs(); i++ {
-		row, ql, C := s.Seqs.QueryStart[i], s.Seqs.QueryLen[i], s.Seqs.ContextLen[i]
-		if ql == 0 {
+	qs, ks := r.q.layout.Shape(), r.k.layout.Shape()
+	r.H, r.D, r.KVH = qs[1], qs[2], ks[1]
+	if r.KVH < 1 || r.H%r.KVH != 0 {
+		return fmt.Errorf("cuda: naive attention: %d heads are not a multiple of %d KV heads", r.H, r.KVH)
+	}
+	r.G = r.H / r.KVH
+	for i := 0; i < r.s.Seqs.NumSeqs(); i++ {
+		if r.s.Seqs.QueryLen[i] == 0 {
 			continue
 		}
-		qi, err := narrow(q, row, ql)
-		if err != nil {
-			return fail(err)
-		}
-		var ki, vi *DeviceTensor
-		if C == ql {
-			if ki, err = narrow(k, row, ql); err == nil {
-				vi, err = narrow(v, row, ql)
-			}
-		} else {
-			if ki, err = temp(C, KVH, D); err == nil {
-				vi, err = temp(C, KVH, D)
-			}
-			if err == nil {
-				var rows *DeviceInts
-				if rows, err = d.UploadInts(s.Seqs.contextSlots(i, bs)); err == nil {
-					ints = append(ints, rows)
-					err = d.GatherKV(ki, vi, kCache, vCache, rows)
-				}
-			}
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if G > 1 {
-			kr, err := temp(C, H, D)
-			if err != nil {
-				return fail(err)
-			}
-			vr, err := temp(C, H, D)
-			if err != nil {
-				return fail(err)
-			}
-			if err := d.RepeatInterleave(kr, ki, G); err != nil {
-				return fail(err)
-			}
-			if err := d.RepeatInterleave(vr, vi, G); err != nil {
-				return fail(err)
-			}
-			ki, vi = kr, vr
-		}
-		scores, err := temp(H, ql, C)
-		if err != nil {
-			return fail(err)
-		}
-		if err := d.NaiveScores(scores, qi, ki); err != nil {
-			return fail(err)
-		}
-		if err := d.NaiveSoftmax(scores); err != nil {
-			return fail(err)
-		}
-		ohd, err := temp(H, ql, D)
-		if err != nil {
-			return fail(err)
-		}
-		if err := d.NaiveAV(ohd, scores, vi); err != nil {
-			return fail(err)
-		}
-		rows, err := out.View(func(t *tensor.Tensor) (*tensor.Tensor, error) {
-			r, err := t.Narrow(0, row, ql)
-			if err != nil {
-				return nil, err
-			}
-			return r.View(ql, H, D)
-		})
-		if err != nil {
-			return fail(err)
-		}
-		if err := d.TransposeContiguous(rows, ohd); err != nil {
-			return fail(err)
+		if err := r.seq(i); err != nil {
+			return err
 		}
 	}
-	cleanup()
-	return out, nil
+	return nil
+}
+
+// seq runs the textbook attention of sequence i into its output rows.
+func (r *naiveRun) seq(i int) error {
+	d, H, D := r.d, r.H, r.D
+	row, ql, C := r.s.Seqs.QueryStart[i], r.s.Seqs.QueryLen[i], r.s.Seqs.ContextLen[i]
+	qi, err := narrow(r.q, row, ql)
+	if err != nil {
+		return err
+	}
+	ki, vi, err := r.keysValues(i)
+	if err != nil {
+		return err
+	}
+	scores, err := r.temp(H, ql, C)
+	if err != nil {
+		return err
+	}
+	if err := d.NaiveScores(scores, qi, ki); err != nil {
+		return err
+	}
+	if err := d.NaiveSoftmax(scores); err != nil {
+		return err
+	}
+	ohd, err := r.temp(H, ql, D)
+	if err != nil {
+		return err
+	}
+	if err := d.NaiveAV(ohd, scores, vi); err != nil {
+		return err
+	}
+	rows, err := r.out.View(func(t *tensor.Tensor) (*tensor.Tensor, error) {
+		x, err := t.Narrow(0, row, ql)
+		if err != nil {
+			return nil, err
+		}
+		return x.View(ql, H, D)
+	})
+	if err != nil {
+		return err
+	}
+	return d.TransposeContiguous(rows, ohd)
+}
+
+// keysValues returns sequence i's K and V [C, H, D]: views of this step's
+// k, v for a fresh prefill, else gathered from the cache (gather_kv); then
+// repeated per query head for GQA (repeat_interleave).
+func (r *naiveRun) keysValues(i int) (ki, vi *DeviceTensor, err error) {
+	d := r.d
+	row, ql, C := r.s.Seqs.QueryStart[i], r.s.Seqs.QueryLen[i], r.s.Seqs.ContextLen[i]
+	if C == ql {
+		if ki, err = narrow(r.k, row, ql); err == nil {
+			vi, err = narrow(r.v, row, ql)
+		}
+	} else {
+		if ki, err = r.temp(C, r.KVH, r.D); err == nil {
+			vi, err = r.temp(C, r.KVH, r.D)
+		}
+		if err == nil {
+			var rows *DeviceInts
+			if rows, err = d.UploadInts(r.s.Seqs.contextSlots(i, r.kCache.layout.Shape()[1])); err == nil {
+				r.ints = append(r.ints, rows)
+				err = d.GatherKV(ki, vi, r.kCache, r.vCache, rows)
+			}
+		}
+	}
+	if err != nil || r.G == 1 {
+		return ki, vi, err
+	}
+	kr, err := r.temp(C, r.H, r.D)
+	if err != nil {
+		return nil, nil, err
+	}
+	vr, err := r.temp(C, r.H, r.D)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.RepeatInterleave(kr, ki, r.G); err != nil {
+		return nil, nil, err
+	}
+	if err := d.RepeatInterleave(vr, vi, r.G); err != nil {
+		return nil, nil, err
+	}
+	return kr, vr, nil
 }

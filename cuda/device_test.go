@@ -2,16 +2,17 @@ package cuda
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
 )
 
 // The profile workload that gpu-check.sh runs under Nsight Compute, on a
-// model device: the device API plans every launch exactly as on a GPU, and
+// simulated device: the device API plans every launch exactly as on a GPU, and
 // the predictions are the seed's numbers.
-func TestModelDeviceProfile(t *testing.T) {
-	d := NewModelDevice()
+func TestSimDeviceProfile(t *testing.T) {
+	d := NewSimDevice()
 	ls, err := RunProfile(d)
 	if err != nil {
 		t.Fatal(err)
@@ -54,18 +55,18 @@ func TestModelDeviceProfile(t *testing.T) {
 }
 
 // The device paths (NaiveAttention, FusedAttention) launch exactly the
-// kernels Workload.Model counts, with the same traffic.
-func TestModelDevicePathsMatchWorkload(t *testing.T) {
+// kernels Workload.Simulate counts, with the same traffic.
+func TestSimDevicePathsMatchWorkload(t *testing.T) {
 	for _, w := range []Workload{
 		{Batch: 2, Seq: 64, Heads: 8, KVHeads: 2, HeadDim: 64, BlockSize: 16, DType: tensor.F16, Phase: Prefill, Bandwidth: 1},
 		{Batch: 2, Seq: 100, Heads: 4, KVHeads: 4, HeadDim: 32, BlockSize: 8, DType: tensor.F32, Phase: Decode, Bandwidth: 1},
 		{Batch: 3, Seq: 300, Heads: 8, KVHeads: 1, HeadDim: 128, BlockSize: 16, DType: tensor.BF16, Phase: Decode, Partition: 64, Bandwidth: 1},
 	} {
-		want, err := w.Model(Aggregate)
+		want, err := w.Simulate(Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := NewModelDevice()
+		d := NewSimDevice()
 		qlen := w.Seq
 		if w.Phase == Decode {
 			qlen = 1
@@ -97,7 +98,7 @@ func TestModelDevicePathsMatchWorkload(t *testing.T) {
 			}
 			got := d.Launches()
 			if len(got) != len(p.Launches) {
-				t.Fatalf("%+v %s: %d launches, model %d", w, p.Name, len(got), len(p.Launches))
+				t.Fatalf("%+v %s: %d launches, simulation %d", w, p.Name, len(got), len(p.Launches))
 			}
 			for i := range got {
 				if got[i].Kernel != p.Launches[i].Kernel || !sameTraffic(got[i], p.Launches[i]) || got[i].Grid != p.Launches[i].Grid {
@@ -105,16 +106,16 @@ func TestModelDevicePathsMatchWorkload(t *testing.T) {
 				}
 			}
 		}
-		if _, err := q.Download(nil); !errors.Is(err, ErrModelDevice) {
-			t.Errorf("download from a model device: %v", err)
+		if _, err := q.Download(nil); !errors.Is(err, ErrSimDevice) {
+			t.Errorf("download from a simulated device: %v", err)
 		}
 	}
 }
 
 // Bad arguments are refused by the device API before any launch, on a
-// model device as on a GPU.
+// simulated device as on a GPU.
 func TestDeviceArgumentErrors(t *testing.T) {
-	d := NewModelDevice()
+	d := NewSimDevice()
 	a := must(d.Empty(tensor.F32, 4, 4))
 	h := must(d.Empty(tensor.F16, 4, 4))
 	if err := d.StridedCopy(h, a); err == nil {
@@ -152,4 +153,37 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// Workload.Measure on a simulated device runs both paths like on a GPU
+// (one warm-up, then reps timed runs) and reports the launches the
+// simulation counts, with no time measured.
+func TestMeasureOnSimDevice(t *testing.T) {
+	for _, w := range []Workload{
+		{Batch: 2, Seq: 64, Heads: 8, KVHeads: 2, HeadDim: 64, BlockSize: 16, DType: tensor.F16, Phase: Prefill, Bandwidth: 1},
+		{Batch: 3, Seq: 300, Heads: 8, KVHeads: 1, HeadDim: 128, BlockSize: 16, DType: tensor.BF16, Phase: Decode, Partition: 64, Bandwidth: 1},
+	} {
+		want, err := w.Simulate(Aggregate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.Measure(NewSimDevice(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Intermediates, want.Intermediates) {
+			t.Errorf("%+v: intermediates %v, want %v", w, got.Intermediates, want.Intermediates)
+		}
+		for _, pair := range [][2]PathReport{{got.Naive, want.Naive}, {got.Fused, want.Fused}} {
+			g, p := pair[0], pair[1]
+			if g.Name != p.Name || len(g.Launches) != len(p.Launches) {
+				t.Fatalf("%+v %s: %d launches, simulation %s %d", w, g.Name, len(g.Launches), p.Name, len(p.Launches))
+			}
+			for i, l := range g.Launches {
+				if l.Kernel != p.Launches[i].Kernel || l.Grid != p.Launches[i].Grid || !sameTraffic(l, p.Launches[i]) || l.Measured != 0 {
+					t.Fatalf("%+v %s launch %d: measured\n%v\nsimulated\n%v", w, g.Name, i, l, p.Launches[i])
+				}
+			}
+		}
+	}
 }

@@ -1,5 +1,25 @@
-// Package cuda holds Stride's CUDA kernels and a warp-level model of their
-// global-memory traffic that runs on machines without a GPU.
+// Package cuda holds Stride's CUDA kernels and a warp-level simulation of
+// their global-memory traffic that runs on machines without a GPU.
+//
+// Experimental: the kernels compile (scripts/cuda-build.sh) but have not
+// run on a GPU yet, so nothing here says they compute the right values or
+// run at the times the simulation estimates. What is tested without a GPU
+// is the simulation (Replay against Aggregate, the traffic of every kernel
+// against hand counts) and that the device API launches exactly the grids
+// the simulation counts (NewSimDevice). The label goes when
+// scripts/gpu-check.sh has passed on a GPU.
+//
+// # Files
+//
+// Each kernel family has one Go file holding its plan (grid, thread
+// mapping, the simulation of its traffic) and its launcher (the Device
+// method that launches with that plan): copy.go (strided_copy,
+// repeat_interleave, transpose_contiguous), cache.go (reshape_and_cache,
+// gather_kv), decode.go (paged_attention_decode and its merge), prefill.go
+// (flash_attention_prefill) and naive.go (naive_scores, naive_softmax,
+// naive_av); attn.go holds what decode and prefill share. device.go is
+// the device itself (buffers, tensors, uploads); backend_cuda.go (build
+// tag cuda) and backend_nocuda.go are the runtime behind it.
 //
 // # Why layouts matter on a GPU
 //
@@ -21,7 +41,7 @@
 // materialized [S, S] score matrix, cost what they cost, and why the fused
 // kernels read Q, K and V through their strides instead.
 //
-// # The traffic model
+// # The traffic simulation
 //
 // Counter replays warp instructions (Warp: 32 addresses, an active mask
 // and a width) and sums requests, sectors, lines and the distinct bytes
@@ -37,7 +57,7 @@
 // its storage). The mapping is documented twice, in the kernel's .cu file
 // and on its plan type here (copyPlan, slabPlan, decodePlan, prefillPlan,
 // naivePlan), and the plans are what the GPU binding launches with, so the
-// grid the model counts is the grid that runs.
+// grid the simulation counts is the grid that runs.
 //
 // Every program can count in two modes. Replay executes the mapping
 // literally, block by block and warp by warp, recording every sector. It
@@ -60,7 +80,7 @@
 // estimates, HBMBytes / bandwidth (DefaultBandwidth: the H200's 4.8 TB/s),
 // a lower bound; they are labelled so everywhere.
 //
-// Workload.Model builds one attention step on meta tensors and models
+// Workload.Simulate builds one attention step on meta tensors and simulates
 // both paths kernel by kernel; its test checks that the naive path's extra
 // HBM bytes are exactly its intermediates written and read back (gathered
 // K and V, repeated K and V, the scores and probabilities, the [H, T, D]
@@ -97,8 +117,8 @@
 //	go build -tags cuda ./cmd/infer  # after the script
 //
 // A build without the tag offers the same API; every call answers
-// ErrNoCUDA, which says how to rebuild. NewModelDevice gives a Device that
-// runs nothing but plans and models every call, in any build.
-// scripts/gpu-check.sh runs the GPU tests, compares the model with Nsight
+// ErrNoCUDA, which says how to rebuild. NewSimDevice gives a Device that
+// runs nothing but plans and simulates every call, in any build.
+// scripts/gpu-check.sh runs the GPU tests, compares the simulation with Nsight
 // Compute and times both paths on an NVIDIA machine.
 package cuda

@@ -6,7 +6,7 @@ import (
 )
 
 // ErrNoCUDA is what every device function of a build without the cuda tag
-// returns: the kernels exist as source and the traffic model works, but
+// returns: the kernels exist as source and the traffic simulation works, but
 // nothing can run on a GPU, and nothing pretends to.
 var ErrNoCUDA = errors.New("stride was built without CUDA support; rebuild with: scripts/cuda-build.sh && go build -tags cuda ./cmd/infer")
 

@@ -24,12 +24,12 @@ func ExampleStrided() {
 // What a[::4].contiguous() costs for a 64M-element fp32 tensor: every
 // load touches 16 sectors for 128 useful bytes, and the distinct bytes
 // read are all 256 MiB of a.
-func ExampleModelStridedCopy() {
+func ExampleSimulateStridedCopy() {
 	as := cuda.NewAddressSpace()
 	a := tensor.Must(tensor.Meta(tensor.F32, 64<<20))
 	src := tensor.Must(a.Slice(0, 0, 64<<20, 4))
 	dst := tensor.Must(tensor.Meta(tensor.F32, src.Numel()))
-	l, err := cuda.ModelStridedCopy(as.Operand(dst), as.Operand(src), cuda.Aggregate)
+	l, err := cuda.SimulateStridedCopy(as.Operand(dst), as.Operand(src), cuda.Aggregate)
 	if err != nil {
 		panic(err)
 	}
@@ -41,8 +41,8 @@ func ExampleModelStridedCopy() {
 
 // The seed's layer through both paths: the fused path's HBM bytes, and
 // the naive path's on top of them.
-func ExampleWorkload_Model() {
-	c, err := cuda.SeedWorkload().Model(cuda.Aggregate)
+func ExampleWorkload_Simulate() {
+	c, err := cuda.SeedWorkload().Simulate(cuda.Aggregate)
 	if err != nil {
 		panic(err)
 	}

@@ -2,7 +2,7 @@ package cuda
 
 import "fmt"
 
-// Mode chooses how the traffic model counts a launch.
+// Mode chooses how the traffic simulation counts a launch.
 type Mode int
 
 const (
@@ -28,7 +28,7 @@ func (m Mode) String() string {
 // maxReplayWarps bounds the warp instructions a Replay may execute.
 const maxReplayWarps = 1 << 24
 
-// Launch is the modelled global-memory traffic of one kernel launch.
+// Launch is the simulated global-memory traffic of one kernel launch.
 type Launch struct {
 	// Kernel is the __global__ function's name in cuda/kernels.
 	Kernel string `json:"kernel"`
@@ -105,3 +105,24 @@ func (l *Launch) finishAggregate(c *Counter, ld, st, meta *footprint) error {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// launchDims is StrideLaunch: grid, block, dynamic shared memory.
+type launchDims struct {
+	grid  [3]int64
+	block [3]int32
+	smem  int64
+}
+
+// maxGrid are CUDA's grid limits: 2^31−1 blocks along x, 65535 along y, z.
+var maxGrid = [3]int64{1<<31 - 1, 65535, 65535}
+
+// dimsOf returns the launch geometry of l, or an error if it exceeds the
+// grid limits (a batch of more than 65535 sequences, say).
+func dimsOf(l Launch, smem int64) (*launchDims, error) {
+	for i, g := range l.Grid {
+		if g > maxGrid[i] {
+			return nil, fmt.Errorf("cuda: %s: grid %v exceeds the limit %v", l.Kernel, l.Grid, maxGrid)
+		}
+	}
+	return &launchDims{grid: l.Grid, block: [3]int32{int32(l.Block[0]), int32(l.Block[1]), int32(l.Block[2])}, smem: smem}, nil
+}

@@ -1,6 +1,10 @@
 package cuda
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"slices"
+)
 
 // Names of the naive path's attention kernels in cuda/kernels/naive.cu.
 const (
@@ -56,7 +60,7 @@ func checkContig(name, what string, o Operand, shape ...int) error {
 	if o.Layout == nil {
 		return fmt.Errorf("%s: missing %s", name, what)
 	}
-	if !equalInts(o.shape(), shape) || !o.Layout.IsContiguous() {
+	if !slices.Equal(o.shape(), shape) || !o.Layout.IsContiguous() {
 		return fmt.Errorf("%s: %s must be contiguous %v, got shape %v strides %v", name, what, shape, o.shape(), o.strides())
 	}
 	return nil
@@ -69,15 +73,15 @@ func rowHist(o Operand, n0, s0, n1, s1 int64) residues {
 	return point(o.startAddr()).convolve(linearResidues(0, n0, s0*es)).convolve(linearResidues(0, n1, s1*es))
 }
 
-// ModelNaiveScores models naive_scores: scores [H, Tq, L] (contiguous) =
+// SimulateNaiveScores simulates naive_scores: scores [H, Tq, L] (contiguous) =
 // q [Tq, H, D] · k [L, H, D]ᵀ, q and k read through their strides (q a
 // view of the QKV output, k fresh, gathered or repeated).
-func ModelNaiveScores(scores, q, k Operand, mode Mode) (Launch, error) {
+func SimulateNaiveScores(scores, q, k Operand, mode Mode) (Launch, error) {
 	p, err := planNaiveScores(scores, q, k)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
 // naivePlan holds the checked sizes and operands of a naive kernel: a, b
@@ -119,17 +123,17 @@ func planNaiveScores(scores, q, k Operand) (*naivePlan, error) {
 		grid: [3]int64{ceilDiv(L, naiveTile), ceilDiv(Tq, naiveTile), H}, block: [3]int{naiveTile, naiveThreadY, 1}}, nil
 }
 
-func (p *naivePlan) model(mode Mode) (Launch, error) {
+func (p *naivePlan) simulate(mode Mode) (Launch, error) {
 	switch p.kernel {
 	case KernelNaiveSoftmax:
-		return p.modelSoftmax(mode)
+		return p.simulateSoftmax(mode)
 	case KernelNaiveAV:
-		return p.modelAV(mode)
+		return p.simulateAV(mode)
 	}
-	return p.modelScores(mode)
+	return p.simulateScores(mode)
 }
 
-func (p *naivePlan) modelScores(mode Mode) (Launch, error) {
+func (p *naivePlan) simulateScores(mode Mode) (Launch, error) {
 	name, q, k, scores := p.kernel, p.a, p.b, p.o
 	Tq, H, D, L := p.Tq, p.H, p.D, p.L
 	es := q.es()
@@ -182,14 +186,14 @@ func (p *naivePlan) modelScores(mode Mode) (Launch, error) {
 	return l, l.finishAggregate(c, &ld, &st, nil)
 }
 
-// ModelNaiveSoftmax models naive_softmax over the rows of a contiguous
+// SimulateNaiveSoftmax simulates naive_softmax over the rows of a contiguous
 // [H, Tq, L] scores tensor, in place.
-func ModelNaiveSoftmax(scores Operand, mode Mode) (Launch, error) {
+func SimulateNaiveSoftmax(scores Operand, mode Mode) (Launch, error) {
 	p, err := planNaiveSoftmax(scores)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
 func planNaiveSoftmax(scores Operand) (*naivePlan, error) {
@@ -202,7 +206,7 @@ func planNaiveSoftmax(scores Operand) (*naivePlan, error) {
 		grid: [3]int64{int64(sh[0] * sh[1]), 1, 1}, block: [3]int{softmaxThreads, 1, 1}}, nil
 }
 
-func (p *naivePlan) modelSoftmax(mode Mode) (Launch, error) {
+func (p *naivePlan) simulateSoftmax(mode Mode) (Launch, error) {
 	name, scores := p.kernel, p.o
 	rows, L := p.H*p.Tq, p.L
 	es := scores.es()
@@ -246,14 +250,14 @@ func (p *naivePlan) modelSoftmax(mode Mode) (Launch, error) {
 	return l, l.finishAggregate(c, &ld, &st, nil)
 }
 
-// ModelNaiveAV models naive_av: out [H, Tq, D] (contiguous) =
+// SimulateNaiveAV simulates naive_av: out [H, Tq, D] (contiguous) =
 // probs [H, Tq, L] · v [L, H, D], v read through its strides.
-func ModelNaiveAV(out, probs, v Operand, mode Mode) (Launch, error) {
+func SimulateNaiveAV(out, probs, v Operand, mode Mode) (Launch, error) {
 	p, err := planNaiveAV(out, probs, v)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
 }
 
 func planNaiveAV(out, probs, v Operand) (*naivePlan, error) {
@@ -277,7 +281,7 @@ func planNaiveAV(out, probs, v Operand) (*naivePlan, error) {
 		grid: [3]int64{ceilDiv(D, naiveTile), ceilDiv(Tq, naiveTile), H}, block: [3]int{naiveTile, naiveThreadY, 1}}, nil
 }
 
-func (p *naivePlan) modelAV(mode Mode) (Launch, error) {
+func (p *naivePlan) simulateAV(mode Mode) (Launch, error) {
 	name, probs, v, out := p.kernel, p.a, p.b, p.o
 	H, Tq, L, D := p.H, p.Tq, p.L, p.D
 	es := v.es()
@@ -328,4 +332,80 @@ func (p *naivePlan) modelAV(mode Mode) (Launch, error) {
 	ld.addLayout(v.startAddr(), byteDims(v), es)
 	st.addLayout(out.startAddr(), byteDims(out), es)
 	return l, l.finishAggregate(c, &ld, &st, nil)
+}
+
+// The naive kernels' launchers, planned by planNaiveScores, planNaiveSoftmax
+// and planNaiveAV above.
+
+// naiveArgs mirrors StrideNaiveArgs.
+type naiveArgs struct {
+	heads, tq, l, d               int32
+	qOffset, qStride, qHeadStride int64
+	kOffset, kStride, kHeadStride int64
+	sOffset, oOffset              int64
+	scale                         float32
+}
+
+func (d *Device) runNaive(p *naivePlan, ptrs [3]uintptr, a *naiveArgs) error {
+	for _, v := range []int64{p.H, p.Tq, p.L, p.D} {
+		if v > math.MaxInt32 {
+			return fmt.Errorf("cuda: %s: size %d does not fit int32", p.kernel, v)
+		}
+	}
+	a.heads, a.tq, a.l, a.d = int32(p.H), int32(p.Tq), int32(p.L), int32(p.D)
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	l, err := dimsOf(p.launch(), 0)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchNaive(p.kernel, p.o.dtype(), ptrs, a, l) })
+}
+
+// NaiveScores writes scores [H, Tq, L] = q [Tq, H, D] · k [L, H, D]ᵀ / √D,
+// causally masked with −inf.
+func (d *Device) NaiveScores(scores, q, k *DeviceTensor) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	p, err := planNaiveScores(scores.Operand(), q.Operand(), k.Operand())
+	if err != nil {
+		return err
+	}
+	qs, ks := q.layout.Strides(), k.layout.Strides()
+	a := &naiveArgs{qOffset: int64(q.layout.Offset()), qStride: int64(qs[0]), qHeadStride: int64(qs[1]),
+		kOffset: int64(k.layout.Offset()), kStride: int64(ks[0]), kHeadStride: int64(ks[1]),
+		sOffset: int64(scores.layout.Offset()), scale: float32(1 / math.Sqrt(float64(p.D)))}
+	return d.runNaive(p, [3]uintptr{q.buf.ptr, k.buf.ptr, scores.buf.ptr}, a)
+}
+
+// NaiveSoftmax normalizes every row of scores [H, Tq, L] in place.
+func (d *Device) NaiveSoftmax(scores *DeviceTensor) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	p, err := planNaiveSoftmax(scores.Operand())
+	if err != nil {
+		return err
+	}
+	a := &naiveArgs{sOffset: int64(scores.layout.Offset())}
+	return d.runNaive(p, [3]uintptr{scores.buf.ptr, 0, scores.buf.ptr}, a)
+}
+
+// NaiveAV writes out [H, Tq, D] = probs [H, Tq, L] · v [L, H, D].
+func (d *Device) NaiveAV(out, probs, v *DeviceTensor) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	p, err := planNaiveAV(out.Operand(), probs.Operand(), v.Operand())
+	if err != nil {
+		return err
+	}
+	vs := v.layout.Strides()
+	a := &naiveArgs{kOffset: int64(v.layout.Offset()), kStride: int64(vs[0]), kHeadStride: int64(vs[1]),
+		sOffset: int64(probs.layout.Offset()), oOffset: int64(out.layout.Offset())}
+	return d.runNaive(p, [3]uintptr{probs.buf.ptr, v.buf.ptr, out.buf.ptr}, a)
 }

@@ -35,9 +35,9 @@ func TestNaiveAggregateEqualsReplay(t *testing.T) {
 		qo, ko, vo, so, oo := as.Operand(q), as.Operand(k), as.Operand(v), as.Operand(scores), as.Operand(out)
 		type fn func(Mode) (Launch, error)
 		for _, f := range []fn{
-			func(m Mode) (Launch, error) { return ModelNaiveScores(so, qo, ko, m) },
-			func(m Mode) (Launch, error) { return ModelNaiveSoftmax(so, m) },
-			func(m Mode) (Launch, error) { return ModelNaiveAV(oo, so, vo, m) },
+			func(m Mode) (Launch, error) { return SimulateNaiveScores(so, qo, ko, m) },
+			func(m Mode) (Launch, error) { return SimulateNaiveSoftmax(so, m) },
+			func(m Mode) (Launch, error) { return SimulateNaiveAV(oo, so, vo, m) },
 		} {
 			agg, err := f(Aggregate)
 			if err != nil {
@@ -62,7 +62,7 @@ func TestNaiveCompulsoryBytes(t *testing.T) {
 	q := as.Operand(tensor.Must(tensor.Meta(tensor.F16, Tq, H, D)))
 	k := as.Operand(tensor.Must(tensor.Meta(tensor.F16, L, H, D)))
 	s := as.Operand(tensor.Must(tensor.Meta(tensor.F16, H, Tq, L)))
-	ls, err := ModelNaiveScores(s, q, k, Aggregate)
+	ls, err := SimulateNaiveScores(s, q, k, Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestNaiveCompulsoryBytes(t *testing.T) {
 	if ls.Loads.BytesMoved() != 3*Tq*H*D*2+2*L*H*D*2 {
 		t.Fatalf("scores moved %d", ls.Loads.BytesMoved())
 	}
-	lsm, err := ModelNaiveSoftmax(s, Aggregate)
+	lsm, err := SimulateNaiveSoftmax(s, Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}

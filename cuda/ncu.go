@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Nsight Compute metrics the traffic model predicts: per launch, the
+// Nsight Compute metrics the traffic simulation predicts: per launch, the
 // warp-level global load/store instructions sent to L1TEX (requests) and
 // the 32-byte sectors they touched.
 const (
@@ -109,7 +109,7 @@ func ParseNcuCSV(r io.Reader) ([]NcuKernel, error) {
 	return out, nil
 }
 
-// ProfiledLaunch is a modelled launch of the profile workload, written by
+// ProfiledLaunch is a simulated launch of the profile workload, written by
 // the GPU test TestProfileWorkload for comparison with ncu.
 type ProfiledLaunch struct {
 	Case   string `json:"case"`
@@ -128,28 +128,28 @@ func ReadProfiledLaunches(r io.Reader) ([]ProfiledLaunch, error) {
 
 // Agreement compares one metric of one launch.
 type Agreement struct {
-	Case     string  `json:"case"`
-	Kernel   string  `json:"kernel"`
-	Metric   string  `json:"metric"`
-	Model    float64 `json:"model"`
-	Measured float64 `json:"measured"`
-	// RelErr is |measured − model| / max(model, 1).
+	Case      string  `json:"case"`
+	Kernel    string  `json:"kernel"`
+	Metric    string  `json:"metric"`
+	Simulated float64 `json:"simulated"`
+	Measured  float64 `json:"measured"`
+	// RelErr is |measured − simulated| / max(simulated, 1).
 	RelErr float64 `json:"rel_err"`
 	OK     bool    `json:"ok"`
 }
 
-// CompareNcu matches the i-th modelled launch with the i-th profiled
+// CompareNcu matches the i-th simulated launch with the i-th profiled
 // kernel (their names must agree) and compares the request and sector
 // counts the profile has, within tol (0.05 = 5%).
-func CompareNcu(model []ProfiledLaunch, ncu []NcuKernel, tol float64) ([]Agreement, error) {
-	if len(model) != len(ncu) {
-		return nil, fmt.Errorf("ncu profiled %d kernels, the model has %d launches (was ncu's --kernel-name filter right?)", len(ncu), len(model))
+func CompareNcu(sim []ProfiledLaunch, ncu []NcuKernel, tol float64) ([]Agreement, error) {
+	if len(sim) != len(ncu) {
+		return nil, fmt.Errorf("ncu profiled %d kernels, the simulation has %d launches (was ncu's --kernel-name filter right?)", len(ncu), len(sim))
 	}
 	var out []Agreement
-	for i, m := range model {
+	for i, m := range sim {
 		k := ncu[i]
 		if got := KernelBaseName(k.Name); got != m.Launch.Kernel {
-			return nil, fmt.Errorf("launch %d (%s): ncu profiled %q, the model %q", i, m.Case, got, m.Launch.Kernel)
+			return nil, fmt.Errorf("launch %d (%s): ncu profiled %q, the simulation %q", i, m.Case, got, m.Launch.Kernel)
 		}
 		pred := map[string]int64{
 			MetricLdRequests: m.Launch.Loads.Requests, MetricLdSectors: m.Launch.Loads.Sectors,
@@ -164,7 +164,7 @@ func CompareNcu(model []ProfiledLaunch, ncu []NcuKernel, tol float64) ([]Agreeme
 			n++
 			want := float64(pred[name])
 			rel := math.Abs(got-want) / math.Max(want, 1)
-			out = append(out, Agreement{Case: m.Case, Kernel: m.Launch.Kernel, Metric: name, Model: want, Measured: got, RelErr: rel, OK: rel <= tol})
+			out = append(out, Agreement{Case: m.Case, Kernel: m.Launch.Kernel, Metric: name, Simulated: want, Measured: got, RelErr: rel, OK: rel <= tol})
 		}
 		if n == 0 {
 			return nil, fmt.Errorf("launch %d (%s): ncu reported none of %v", i, m.Case, NcuMetrics)

@@ -74,13 +74,13 @@ func ncuCSV(names []string, metrics []map[string]float64) string {
 // CompareNcu flags a metric off by more than the tolerance and passes one
 // within it, matching launches by order and name.
 func TestCompareNcu(t *testing.T) {
-	model, err := RunProfile(NewModelDevice())
+	sim, err := RunProfile(NewSimDevice())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	var metrics []map[string]float64
-	for i, m := range model {
+	for i, m := range sim {
 		names = append(names, m.Launch.Kernel)
 		f := 1.02 // within 5%
 		if i == 1 {
@@ -96,44 +96,44 @@ func TestCompareNcu(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := CompareNcu(model, ks, 0.05)
+	ag, err := CompareNcu(sim, ks, 0.05)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ag) != 3*len(model) {
-		t.Fatalf("%d comparisons, want %d", len(ag), 3*len(model))
+	if len(ag) != 3*len(sim) {
+		t.Fatalf("%d comparisons, want %d", len(ag), 3*len(sim))
 	}
 	for _, a := range ag {
-		wantOK := !(a.Case == model[1].Case && a.Metric == MetricLdSectors)
+		wantOK := !(a.Case == sim[1].Case && a.Metric == MetricLdSectors)
 		if a.OK != wantOK {
-			t.Errorf("%s %s: ok=%v (model %v, measured %v)", a.Case, a.Metric, a.OK, a.Model, a.Measured)
+			t.Errorf("%s %s: ok=%v (simulated %v, measured %v)", a.Case, a.Metric, a.OK, a.Simulated, a.Measured)
 		}
 	}
 	// a missing or renamed kernel is an error, not a silent pass
-	if _, err := CompareNcu(model, ks[1:], 0.05); err == nil {
+	if _, err := CompareNcu(sim, ks[1:], 0.05); err == nil {
 		t.Error("a missing kernel was accepted")
 	}
 	names[0] = "gather_kv"
 	ks2, _ := ParseNcuCSV(strings.NewReader(ncuCSV(names, metrics)))
-	if _, err := CompareNcu(model, ks2, 0.05); err == nil {
+	if _, err := CompareNcu(sim, ks2, 0.05); err == nil {
 		t.Error("a different kernel name was accepted")
 	}
 }
 
 // TestNcuAgreement is the check scripts/gpu-check.sh runs on a GPU
-// machine: STRIDE_NCU_MODEL is the JSON TestProfileWorkload wrote,
+// machine: STRIDE_NCU_SIM is the JSON TestProfileWorkload wrote,
 // STRIDE_NCU_CSV the `ncu --csv` report of the same run. Every request and
 // sector count must agree within 5%.
 func TestNcuAgreement(t *testing.T) {
-	mp, cp := os.Getenv("STRIDE_NCU_MODEL"), os.Getenv("STRIDE_NCU_CSV")
+	mp, cp := os.Getenv("STRIDE_NCU_SIM"), os.Getenv("STRIDE_NCU_CSV")
 	if mp == "" || cp == "" {
-		t.Skip("STRIDE_NCU_MODEL and STRIDE_NCU_CSV not set: run by scripts/gpu-check.sh after profiling with ncu")
+		t.Skip("STRIDE_NCU_SIM and STRIDE_NCU_CSV not set: run by scripts/gpu-check.sh after profiling with ncu")
 	}
 	mb, err := os.ReadFile(mp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := ReadProfiledLaunches(bytes.NewReader(mb))
+	sim, err := ReadProfiledLaunches(bytes.NewReader(mb))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,18 +145,18 @@ func TestNcuAgreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := CompareNcu(model, ks, 0.05)
+	ag, err := CompareNcu(sim, ks, 0.05)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("%-72s %-48s %14s %14s %8s\n", "case", "metric", "model", "ncu", "Δ")
+	fmt.Printf("%-72s %-48s %14s %14s %8s\n", "case", "metric", "simulated", "ncu", "Δ")
 	for _, a := range ag {
 		mark := "ok"
 		if !a.OK {
 			mark = "DIFFERS"
 			t.Fail()
 		}
-		fmt.Printf("%-72s %-48s %14.0f %14.0f %7.2f%% %s\n", a.Case, a.Metric, a.Model, a.Measured, 100*a.RelErr, mark)
+		fmt.Printf("%-72s %-48s %14.0f %14.0f %7.2f%% %s\n", a.Case, a.Metric, a.Simulated, a.Measured, 100*a.RelErr, mark)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 //	Base + (Offset + Σ ik·stride_k) · elemsize
 //
 // so two views of one storage (q, k and v cut out of a fused QKV buffer)
-// share Base and differ in Offset. The traffic model needs real addresses
+// share Base and differ in Offset. The traffic simulation needs real addresses
 // because sectors are aligned to 32 bytes: a view whose offset is not a
 // multiple of 32 bytes straddles one more sector per warp.
 type Operand struct {
@@ -40,10 +40,10 @@ func (o Operand) check(name string) error {
 }
 
 // DeviceAlign is the alignment of every buffer cudaMalloc returns (it
-// guarantees 256 bytes), which the model gives its buffers too.
+// guarantees 256 bytes), which the simulation gives its buffers too.
 const DeviceAlign = 256
 
-// AddressSpace hands out model device addresses: each storage gets its own
+// AddressSpace hands out simulated device addresses: each storage gets its own
 // DeviceAlign-aligned range, as cudaMalloc would give it, and every view of
 // a storage gets that storage's base. It is not safe for concurrent use.
 type AddressSpace struct {

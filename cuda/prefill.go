@@ -16,7 +16,7 @@ const (
 	prefillRowsWarp = PrefillBlockQ / prefillWarps
 )
 
-// prefillPlan models flash_attention_prefill: causal, GQA-native, varlen,
+// prefillPlan simulates flash_attention_prefill: causal, GQA-native, varlen,
 // reading K and V from the paged cache. Grid (max_q_tiles, H, B), 128
 // threads; everything between HBM and the output stays in shared memory
 // and registers:
@@ -160,58 +160,82 @@ func (p *prefillPlan) btWarp(seq int, j0, kvEnd int64) Warp {
 	return x
 }
 
-func (p *prefillPlan) model(mode Mode) (Launch, error) {
-	l := p.launch()
-	a, d, m := p.a, &p.d, p.a.Meta
-	B := a.Seqs.NumSeqs()
+// simulate counts the launch's traffic: literally in Replay mode, by
+// residue classes in Aggregate mode.
+func (p *prefillPlan) simulate(mode Mode) (Launch, error) {
 	if mode == Replay {
-		var work int64
-		for seq := 0; seq < B; seq++ {
-			work += int64(a.Seqs.QueryLen[seq]) * int64(a.Seqs.ContextLen[seq])
-		}
-		if work*d.H*d.D/PrefillBlockQ/WarpSize > maxReplayWarps {
-			return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelFusedPrefill)
-		}
-		c := NewCounter(true)
-		for seq := 0; seq < B; seq++ {
-			ql := int64(a.Seqs.QueryLen[seq])
-			qs := int64(a.Seqs.QueryStart[seq])
-			for head := int64(0); head < d.H; head++ {
-				g := head / d.group
-				for qt := int64(0); qt < p.maxTiles; qt++ {
-					c.at(false, broadcast(0), m.QueryLen+uint64(4*seq), prefillWarps)
-					i0 := qt * PrefillBlockQ
-					if i0 >= ql {
-						continue
-					}
-					c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), prefillWarps)
-					c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), prefillWarps)
-					rows, kvEnd := p.tileRows(seq, qt)
-					for _, w := range p.qPattern(rows) {
-						c.at(false, w, a.qRow(d, qs+i0, head), 1)
-					}
-					for j0 := int64(0); j0 < kvEnd; j0 += PrefillBlockKV {
-						bt := p.btWarp(seq, j0, kvEnd)
-						c.Load(&bt, 1)
-						ks := p.kvTile(a.KCache, seq, g, j0, kvEnd)
-						vs := p.kvTile(a.VCache, seq, g, j0, kvEnd)
-						for i := range ks { // each iteration loads K then V
-							c.Load(&ks[i], 1)
-							c.Load(&vs[i], 1)
-						}
-					}
-					for _, w := range p.oPattern(rows) {
-						c.at(true, w, a.outRow(d, qs+i0, head), 1)
-					}
-				}
+		return p.replay()
+	}
+	return p.aggregate()
+}
+
+// replay executes the kernel's mapping block by block: one block per
+// (sequence, head, query tile).
+func (p *prefillPlan) replay() (Launch, error) {
+	l := p.launch()
+	a, d := p.a, &p.d
+	B := a.Seqs.NumSeqs()
+	var work int64
+	for seq := 0; seq < B; seq++ {
+		work += int64(a.Seqs.QueryLen[seq]) * int64(a.Seqs.ContextLen[seq])
+	}
+	if work*d.H*d.D/PrefillBlockQ/WarpSize > maxReplayWarps {
+		return l, fmt.Errorf("%s: too large to replay; use Aggregate", KernelFusedPrefill)
+	}
+	c := NewCounter(true)
+	for seq := 0; seq < B; seq++ {
+		for head := int64(0); head < d.H; head++ {
+			for qt := int64(0); qt < p.maxTiles; qt++ {
+				p.replayBlock(c, seq, head, qt)
 			}
 		}
-		l.finishReplay(c, a.metaRanges()...)
-		return l, nil
 	}
+	l.finishReplay(c, a.metaRanges()...)
+	return l, nil
+}
+
+// replayBlock replays the block of (seq, head, query tile qt): its
+// metadata reads, the Q tile, every K/V tile up to the tile's kv_end
+// (block table, then K and V a row at a time), and the output tile.
+func (p *prefillPlan) replayBlock(c *Counter, seq int, head, qt int64) {
+	a, d, m := p.a, &p.d, p.a.Meta
+	ql := int64(a.Seqs.QueryLen[seq])
+	qs := int64(a.Seqs.QueryStart[seq])
+	g := head / d.group
+	c.at(false, broadcast(0), m.QueryLen+uint64(4*seq), prefillWarps)
+	i0 := qt * PrefillBlockQ
+	if i0 >= ql {
+		return
+	}
+	c.at(false, broadcast(0), m.QueryStart+uint64(4*seq), prefillWarps)
+	c.at(false, broadcast(0), m.ContextLens+uint64(4*seq), prefillWarps)
+	rows, kvEnd := p.tileRows(seq, qt)
+	for _, w := range p.qPattern(rows) {
+		c.at(false, w, a.qRow(d, qs+i0, head), 1)
+	}
+	for j0 := int64(0); j0 < kvEnd; j0 += PrefillBlockKV {
+		bt := p.btWarp(seq, j0, kvEnd)
+		c.Load(&bt, 1)
+		ks := p.kvTile(a.KCache, seq, g, j0, kvEnd)
+		vs := p.kvTile(a.VCache, seq, g, j0, kvEnd)
+		for i := range ks { // each iteration loads K then V
+			c.Load(&ks[i], 1)
+			c.Load(&vs[i], 1)
+		}
+	}
+	for _, w := range p.oPattern(rows) {
+		c.at(true, w, a.outRow(d, qs+i0, head), 1)
+	}
+}
+
+// aggregate counts the launch by residue classes (see aggregate.go),
+// sequence by sequence.
+func (p *prefillPlan) aggregate() (Launch, error) {
+	l := p.launch()
+	a, d, m := p.a, &p.d, p.a.Meta
 	c := NewCounter(false)
 	var ld, st, meta footprint
-	for seq := 0; seq < B; seq++ {
+	for seq := 0; seq < a.Seqs.NumSeqs(); seq++ {
 		ql := int64(a.Seqs.QueryLen[seq])
 		qs := int64(a.Seqs.QueryStart[seq])
 		ctx := int64(a.Seqs.ContextLen[seq])
@@ -234,80 +258,135 @@ func (p *prefillPlan) model(mode Mode) (Launch, error) {
 				ld.add(r, r+uint64(d.KVH*d.D*d.es))
 			}
 		}
-		// Q tiles and output tiles: full tiles are translates of one
-		// pattern; the last tile may be short.
-		var hq, ho residues
-		for qt := int64(0); qt < nqt; qt++ {
-			rows, _ := p.tileRows(seq, qt)
-			for head := int64(0); head < d.H; head++ {
-				qa, oa := a.qRow(d, qs+qt*PrefillBlockQ, head), a.outRow(d, qs+qt*PrefillBlockQ, head)
-				if rows == PrefillBlockQ {
-					hq[qa%LineBytes]++
-					ho[oa%LineBytes]++
-					continue
-				}
-				for _, w := range p.qPattern(rows) {
-					c.at(false, w, qa, 1)
-				}
-				for _, w := range p.oPattern(rows) {
-					c.at(true, w, oa, 1)
-				}
-			}
-		}
-		c.replayPattern(false, p.qPattern(PrefillBlockQ), hq, 1)
-		c.replayPattern(true, p.oPattern(PrefillBlockQ), ho, 1)
-		// KV tiles: tile j is loaded whole by every q tile whose kv_end
-		// reaches past it, and cut short by the q tile whose kv_end falls
-		// inside it.
-		nt := ceilDiv(ctx, PrefillBlockKV)
-		readers := make([]int64, nt) // q tiles loading tile j whole
-		type cut struct{ j0, kvEnd int64 }
-		var cuts []cut
-		for qt := int64(0); qt < nqt; qt++ {
-			_, kvEnd := p.tileRows(seq, qt)
-			full := kvEnd / PrefillBlockKV
-			for j := int64(0); j < full; j++ {
-				readers[j]++
-			}
-			if kvEnd%PrefillBlockKV != 0 {
-				cuts = append(cuts, cut{full * PrefillBlockKV, kvEnd})
-			}
-		}
-		for j := int64(0); j < nt; j++ {
-			if readers[j] == 0 {
-				continue
-			}
-			j0 := j * PrefillBlockKV
-			bt := p.btWarp(seq, j0, j0+PrefillBlockKV)
-			c.Load(&bt, readers[j]*d.H)
-			for g := int64(0); g < d.KVH; g++ {
-				for _, cache := range []Operand{a.KCache, a.VCache} {
-					for _, w := range p.kvTile(cache, seq, g, j0, j0+PrefillBlockKV) {
-						c.Load(&w, readers[j]*d.group)
-					}
-				}
-			}
-		}
-		for _, ct := range cuts {
-			bt := p.btWarp(seq, ct.j0, ct.kvEnd)
-			c.Load(&bt, d.H)
-			for g := int64(0); g < d.KVH; g++ {
-				for _, cache := range []Operand{a.KCache, a.VCache} {
-					for _, w := range p.kvTile(cache, seq, g, ct.j0, ct.kvEnd) {
-						c.Load(&w, d.group)
-					}
-				}
-			}
-		}
+		p.aggregateQO(c, seq, nqt)
+		p.aggregateKV(c, seq, nqt, ctx)
 	}
 	return l, l.finishAggregate(c, &ld, &st, &meta)
 }
 
-// ModelFusedPrefill models flash_attention_prefill over a varlen batch.
-func ModelFusedPrefill(a *AttentionOperands, mode Mode) (Launch, error) {
+// aggregateQO counts sequence seq's Q tiles and output tiles: full tiles
+// are translates of one pattern; the last tile may be short.
+func (p *prefillPlan) aggregateQO(c *Counter, seq int, nqt int64) {
+	a, d := p.a, &p.d
+	qs := int64(a.Seqs.QueryStart[seq])
+	var hq, ho residues
+	for qt := int64(0); qt < nqt; qt++ {
+		rows, _ := p.tileRows(seq, qt)
+		for head := int64(0); head < d.H; head++ {
+			qa, oa := a.qRow(d, qs+qt*PrefillBlockQ, head), a.outRow(d, qs+qt*PrefillBlockQ, head)
+			if rows == PrefillBlockQ {
+				hq[qa%LineBytes]++
+				ho[oa%LineBytes]++
+				continue
+			}
+			for _, w := range p.qPattern(rows) {
+				c.at(false, w, qa, 1)
+			}
+			for _, w := range p.oPattern(rows) {
+				c.at(true, w, oa, 1)
+			}
+		}
+	}
+	c.replayPattern(false, p.qPattern(PrefillBlockQ), hq, 1)
+	c.replayPattern(true, p.oPattern(PrefillBlockQ), ho, 1)
+}
+
+// aggregateKV counts sequence seq's KV tiles: tile j is loaded whole by
+// every q tile whose kv_end reaches past it, and cut short by the q tile
+// whose kv_end falls inside it.
+func (p *prefillPlan) aggregateKV(c *Counter, seq int, nqt, ctx int64) {
+	nt := ceilDiv(ctx, PrefillBlockKV)
+	readers := make([]int64, nt) // q tiles loading tile j whole
+	type cut struct{ j0, kvEnd int64 }
+	var cuts []cut
+	for qt := int64(0); qt < nqt; qt++ {
+		_, kvEnd := p.tileRows(seq, qt)
+		full := kvEnd / PrefillBlockKV
+		for j := int64(0); j < full; j++ {
+			readers[j]++
+		}
+		if kvEnd%PrefillBlockKV != 0 {
+			cuts = append(cuts, cut{full * PrefillBlockKV, kvEnd})
+		}
+	}
+	for j := int64(0); j < nt; j++ {
+		if readers[j] > 0 {
+			j0 := j * PrefillBlockKV
+			p.loadKVTile(c, seq, j0, j0+PrefillBlockKV, readers[j])
+		}
+	}
+	for _, ct := range cuts {
+		p.loadKVTile(c, seq, ct.j0, ct.kvEnd, 1)
+	}
+}
+
+// loadKVTile counts n loads, by every head, of sequence seq's K/V tile
+// [j0, kvEnd): its block-table entries, then K and V of each KV head
+// (read once per query head of its group).
+func (p *prefillPlan) loadKVTile(c *Counter, seq int, j0, kvEnd, n int64) {
+	a, d := p.a, &p.d
+	bt := p.btWarp(seq, j0, kvEnd)
+	c.Load(&bt, n*d.H)
+	for g := int64(0); g < d.KVH; g++ {
+		for _, cache := range []Operand{a.KCache, a.VCache} {
+			for _, w := range p.kvTile(cache, seq, g, j0, kvEnd) {
+				c.Load(&w, n*d.group)
+			}
+		}
+	}
+}
+
+// SimulateFusedPrefill simulates flash_attention_prefill over a varlen batch.
+func SimulateFusedPrefill(a *AttentionOperands, mode Mode) (Launch, error) {
 	p, err := planPrefill(a)
 	if err != nil {
 		return Launch{}, err
 	}
-	return p.model(mode)
+	return p.simulate(mode)
+}
+
+// The prefill launcher: FusedPrefill, planned by planPrefill above.
+
+// PrefillSharedBytes is the dynamic shared memory flash_attention_prefill
+// needs for head_dim D: the Q tile, the padded K tile, the V tile (fp32)
+// and 32 row offsets.
+func PrefillSharedBytes(D int) int64 {
+	return int64(PrefillBlockQ*D+PrefillBlockKV*(D+1)+PrefillBlockKV*D)*4 + PrefillBlockKV*8
+}
+
+// FusedPrefill runs flash_attention_prefill: causal attention of the new
+// tokens over the cached positions, straight into out [T, H·D].
+func (d *Device) FusedPrefill(q, kCache, vCache, out *DeviceTensor, s *DeviceSeqs) error {
+	if err := d.ok(); err != nil {
+		return err
+	}
+	a, err := attention(q, kCache, vCache, out, s)
+	if err != nil {
+		return err
+	}
+	p, err := planPrefill(a)
+	if err != nil {
+		return err
+	}
+	smem := PrefillSharedBytes(int(p.d.D))
+	if smem > d.Info.MaxSharedOptin {
+		return fmt.Errorf("cuda: %s needs %d bytes of shared memory for head_dim %d; %s allows %d",
+			KernelFusedPrefill, smem, p.d.D, d.Info.Name, d.Info.MaxSharedOptin)
+	}
+	args, err := newAttnArgs(a, &p.d)
+	if err != nil {
+		return err
+	}
+	args.qvec, args.kvvec = int32(p.qv), int32(p.kv)
+	if d.record {
+		if err := d.note(p.simulate(Aggregate)); err != nil {
+			return err
+		}
+	}
+	ptrs := [4]uintptr{q.buf.ptr, kCache.buf.ptr, vCache.buf.ptr, out.buf.ptr}
+	l, err := dimsOf(p.launch(), smem)
+	if err != nil {
+		return err
+	}
+	return d.timed(func() error { return launchFlashPrefill(p.d.dt, ptrs, s, args, l) })
 }

@@ -135,7 +135,7 @@ func ProfileCases() []ProfileCase {
 }
 
 // RunProfile runs every case on d with recording on and returns the
-// modelled launches, one per case.
+// simulated launches, one per case.
 func RunProfile(d *Device) ([]ProfiledLaunch, error) {
 	var out []ProfiledLaunch
 	for _, c := range ProfileCases() {

@@ -144,11 +144,11 @@ type Report struct {
 	Measured string `json:"measured,omitempty"`
 }
 
-// EstimateNote labels every time the model prints.
+// EstimateNote labels every time the simulation prints.
 const EstimateNote = "estimate, not a measurement: compulsory HBM bytes / bandwidth (a lower bound at peak bandwidth with perfect L1/L2 reuse)"
 
 // Report assembles the report; warps adds the single-warp experiments;
-// device names the GPU the times were measured on ("" for the model only).
+// device names the GPU the times were measured on ("" for the simulation only).
 func (c *Comparison) Report(warps bool, device string) Report {
 	r := Report{Workload: c.Workload, DType: c.DType, Estimate: EstimateNote, Naive: c.Rows(c.Naive), Fused: c.Rows(c.Fused),
 		Intermediates: c.Intermediates, ExtraBytes: c.IntermediateBytes(), Measured: device}

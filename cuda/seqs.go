@@ -106,7 +106,7 @@ type SeqAddrs struct {
 	SlotMapping, QueryStart, QueryLen, ContextLens, BlockTables uint64
 }
 
-// Place gives a Seqs' arrays addresses in the model's address space.
+// Place gives a Seqs' arrays addresses in the simulation's address space.
 func (s *Seqs) Place(as *AddressSpace) SeqAddrs {
 	return SeqAddrs{
 		SlotMapping: as.Ints(len(s.SlotMapping)),

@@ -6,7 +6,7 @@ import (
 )
 
 // The memory system of an NVIDIA GPU (sm_80 A100, sm_90 H100/H200), as far
-// as the traffic model needs it:
+// as the traffic simulation needs it:
 //
 //   - a warp is 32 threads that issue one memory instruction together; the
 //     load/store unit turns it into ONE request to L1TEX, whatever the

@@ -87,7 +87,7 @@ func TestSeedExperiment5(t *testing.T) {
 	a := tensor.Must(tensor.Meta(tensor.F32, 64*1024*1024))
 	strided := tensor.Must(a.Slice(0, 0, a.Numel(), 4))
 	out := tensor.Must(tensor.Meta(tensor.F32, strided.Numel()))
-	l, err := ModelStridedCopy(as.Operand(out), as.Operand(strided), Aggregate)
+	l, err := SimulateStridedCopy(as.Operand(out), as.Operand(strided), Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSeedExperiment5(t *testing.T) {
 	}
 	// the contiguous copy of a: fully coalesced, 16-byte vectors.
 	full := tensor.Must(tensor.Meta(tensor.F32, a.Numel()))
-	lc, err := ModelStridedCopy(as.Operand(full), as.Operand(a), Aggregate)
+	lc, err := SimulateStridedCopy(as.Operand(full), as.Operand(a), Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}

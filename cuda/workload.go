@@ -12,7 +12,7 @@ import (
 // 80–90% of it, so every time derived from it is a lower bound.
 const DefaultBandwidth = 4.8e12
 
-// Phase is the kind of attention step a Workload models.
+// Phase is the kind of attention step a Workload simulates.
 type Phase string
 
 const (
@@ -35,7 +35,7 @@ func ParsePhase(s string) (Phase, error) {
 	return "", fmt.Errorf("unknown phase %q (want prefill or decode)", s)
 }
 
-// Workload is one attention layer step, described by sizes only: the model
+// Workload is one attention layer step, described by sizes only: the simulation
 // builds meta tensors for it and allocates nothing.
 type Workload struct {
 	Batch     int          `json:"batch"`
@@ -96,7 +96,7 @@ type Intermediate struct {
 	Passes int `json:"passes"`
 }
 
-// PathReport is the modelled traffic of one attention path.
+// PathReport is the simulated traffic of one attention path.
 type PathReport struct {
 	Name     string   `json:"name"`
 	Launches []Launch `json:"launches"`
@@ -162,8 +162,8 @@ func (c *Comparison) IntermediateBytes() int64 {
 // Seconds converts bytes to seconds at the workload's bandwidth.
 func (w Workload) Seconds(bytes int64) float64 { return float64(bytes) / w.Bandwidth }
 
-// Model builds the workload's tensors as meta tensors in a fresh address
-// space and models both paths, kernel by kernel:
+// Simulate builds the workload's tensors as meta tensors in a fresh address
+// space and simulates both paths, kernel by kernel:
 //
 //	fused: reshape_and_cache, then flash_attention_prefill (prefill) or
 //	       paged_attention_decode (+ paged_attention_merge when split)
@@ -173,10 +173,64 @@ func (w Workload) Seconds(bytes int64) float64 { return float64(bytes) / w.Bandw
 //	       transpose_contiguous into the [T, H·D] output
 //
 // which is what attention.Naive and attention.Fused do on the CPU.
-func (w Workload) Model(mode Mode) (*Comparison, error) {
+func (w Workload) Simulate(mode Mode) (*Comparison, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
+	st, err := w.layout(mode)
+	if err != nil {
+		return nil, err
+	}
+	cmp := st.cmp
+	cache, err := SimulateReshapeAndCache(st.k, st.v, st.a.KCache, st.a.VCache, st.seqs.SlotMapping, st.a.Meta.SlotMapping, mode)
+	if err != nil {
+		return nil, err
+	}
+	cache.Note = "k and v"
+	cmp.Fused.Launches = append(cmp.Fused.Launches, cache)
+	cmp.Naive.Launches = append(cmp.Naive.Launches, cache)
+	if err := st.fused(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < w.Batch; i++ { // naive, one sequence at a time
+		if err := st.naiveSeq(i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cmp.Intermediates {
+		// the per-sequence shapes were summed into Bytes; show the
+		// whole-batch shape with a leading B
+		cmp.Intermediates[i].Shape = append([]int{w.Batch}, cmp.Intermediates[i].Shape...)
+	}
+	return cmp, nil
+}
+
+// simStep is one Workload step laid out as meta tensors in a fresh
+// address space: what Simulate's two paths read and write, and the
+// Comparison they fill in.
+type simStep struct {
+	w    Workload
+	mode Mode
+	as   *AddressSpace
+	seqs *Seqs
+	qlen int
+	// q, kT, vT are views of the fused QKV output [T, (H+2·KVH)·D], k
+	// and v the last two placed in as; outN is the naive path's
+	// [T, H·D] output.
+	q, kT, vT, outN *tensor.Tensor
+	k, v            Operand
+	a               *AttentionOperands // the fused path's operands
+	cmp             *Comparison
+}
+
+// meta is a meta tensor of the workload's dtype.
+func (st *simStep) meta(shape ...int) *tensor.Tensor {
+	return tensor.Must(tensor.Meta(st.w.DType, shape...))
+}
+
+// layout builds the step's tensors: one token per sequence for decode,
+// Seq for prefill, each over Seq positions of context.
+func (w Workload) layout(mode Mode) (*simStep, error) {
 	qlen, ctx := w.Seq, w.Seq
 	if w.Phase == Decode {
 		qlen = 1
@@ -185,13 +239,9 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	B, H, KVH, D, dt := w.Batch, w.Heads, w.KVHeads, w.HeadDim, w.DType
-	T := B * qlen
-	G := H / KVH
-	es := int64(dt.Size())
-	as := NewAddressSpace()
-	meta := func(shape ...int) (*tensor.Tensor, error) { return tensor.Meta(dt, shape...) }
-	qkv, err := meta(T, (H+2*KVH)*D)
+	H, KVH, D, T := w.Heads, w.KVHeads, w.HeadDim, w.Batch*qlen
+	st := &simStep{w: w, mode: mode, as: NewAddressSpace(), seqs: seqs, qlen: qlen}
+	qkv, err := tensor.Meta(w.DType, T, (H+2*KVH)*D)
 	if err != nil {
 		return nil, err
 	}
@@ -199,131 +249,123 @@ func (w Workload) Model(mode Mode) (*Comparison, error) {
 		x := tensor.Must(qkv.Narrow(1, col, heads*D))
 		return tensor.Must(x.View(T, heads, D))
 	}
-	q, k, v := view(0, H), view(H*D, KVH), view((H+KVH)*D, KVH)
-	kc, err := meta(nb, w.BlockSize, KVH, D)
+	st.q, st.kT, st.vT = view(0, H), view(H*D, KVH), view((H+KVH)*D, KVH)
+	kc, err := tensor.Meta(w.DType, nb, w.BlockSize, KVH, D)
 	if err != nil {
 		return nil, err
 	}
-	vc := tensor.Must(meta(nb, w.BlockSize, KVH, D))
-	outF := tensor.Must(meta(T, H*D))
-	outN := tensor.Must(meta(T, H*D))
-	m := seqs.Place(as)
-	qo, ko, vo := as.Operand(q), as.Operand(k), as.Operand(v)
-	kco, vco := as.Operand(kc), as.Operand(vc)
-	cmp := &Comparison{Workload: w, DType: dt.String(), Naive: PathReport{Name: "naive"}, Fused: PathReport{Name: "fused"}}
+	vc := st.meta(nb, w.BlockSize, KVH, D)
+	outF := st.meta(T, H*D)
+	st.outN = st.meta(T, H*D)
+	m := seqs.Place(st.as)
+	as := st.as
+	st.k, st.v = as.Operand(st.kT), as.Operand(st.vT)
+	st.a = &AttentionOperands{Q: as.Operand(st.q), KCache: as.Operand(kc), VCache: as.Operand(vc), Out: as.Operand(outF), Seqs: seqs, Meta: m}
+	st.cmp = &Comparison{Workload: w, DType: w.DType.String(), Naive: PathReport{Name: "naive"}, Fused: PathReport{Name: "fused"}}
+	return st, nil
+}
 
-	cache, err := ModelReshapeAndCache(ko, vo, kco, vco, seqs.SlotMapping, m.SlotMapping, mode)
-	if err != nil {
-		return nil, err
+// fused simulates the fused path after the cache write:
+// flash_attention_prefill, or paged_attention_decode (+ its merge when
+// split).
+func (st *simStep) fused() error {
+	w, a, mode := st.w, st.a, st.mode
+	push := func(l Launch, err error) error {
+		if err == nil {
+			st.cmp.Fused.Launches = append(st.cmp.Fused.Launches, l)
+		}
+		return err
 	}
-	cache.Note = "k and v"
-	cmp.Fused.Launches = append(cmp.Fused.Launches, cache)
-	cmp.Naive.Launches = append(cmp.Naive.Launches, cache)
-
-	// fused
-	a := &AttentionOperands{Q: qo, KCache: kco, VCache: vco, Out: as.Operand(outF), Seqs: seqs, Meta: m}
 	if w.Phase == Prefill {
-		l, err := ModelFusedPrefill(a, mode)
-		if err != nil {
-			return nil, err
-		}
-		cmp.Fused.Launches = append(cmp.Fused.Launches, l)
-	} else {
-		n := int64(DecodeSplits(seqs, w.Partition))
-		sc := DecodeScratch{}
-		if w.Partition > 0 {
-			sc = DecodeScratch{
-				TmpOut:    as.Alloc(int64(B*H) * n * int64(D) * 4),
-				MaxLogits: as.Alloc(int64(B*H) * n * 4),
-				ExpSums:   as.Alloc(int64(B*H) * n * 4),
-			}
-		}
-		l, err := ModelPagedDecode(a, w.Partition, sc, mode)
-		if err != nil {
-			return nil, err
-		}
-		cmp.Fused.Launches = append(cmp.Fused.Launches, l)
-		if w.Partition > 0 {
-			l, err := ModelDecodeMerge(a, w.Partition, sc, mode)
-			if err != nil {
-				return nil, err
-			}
-			cmp.Fused.Launches = append(cmp.Fused.Launches, l)
+		return push(SimulateFusedPrefill(a, mode))
+	}
+	var sc DecodeScratch
+	if w.Partition > 0 {
+		n, BH := int64(DecodeSplits(st.seqs, w.Partition)), int64(w.Batch*w.Heads)
+		sc = DecodeScratch{
+			TmpOut:    st.as.Alloc(BH * n * int64(w.HeadDim) * 4),
+			MaxLogits: st.as.Alloc(BH * n * 4),
+			ExpSums:   st.as.Alloc(BH * n * 4),
 		}
 	}
+	if err := push(SimulatePagedDecode(a, w.Partition, sc, mode)); err != nil || w.Partition == 0 {
+		return err
+	}
+	return push(SimulateDecodeMerge(a, w.Partition, sc, mode))
+}
 
-	// naive, one sequence at a time
-	add := func(name string, shape []int, passes int) {
-		n := int64(1)
-		for _, s := range shape {
-			n *= int64(s)
+// naiveSeq simulates the naive path for sequence i: gather_kv (when there
+// is earlier context), repeat_interleave of K and V (GQA), naive_scores,
+// naive_softmax, naive_av and transpose_contiguous into the output, and
+// records the intermediates it materializes.
+func (st *simStep) naiveSeq(i int) error {
+	w, as, mode, qlen := st.w, st.as, st.mode, st.qlen
+	H, KVH, D, G := w.Heads, w.KVHeads, w.HeadDim, w.Heads/w.KVHeads
+	note := fmt.Sprintf("seq %d", i)
+	qs, C := st.seqs.QueryStart[i], st.seqs.ContextLen[i]
+	push := func(l Launch, err error) error {
+		if err != nil {
+			return err
 		}
-		for i := range cmp.Intermediates {
-			if cmp.Intermediates[i].Name == name {
-				cmp.Intermediates[i].Bytes += n * es
-				return
-			}
-		}
-		cmp.Intermediates = append(cmp.Intermediates, Intermediate{Name: name, Shape: shape, Bytes: n * es, Passes: passes})
+		l.Note = note
+		st.cmp.Naive.Launches = append(st.cmp.Naive.Launches, l)
+		return nil
 	}
-	for i := 0; i < B; i++ {
-		note := fmt.Sprintf("seq %d", i)
-		qs, C := seqs.QueryStart[i], seqs.ContextLen[i]
-		push := func(l Launch, err error) error {
-			if err != nil {
-				return err
-			}
-			l.Note = note
-			cmp.Naive.Launches = append(cmp.Naive.Launches, l)
-			return nil
+	qi := as.Operand(tensor.Must(st.q.Narrow(0, qs, qlen)))
+	var ki, vi Operand
+	if C == qlen { // fresh prefill: K and V are views of this step's k, v
+		ki = as.Operand(tensor.Must(st.kT.Narrow(0, qs, qlen)))
+		vi = as.Operand(tensor.Must(st.vT.Narrow(0, qs, qlen)))
+	} else {
+		ki, vi = as.Operand(st.meta(C, KVH, D)), as.Operand(st.meta(C, KVH, D))
+		rows := st.seqs.contextSlots(i, w.BlockSize)
+		if err := push(SimulateGatherKV(ki, vi, st.a.KCache, st.a.VCache, rows, as.Ints(len(rows)), mode)); err != nil {
+			return err
 		}
-		qi := as.Operand(tensor.Must(q.Narrow(0, qs, qlen)))
-		var ki, vi Operand
-		if C == qlen { // fresh prefill: K and V are views of this step's k, v
-			ki = as.Operand(tensor.Must(k.Narrow(0, qs, qlen)))
-			vi = as.Operand(tensor.Must(v.Narrow(0, qs, qlen)))
-		} else {
-			ki, vi = as.Operand(tensor.Must(meta(C, KVH, D))), as.Operand(tensor.Must(meta(C, KVH, D)))
-			rows := seqs.contextSlots(i, w.BlockSize)
-			if err := push(ModelGatherKV(ki, vi, kco, vco, rows, as.Ints(len(rows)), mode)); err != nil {
-				return nil, err
-			}
-			add("k, v = gather(cache, block_table)", []int{2, C, KVH, D}, 2)
+		st.intermediate("k, v = gather(cache, block_table)", []int{2, C, KVH, D}, 2)
+	}
+	if G > 1 {
+		kr, vr := as.Operand(st.meta(C, H, D)), as.Operand(st.meta(C, H, D))
+		if err := push(SimulateRepeatInterleave(kr, ki, G, mode)); err != nil {
+			return err
 		}
-		if G > 1 {
-			kr, vr := as.Operand(tensor.Must(meta(C, H, D))), as.Operand(tensor.Must(meta(C, H, D)))
-			if err := push(ModelRepeatInterleave(kr, ki, G, mode)); err != nil {
-				return nil, err
-			}
-			if err := push(ModelRepeatInterleave(vr, vi, G, mode)); err != nil {
-				return nil, err
-			}
-			add(fmt.Sprintf("k, v = repeat_interleave(%d, dim=1)", G), []int{2, C, H, D}, 2)
-			ki, vi = kr, vr
+		if err := push(SimulateRepeatInterleave(vr, vi, G, mode)); err != nil {
+			return err
 		}
-		scores := as.Operand(tensor.Must(meta(H, qlen, C)))
-		if err := push(ModelNaiveScores(scores, qi, ki, mode)); err != nil {
-			return nil, err
-		}
-		add("scores = q @ k^T", []int{H, qlen, C}, 2)
-		if err := push(ModelNaiveSoftmax(scores, mode)); err != nil {
-			return nil, err
-		}
-		add("attn = softmax(scores) (in place)", []int{H, qlen, C}, 2)
-		ohd := as.Operand(tensor.Must(meta(H, qlen, D)))
-		if err := push(ModelNaiveAV(ohd, scores, vi, mode)); err != nil {
-			return nil, err
-		}
-		add("out = attn @ v", []int{H, qlen, D}, 2)
-		rows := tensor.Must(tensor.Must(outN.Narrow(0, qs, qlen)).View(qlen, H, D))
-		if err := push(ModelTransposeContiguous(as.Operand(rows), ohd, mode)); err != nil {
-			return nil, err
+		st.intermediate(fmt.Sprintf("k, v = repeat_interleave(%d, dim=1)", G), []int{2, C, H, D}, 2)
+		ki, vi = kr, vr
+	}
+	scores := as.Operand(st.meta(H, qlen, C))
+	if err := push(SimulateNaiveScores(scores, qi, ki, mode)); err != nil {
+		return err
+	}
+	st.intermediate("scores = q @ k^T", []int{H, qlen, C}, 2)
+	if err := push(SimulateNaiveSoftmax(scores, mode)); err != nil {
+		return err
+	}
+	st.intermediate("attn = softmax(scores) (in place)", []int{H, qlen, C}, 2)
+	ohd := as.Operand(st.meta(H, qlen, D))
+	if err := push(SimulateNaiveAV(ohd, scores, vi, mode)); err != nil {
+		return err
+	}
+	st.intermediate("out = attn @ v", []int{H, qlen, D}, 2)
+	rows := tensor.Must(tensor.Must(st.outN.Narrow(0, qs, qlen)).View(qlen, H, D))
+	return push(SimulateTransposeContiguous(as.Operand(rows), ohd, mode))
+}
+
+// intermediate adds one sequence's share of a naive-path intermediate of
+// the given shape (bytes of the workload's dtype), written and read back
+// passes times in all.
+func (st *simStep) intermediate(name string, shape []int, passes int) {
+	n := int64(st.w.DType.Size())
+	for _, s := range shape {
+		n *= int64(s)
+	}
+	for i := range st.cmp.Intermediates {
+		if st.cmp.Intermediates[i].Name == name {
+			st.cmp.Intermediates[i].Bytes += n
+			return
 		}
 	}
-	for i := range cmp.Intermediates {
-		// the per-sequence shapes were summed into Bytes; show the
-		// whole-batch shape with a leading B
-		cmp.Intermediates[i].Shape = append([]int{B}, cmp.Intermediates[i].Shape...)
-	}
-	return cmp, nil
+	st.cmp.Intermediates = append(st.cmp.Intermediates, Intermediate{Name: name, Shape: shape, Bytes: n, Passes: passes})
 }

@@ -8,7 +8,7 @@ import (
 
 // The naive path moves, on top of the fused path, exactly its
 // intermediates: each written once and read once (scores twice: as scores
-// and, after the in-place softmax, as probabilities). The model counts
+// and, after the in-place softmax, as probabilities). The simulation counts
 // bytes by replaying addresses; the intermediates are summed from shapes.
 func TestNaiveExtraBytesAreItsCopies(t *testing.T) {
 	cases := []Workload{
@@ -18,7 +18,7 @@ func TestNaiveExtraBytesAreItsCopies(t *testing.T) {
 		{Batch: 2, Seq: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, BlockSize: 16, DType: tensor.F32, Phase: Decode, Bandwidth: DefaultBandwidth}, // decode: gather
 	}
 	for _, w := range cases {
-		c, err := w.Model(Aggregate)
+		c, err := w.Simulate(Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestNaiveExtraBytesAreItsCopies(t *testing.T) {
 // matrix (1 GiB per sequence) ×4 passes and the out copy.
 func TestSeedWorkloadTotals(t *testing.T) {
 	w := SeedWorkload()
-	c, err := w.Model(Aggregate)
+	c, err := w.Simulate(Aggregate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +81,11 @@ func TestWorkloadAggregateEqualsReplay(t *testing.T) {
 		{Batch: 2, Seq: 70, Heads: 4, KVHeads: 1, HeadDim: 8, BlockSize: 4, DType: tensor.F32, Phase: Decode, Partition: 32, Bandwidth: 1e12},
 		{Batch: 1, Seq: 33, Heads: 2, KVHeads: 2, HeadDim: 24, BlockSize: 5, DType: tensor.BF16, Phase: Decode, Bandwidth: 1e12},
 	} {
-		a, err := w.Model(Aggregate)
+		a, err := w.Simulate(Aggregate)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := w.Model(Replay)
+		r, err := w.Simulate(Replay)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestWorkloadValidate(t *testing.T) {
 		{Batch: 1 << 20, Seq: 1 << 12, Heads: 4, KVHeads: 4, HeadDim: 8, BlockSize: 1, Phase: Prefill, Bandwidth: 1},
 	}
 	for _, w := range bad {
-		if _, err := w.Model(Aggregate); err == nil {
+		if _, err := w.Simulate(Aggregate); err == nil {
 			t.Errorf("%+v accepted", w)
 		}
 	}
@@ -151,12 +151,12 @@ func TestPrefillSharedBytes(t *testing.T) {
 	}
 }
 
-// BenchmarkSeedModel counts both paths of the seed's layer (2^31 score
+// BenchmarkSeedSimulate counts both paths of the seed's layer (2^31 score
 // elements) in Aggregate mode.
-func BenchmarkSeedModel(b *testing.B) {
+func BenchmarkSeedSimulate(b *testing.B) {
 	w := SeedWorkload()
 	for i := 0; i < b.N; i++ {
-		if _, err := w.Model(Aggregate); err != nil {
+		if _, err := w.Simulate(Aggregate); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -52,11 +52,11 @@ func TestNewAllocatesAccountedTensors(t *testing.T) {
 	want := []int{85, 8, 2, 4}
 	for l := 0; l < 3; l++ {
 		k, v := c.Layer(l)
-		if k == nil || v == nil || !equal(k.Shape(), want) || !equal(v.Shape(), want) || k.DType() != tensor.F16 ||
+		if k == nil || v == nil || !slices.Equal(k.Shape(), want) || !slices.Equal(v.Shape(), want) || k.DType() != tensor.F16 ||
 			!k.IsContiguous() || tensor.SharesStorage(k, v) {
 			t.Fatalf("layer %d: %v %v", l, k, v)
 		}
-		if !equal(k.Strides(), c.Layout().Strides()) {
+		if !slices.Equal(k.Strides(), c.Layout().Strides()) {
 			t.Fatalf("layer %d strides %v, layout says %v", l, k.Strides(), c.Layout().Strides())
 		}
 	}

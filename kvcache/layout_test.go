@@ -1,6 +1,7 @@
 package kvcache
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
@@ -11,7 +12,7 @@ func TestLayoutStridesMatchContiguousTensor(t *testing.T) {
 	// The tensor package's row-major strides are the oracle.
 	want := tensor.ContiguousStrides(l.Shape())
 	got := l.Strides()
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("Strides() = %v, ContiguousStrides = %v", got, want)
 	}
 	if l.BlockStride() != 16*4*8 || l.TokenStride() != 4*8 || l.HeadStride() != 8 || l.NumSlots() != 7*16 {

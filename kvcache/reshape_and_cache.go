@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -67,7 +68,7 @@ func checkCacheArgs(key, value, kCache, vCache *tensor.Tensor, slots []int32) er
 	var ksb, vsb, kcb, vcb [4]int
 	ks, vs := key.AppendShape(ksb[:0]), value.AppendShape(vsb[:0])
 	kc, vc := kCache.AppendShape(kcb[:0]), vCache.AppendShape(vcb[:0])
-	if !equal(ks, vs) || !equal(kc, vc) || ks[1] != kc[2] || ks[2] != kc[3] {
+	if !slices.Equal(ks, vs) || !slices.Equal(kc, vc) || ks[1] != kc[2] || ks[2] != kc[3] {
 		return fmt.Errorf("reshape_and_cache: key %v / value %v do not match caches %v / %v", key.Shape(), value.Shape(), kCache.Shape(), vCache.Shape())
 	}
 	if len(slots) != ks[0] {
@@ -150,18 +151,6 @@ func span(t *tensor.Tensor) (lo, hi int) {
 		hi += (s - 1) * st[i]
 	}
 	return lo, hi
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // writeSlots copies src[t], a [n_kv_heads, head_dim] slab read through

@@ -92,7 +92,7 @@ func makeKV(t *testing.T, led *tensor.Ledger, c rcCase, seed uint64) (key, value
 		qkv := tensor.Must(tensor.Randn(led, c.inDT, seed, c.T, w))
 		key = tensor.Must(tensor.Must(qkv.Narrow(1, c.H*c.D, c.KV*c.D)).View(c.T, c.KV, c.D))
 		value = tensor.Must(tensor.Must(qkv.Narrow(1, (c.H+c.KV)*c.D, c.KV*c.D)).View(c.T, c.KV, c.D))
-		if got, want := key.Strides(), []int{w, c.D, 1}; !equal(got, want) {
+		if got, want := key.Strides(), []int{w, c.D, 1}; !slices.Equal(got, want) {
 			t.Fatalf("fused key strides %v, want %v", got, want)
 		}
 	case "permuted":

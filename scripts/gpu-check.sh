@@ -12,15 +12,15 @@
 #   2. profiles the strided-copy and reshape_and_cache launches of the
 #      profile workload (cuda/profile.go) with
 #        ncu --metrics l1tex__t_{requests,sectors}_pipe_lsu_mem_global_op_{ld,st}.sum
-#      and checks that the traffic model's request and sector counts agree
+#      and checks that the traffic simulation's request and sector counts agree
 #      within 5% (TestNcuAgreement);
 #   3. times both attention paths, kernel by kernel (CUDA events), on the
 #      seed workload and variants, and prints the measured times and the
-#      effective bandwidths next to the model's HBM bytes (TestPathTimings).
+#      effective bandwidths next to the simulation's HBM bytes (TestPathTimings).
 #
 # Usage: scripts/gpu-check.sh [--build-only] [--no-build]
 # Results go to $OUT (when set) or ./gpu-check-out: the logs, ncu.csv,
-# ncu-model.json and timings.txt. The exit status is non-zero if any step
+# ncu-sim.json and timings.txt. The exit status is non-zero if any step
 # failed.
 set -uo pipefail
 
@@ -97,28 +97,28 @@ if grep -q 'GPU tests will be skipped' "$out/tests.log"; then
 	fail "the GPU tests were skipped although nvidia-smi sees a GPU (see $out/tests.log)"
 fi
 
-# --- 2. traffic model vs Nsight Compute --------------------------------------
+# --- 2. traffic simulation vs Nsight Compute --------------------------------------
 ncu="$(command -v ncu || true)"
 for c in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/NVIDIA-Nsight-Compute*/ncu; do
 	[[ -z "$ncu" && -x "$c" ]] && ncu="$c"
 done
 if [[ -z "$ncu" ]]; then
-	fail "ncu (Nsight Compute) not found: traffic model not checked"
+	fail "ncu (Nsight Compute) not found: traffic simulation not checked"
 else
 	log "2/3 profiling the copy and reshape_and_cache kernels with $("$ncu" --version | tail -n 1)"
 	metrics=l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
-	rm -f "$out/ncu.csv" "$out/ncu-model.json"
-	STRIDE_NCU_MODEL="$out/ncu-model.json" "$ncu" --csv --print-units base --log-file "$out/ncu.csv" \
+	rm -f "$out/ncu.csv" "$out/ncu-sim.json"
+	STRIDE_NCU_SIM="$out/ncu-sim.json" "$ncu" --csv --print-units base --log-file "$out/ncu.csv" \
 		--metrics "$metrics" --kernel-name-base function \
 		--kernel-name 'regex:strided_copy|reshape_and_cache' \
 		./cuda.test -test.run '^TestProfileWorkload$' -test.v 2>&1 | tee "$out/profile.log"
-	if [[ ! -s "$out/ncu.csv" || ! -s "$out/ncu-model.json" ]]; then
+	if [[ ! -s "$out/ncu.csv" || ! -s "$out/ncu-sim.json" ]]; then
 		fail "ncu produced no report (profiling permissions? see $out/profile.log; ERR_NVGPUCTRPERM means run as root or set NVreg_RestrictProfilingToAdminUsers=0)"
 	else
-		log "comparing the model's requests and sectors with ncu (tolerance 5%)"
-		if ! STRIDE_NCU_MODEL="$out/ncu-model.json" STRIDE_NCU_CSV="$out/ncu.csv" \
+		log "comparing the simulation's requests and sectors with ncu (tolerance 5%)"
+		if ! STRIDE_NCU_SIM="$out/ncu-sim.json" STRIDE_NCU_CSV="$out/ncu.csv" \
 			./cuda.test -test.run '^TestNcuAgreement$' -test.v 2>&1 | tee "$out/agreement.txt"; then
-			fail "traffic model vs ncu (see $out/agreement.txt)"
+			fail "traffic simulation vs ncu (see $out/agreement.txt)"
 		fi
 	fi
 fi

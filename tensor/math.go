@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -508,7 +509,7 @@ func AddInPlace(a, b *Tensor) error {
 	if a.st.meta || b.st.meta {
 		return nil
 	}
-	if be.st == a.st && (be.offset != a.offset || !equalInts(be.strides, a.strides)) {
+	if be.st == a.st && (be.offset != a.offset || !slices.Equal(be.strides, a.strides)) {
 		c, err := b.Clone()
 		if err != nil {
 			return err

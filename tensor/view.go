@@ -66,7 +66,7 @@ func ComputeViewStrides(oldShape, oldStrides, newShape []int) (strides []int, ok
 		return st, true
 	}
 	if numel == 0 {
-		if equalInts(oldShape, newShape) {
+		if slices.Equal(oldShape, newShape) {
 			return append([]int(nil), oldStrides...), true
 		}
 		return ContiguousStrides(newShape), true
@@ -96,18 +96,6 @@ func ComputeViewStrides(oldShape, oldStrides, newShape []int) (strides []int, ok
 		return nil, false
 	}
 	return newStrides, true
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // View returns a tensor with the given shape sharing t's storage. One size

@@ -119,7 +119,7 @@ func runCoalesce(a *app, cmd *cobra.Command) error {
 		}
 		device = d.Info.Name
 	default:
-		if c, err = w.Model(cuda.Aggregate); err != nil {
+		if c, err = w.Simulate(cuda.Aggregate); err != nil {
 			return err
 		}
 	}

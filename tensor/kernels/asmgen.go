@@ -2,8 +2,11 @@
 
 // asmgen writes kernels_amd64.s and kernels_amd64_gen.go.
 //
-// Run it with `go generate ./tensor/kernels` (or `go run asmgen.go` inside
-// this directory). The kernels are regular enough (ISA × weight format ×
+// Run it with `go generate ./tensor/kernels`, which passes the flags the
+// committed files were made with (cpu_amd64.go's //go:generate line; the
+// files' first line records them too), or `go run asmgen.go -h` inside
+// this directory for the flags. CI regenerates and fails on any diff. The
+// kernels are regular enough (ISA × weight format ×
 // register-block shape) that generating them is safer than writing 28
 // near-identical assembly functions by hand: every kernel shares one
 // accumulation order and one horizontal reduction, which is what makes the
@@ -32,11 +35,12 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"go/format"
 	"log"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 )
 
@@ -86,28 +90,44 @@ var fmts = []wfmt{
 }
 
 // prefetchOn enables the matvec kernels' software prefetch of the next row
-// block (PF=0 go run asmgen.go disables it, for measurements); prefetchOp is
-// the instruction (PFOP=PREFETCHT0 ...). PREFETCHT1 (into L2, not L1) won
-// on the stories110M weight set with model shapes: F32 decode 79–85% →
-// 88–95% of the read roofline and BF16 66–80% → 76–89% in alternating
-// runs; the lines reach L1 in time from L2 anyway, and do not crowd the
-// current block's lines out of it. PREFETCHT2 and two blocks ahead
-// measured the same as PREFETCHT1.
-var prefetchOn = envInt("PF", 1) == 1
-var prefetchOp = envStr("PFOP", "PREFETCHT1")
+// block, and prefetchOp is its instruction: the flags -prefetch and
+// -prefetch-op, which the generated files' headers record. The defaults are
+// what //go:generate runs; other values exist for measurements (-prefetch=false
+// drops the prefetch code from every 8×1 kernel). PREFETCHT1 (into L2, not
+// L1) won on the stories110M weight set in alternating runs for F32 and
+// BF16 decode: the lines reach L1 in time from L2 anyway, and do not crowd
+// the current block's lines out of it; PREFETCHT2 and prefetching two
+// blocks ahead measured the same as PREFETCHT1. The numbers and the
+// commands behind them are in docs/kernels.md ("Decisions the benchmarks
+// made").
+var (
+	prefetchOn bool
+	prefetchOp string
+)
 
-func envStr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
+// prefetchOps are the instructions -prefetch-op accepts.
+var prefetchOps = []string{"PREFETCHT0", "PREFETCHT1", "PREFETCHT2", "PREFETCHNTA"}
 
-func envInt(k string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
+// parseFlags reads asmgen's command line into prefetchOn and prefetchOp
+// and returns it as the generated headers state it. The environment
+// variables older versions read (PF, PFOP) are refused rather than
+// ignored, so a stale command line cannot silently generate the defaults.
+func parseFlags() (string, error) {
+	flag.BoolVar(&prefetchOn, "prefetch", true, "software-prefetch the next row block in the 8×1 matvec kernels")
+	flag.StringVar(&prefetchOp, "prefetch-op", "PREFETCHT1", "prefetch instruction: "+strings.Join(prefetchOps, ", "))
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return "", fmt.Errorf("unexpected arguments %q (asmgen takes only flags; see -h)", flag.Args())
 	}
-	return def
+	for _, k := range []string{"PF", "PFOP"} {
+		if _, set := os.LookupEnv(k); set {
+			return "", fmt.Errorf("the environment variable %s is no longer read; use -prefetch and -prefetch-op", k)
+		}
+	}
+	if !slices.Contains(prefetchOps, prefetchOp) {
+		return "", fmt.Errorf("-prefetch-op %q is not one of %s", prefetchOp, strings.Join(prefetchOps, ", "))
+	}
+	return fmt.Sprintf("-prefetch=%t -prefetch-op=%s", prefetchOn, prefetchOp), nil
 }
 
 // General-purpose registers. R14 (g) and BP (frame pointer) are left alone.
@@ -345,44 +365,113 @@ func (g *gen) zero(r string) {
 
 // block emits one register-block kernel of MR rows × NT tokens.
 func (g *gen) block(f wfmt, MR, NT int) string {
-	is := g.isa
-	name := fmt.Sprintf("%sBlock%dx%d%s", f.short, MR, NT, is.name)
-	nacc := MR * NT
-	gacc := f.q8 && is.gacc
-	// Vector registers: accumulators first (then group accumulators), then
-	// MR weight vectors (NT>1) or one weight temp (NT==1), then the token
-	// vector, then a Q8 temp.
-	acc := func(r, t int) int { return t*MR + r }
-	sum := acc // where the chunk FMAs accumulate
-	next := nacc
-	if gacc {
-		sum = func(r, t int) int { return nacc + t*MR + r }
-		next += nacc
+	k := g.newBlock(f, MR, NT)
+	name, is := k.name, g.isa
+	k.prologue()
+	// AVX-512 F32/BF16/F16 kernels take any n: whole chunks, then one
+	// chunk masked to the last n mod W columns (K2 = 2^(n mod W) − 1), so
+	// no column is left to Go. AVX2 has no cheap masked loads; its n is a
+	// multiple of W and Go adds the rest.
+	tailMask := !f.q8 && is.name == "AVX512"
+	after := name + "_reduce"
+	if tailMask {
+		after = name + "_tail"
+		g.p("MOVQ %s, AX", rN)
+		g.p("ANDQ $%d, AX", is.W-1)
+		g.p("MOVL $-1, %s", rSP)
+		g.p("BZHIL AX, %s, %s", rSP, rSP)
+		g.p("KMOVW %s, K2", rSP)
 	}
-	var wv []int
+	if !f.q8 {
+		g.p("SHRQ $%d, %s", is.log2W, rN)
+	}
+	g.p("TESTQ %s, %s", rN, rN)
+	g.p("JZ %s", after)
+	// Matvec blocks prefetch the next block of rows (see body).
+	pf := NT == 1 && MR == 8 && prefetchOn
+	g.pfLoops(name, pf, 80, after, k.loops)
+	if tailMask {
+		g.label(name + "_tail")
+		g.p("TESTQ AX, AX")
+		g.p("JZ %s_reduce", name)
+		g.masked = true
+		k.body(false)
+		g.masked = false
+	}
+	g.label(name + "_reduce")
+	g.storeOut(64, NT, MR, k.acc, k.xv)
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+	return name
+}
+
+// blockKernel is one register-block kernel being emitted: its shape and
+// its vector registers.
+type blockKernel struct {
+	*gen
+	f       wfmt
+	MR, NT  int
+	name    string
+	gacc    bool  // Q8_0 group accumulators (isa.gacc)
+	wv      []int // weight vectors: MR of them (NT > 1) or one temp (NT = 1)
+	xv, tmp int   // the token vector; the Q8 temp
+	pfLines int   // 64-byte lines of the next row block prefetched per chunk
+}
+
+// acc is the accumulator register of row r, token t.
+func (k *blockKernel) acc(r, t int) int { return t*k.MR + r }
+
+// sum is where the chunk FMAs of (r, t) accumulate: the accumulator, or
+// with group accumulators the register after all accumulators.
+func (k *blockKernel) sum(r, t int) int {
+	if k.gacc {
+		return k.MR*k.NT + t*k.MR + r
+	}
+	return k.acc(r, t)
+}
+
+// newBlock plans the vector registers: accumulators first (then group
+// accumulators), then MR weight vectors (NT>1) or one weight temp
+// (NT==1), then the token vector, then a Q8 temp.
+func (g *gen) newBlock(f wfmt, MR, NT int) *blockKernel {
+	is := g.isa
+	k := &blockKernel{gen: g, f: f, MR: MR, NT: NT, gacc: f.q8 && is.gacc,
+		name: fmt.Sprintf("%sBlock%dx%d%s", f.short, MR, NT, is.name), pfLines: MR * is.W * f.esize / 64}
+	next := MR * NT
+	if k.gacc {
+		next += MR * NT
+	}
 	if NT == 1 {
-		wv = []int{next}
+		k.wv = []int{next}
 		next++
 	} else {
 		for r := 0; r < MR; r++ {
-			wv = append(wv, next)
+			k.wv = append(k.wv, next)
 			next++
 		}
 	}
-	xv := next
+	k.xv = next
 	next++
-	tmp := xv // AVX2 Q8 scale broadcast reuses the token vector before it is loaded
+	k.tmp = k.xv // AVX2 Q8 scale broadcast reuses the token vector before it is loaded
 	if NT == 1 && f.q8 && is.name == "AVX2" {
-		tmp = next
+		k.tmp = next
 		next++
 	}
 	if next > is.nregs {
-		log.Fatalf("%s needs %d vector registers", name, next)
+		log.Fatalf("%s needs %d vector registers", k.name, next)
 	}
+	return k
+}
+
+// prologue declares the kernel and loads its arguments: weight, token and
+// (Q8_0) scale pointers and strides, n, and zeroed accumulators.
+func (k *blockKernel) prologue() {
+	g, f, MR, NT, name := k.gen, k.f, k.MR, k.NT, k.name
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)\n\n", name)
 
 	fmt.Fprintf(&g.s, "// func %s(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n int, cpg int, out *float32, os uintptr, pf unsafe.Pointer)\n", name)
-	fmt.Fprintf(&g.s, "// %d rows × %d tokens of %s weights, %d-lane vectors.\n", MR, NT, f.name, is.W)
+	fmt.Fprintf(&g.s, "// %d rows × %d tokens of %s weights, %d-lane vectors.\n", MR, NT, f.name, g.isa.W)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-88\n", name)
 	g.p("MOVQ w+0(FP), %s", rWP)
 	g.p("MOVQ ws+8(FP), %s", rWS)
@@ -403,129 +492,100 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 			g.p("LEAQ (%s)(%s*4), %s", rSP, rSS, rSP4)
 		}
 	}
-	// Matvec blocks prefetch the next block of rows (see body).
-	pf := NT == 1 && MR == 8 && prefetchOn
-	pfLines := MR * is.W * f.esize / 64
 	g.p("MOVQ n+48(FP), %s", rN)
-	for i := 0; i < nacc; i++ {
+	for i := 0; i < MR*NT; i++ {
 		g.zero(g.v(i))
 	}
-	// AVX-512 F32/BF16/F16 kernels take any n: whole chunks, then one
-	// chunk masked to the last n mod W columns (K2 = 2^(n mod W) − 1), so
-	// no column is left to Go. AVX2 has no cheap masked loads; its n is a
-	// multiple of W and Go adds the rest.
-	tailMask := !f.q8 && is.name == "AVX512"
-	after := name + "_reduce"
-	if tailMask {
-		after = name + "_tail"
-		g.p("MOVQ %s, AX", rN)
-		g.p("ANDQ $%d, AX", is.W-1)
-		g.p("MOVL $-1, %s", rSP)
-		g.p("BZHIL AX, %s, %s", rSP, rSP)
-		g.p("KMOVW %s, K2", rSP)
-	}
-	if !f.q8 {
-		g.p("SHRQ $%d, %s", is.log2W, rN)
-	}
-	g.p("TESTQ %s, %s", rN, rN)
-	g.p("JZ %s", after)
+}
 
-	xload := func(src, dst string) {
-		if g.masked {
-			g.p("VMOVUPS.Z %s, K2, %s", src, dst)
-		} else {
-			g.p("VMOVUPS %s, %s", src, dst)
-		}
+// xload loads a token chunk, masked to K2 in the tail chunk.
+func (k *blockKernel) xload(src, dst string) {
+	if k.masked {
+		k.p("VMOVUPS.Z %s, K2, %s", src, dst)
+	} else {
+		k.p("VMOVUPS %s, %s", src, dst)
 	}
-	body := func(prefetch bool) {
-		if NT == 1 {
-			xload(fmt.Sprintf("(%s)", rXP), g.v(xv))
-			if prefetch {
-				// The next 8-row block is contiguous: prefetch its lines in
-				// order, as many per chunk as this chunk consumes.
-				for l := 0; l < pfLines; l++ {
-					g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
-				}
-				g.p("ADDQ $%d, %s", 64*pfLines, rPF)
-			}
-			for r := 0; r < MR; r++ {
-				if f.short == "f32" && !g.masked {
-					g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(xv), g.v(sum(r, 0)))
-					continue
-				}
-				g.loadW(f, r, g.v(wv[0]), g.v(tmp))
-				g.p("VFMADD231PS %s, %s, %s", g.v(wv[0]), g.v(xv), g.v(sum(r, 0)))
-			}
-		} else {
-			for r := 0; r < MR; r++ {
-				g.loadW(f, r, g.v(wv[r]), g.v(tmp))
-			}
-			for t := 0; t < NT; t++ {
-				xload(addr(t, rXP, rXS, rXS3, "", 0), g.v(xv))
-				for r := 0; r < MR; r++ {
-					g.p("VFMADD231PS %s, %s, %s", g.v(wv[r]), g.v(xv), g.v(sum(r, t)))
-				}
-			}
-		}
-		g.p("ADDQ $%d, %s", is.W*f.esize, rWP)
-		if MR > 4 {
-			g.p("ADDQ $%d, %s", is.W*f.esize, rWP4)
-		}
-		g.p("ADDQ $%d, %s", is.W*4, rXP)
-	}
+}
 
-	// loops emits the column loop; with prefetch it is the copy that also
-	// prefetches the next row block.
-	loops := func(l string, prefetch bool) {
-		if f.q8 {
-			g.label(l + "_group")
-			g.p("MOVQ cpg+56(FP), %s", rGC)
-			if gacc {
-				for i := 0; i < nacc; i++ {
-					g.zero(g.v(nacc + i))
-				}
+// body emits one chunk of W columns: load, multiply-add into every
+// (row, token) sum, advance the pointers; with prefetch it also
+// prefetches this chunk's share of the next row block.
+func (k *blockKernel) body(prefetch bool) {
+	g, f, MR, NT, is := k.gen, k.f, k.MR, k.NT, k.gen.isa
+	if NT == 1 {
+		k.xload(fmt.Sprintf("(%s)", rXP), g.v(k.xv))
+		if prefetch {
+			// The next 8-row block is contiguous: prefetch its lines in
+			// order, as many per chunk as this chunk consumes.
+			for l := 0; l < k.pfLines; l++ {
+				g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
 			}
-			g.label(l + "_chunk")
-			body(prefetch)
-			g.p("DECQ %s", rGC)
-			g.p("JNZ %s_chunk", l)
-			if gacc {
-				// acc += gacc · scale[row]: one FMA per group with the scale
-				// broadcast from memory.
-				for t := 0; t < NT; t++ {
-					for r := 0; r < MR; r++ {
-						g.p("VFMADD231PS.BCST %s, %s, %s", addr(r, rSP, rSS, rSS3, rSP4, 0), g.v(sum(r, t)), g.v(acc(r, t)))
-					}
-				}
+			g.p("ADDQ $%d, %s", 64*k.pfLines, rPF)
+		}
+		for r := 0; r < MR; r++ {
+			if f.short == "f32" && !g.masked {
+				g.p("VFMADD231PS %s, %s, %s", addr(r, rWP, rWS, rWS3, rWP4, 0), g.v(k.xv), g.v(k.sum(r, 0)))
+				continue
 			}
-			g.p("ADDQ $4, %s", rSP)
-			if MR > 4 {
-				g.p("ADDQ $4, %s", rSP4)
+			g.loadW(f, r, g.v(k.wv[0]), g.v(k.tmp))
+			g.p("VFMADD231PS %s, %s, %s", g.v(k.wv[0]), g.v(k.xv), g.v(k.sum(r, 0)))
+		}
+	} else {
+		for r := 0; r < MR; r++ {
+			g.loadW(f, r, g.v(k.wv[r]), g.v(k.tmp))
+		}
+		for t := 0; t < NT; t++ {
+			k.xload(addr(t, rXP, rXS, rXS3, "", 0), g.v(k.xv))
+			for r := 0; r < MR; r++ {
+				g.p("VFMADD231PS %s, %s, %s", g.v(k.wv[r]), g.v(k.xv), g.v(k.sum(r, t)))
 			}
-			g.p("DECQ %s", rN)
-			g.p("JNZ %s_group", l)
-		} else {
-			g.label(l + "_loop")
-			body(prefetch)
-			g.p("DECQ %s", rN)
-			g.p("JNZ %s_loop", l)
 		}
 	}
-	g.pfLoops(name, pf, 80, after, loops)
-	if tailMask {
-		g.label(name + "_tail")
-		g.p("TESTQ AX, AX")
-		g.p("JZ %s_reduce", name)
-		g.masked = true
-		body(false)
-		g.masked = false
+	g.p("ADDQ $%d, %s", is.W*f.esize, rWP)
+	if MR > 4 {
+		g.p("ADDQ $%d, %s", is.W*f.esize, rWP4)
 	}
-	g.label(name + "_reduce")
-	g.storeOut(64, NT, MR, acc, xv)
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
-	return name
+	g.p("ADDQ $%d, %s", is.W*4, rXP)
+}
+
+// loops emits the column loop (for Q8_0, groups of chunks, each group's
+// sums scaled into the accumulators); with prefetch it is the copy that
+// also prefetches the next row block.
+func (k *blockKernel) loops(l string, prefetch bool) {
+	g, MR, NT := k.gen, k.MR, k.NT
+	if !k.f.q8 {
+		g.label(l + "_loop")
+		k.body(prefetch)
+		g.p("DECQ %s", rN)
+		g.p("JNZ %s_loop", l)
+		return
+	}
+	g.label(l + "_group")
+	g.p("MOVQ cpg+56(FP), %s", rGC)
+	if k.gacc {
+		for i := 0; i < MR*NT; i++ {
+			g.zero(g.v(MR*NT + i))
+		}
+	}
+	g.label(l + "_chunk")
+	k.body(prefetch)
+	g.p("DECQ %s", rGC)
+	g.p("JNZ %s_chunk", l)
+	if k.gacc {
+		// acc += gacc · scale[row]: one FMA per group with the scale
+		// broadcast from memory.
+		for t := 0; t < NT; t++ {
+			for r := 0; r < MR; r++ {
+				g.p("VFMADD231PS.BCST %s, %s, %s", addr(r, rSP, rSS, rSS3, rSP4, 0), g.v(k.sum(r, t)), g.v(k.acc(r, t)))
+			}
+		}
+	}
+	g.p("ADDQ $4, %s", rSP)
+	if MR > 4 {
+		g.p("ADDQ $4, %s", rSP4)
+	}
+	g.p("DECQ %s", rN)
+	g.p("JNZ %s_group", l)
 }
 
 // vnniBlock emits one AVX-512 VNNI register block for Q8_0 weights times
@@ -556,29 +616,88 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 // masked load (no read past the scale row) and VPERMPS. Every shape runs
 // the same per-lane operations in the same order, then block's reduction.
 func (g *gen) vnniBlock(MR, NT int, grp bool) string {
+	k := g.newVNNI(MR, NT, grp)
+	name := k.name
+	k.prologue()
+	g.p("TESTQ %s, %s", rN, rN)
+	g.p("JZ %s_tail", name)
+	pf := NT == 1 && MR == 8 && prefetchOn
+	g.pfLoops(name, pf, 104, name+"_tail", k.loops)
+	g.label(name + "_tail")
+	if !grp {
+		// Groups past the last whole chunk (a row of 288 or 172 columns):
+		// one more chunk whose weight bytes (K3) and scales (K4) are
+		// masked loads, so nothing past the row is read; the activation
+		// side of the chunk is zero-padded (zero biases and scales).
+		g.p("MOVQ prm+80(FP), AX")
+		g.p("KMOVQ 72(AX), K3")
+		g.p("KORTESTQ K3, K3")
+		g.p("JZ %s_reduce", name)
+		g.p("KMOVW 80(AX), K4")
+		g.masked = true
+		k.body(false)
+		g.masked = false
+	}
+	g.label(name + "_reduce")
+	g.storeOut(88, NT, MR, k.acc, k.tv)
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+	return name
+}
+
+// vnniKernel is one VNNI register block being emitted: its shape and its
+// vector registers (Z0…: accumulators, then MR lane-scale vectors, the
+// weight vectors, and xv, bv, sv, tv, c80, idx).
+type vnniKernel struct {
+	*gen
+	MR, NT int
+	grp    bool
+	name   string
+	swl    int // first of MR lane-scale vectors
+	wv     int // first weight vector (flipped): MR for NT > 1, one temp for NT == 1
+	// xv: token bytes; bv: bias lanes; sv: token lane scales; tv: a dot's
+	// lanes; c80: 0x80 in every byte; idx: sub kernels' scale permutation.
+	xv, bv, sv, tv, c80, idx int
+}
+
+// rAUX holds the VNNI kernels' aux pointer (biases and lane scales).
+const rAUX = "R10"
+
+// zreg names vector register Z i.
+func zreg(i int) string { return fmt.Sprintf("Z%d", i) }
+
+// acc is the accumulator register of row r, token t.
+func (k *vnniKernel) acc(r, t int) int { return t*k.MR + r }
+
+// newVNNI plans the vector registers of one VNNI block.
+func (g *gen) newVNNI(MR, NT int, grp bool) *vnniKernel {
 	variant := "Sub"
 	if grp {
 		variant = "Grp"
 	}
-	name := fmt.Sprintf("q8vnni%sBlock%dx%d", variant, MR, NT)
-	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
-	nacc := MR * NT
-	acc := func(r, t int) int { return t*MR + r }
-	next := nacc
-	swl := next // MR lane-scale vectors
+	k := &vnniKernel{gen: g, MR: MR, NT: NT, grp: grp, name: fmt.Sprintf("q8vnni%sBlock%dx%d", variant, MR, NT)}
+	next := MR * NT
+	k.swl = next
 	next += MR
-	wv := next // weight vectors (flipped): MR for NT > 1, one temp for NT == 1
+	k.wv = next
 	if NT > 1 {
 		next += MR
 	} else {
 		next++
 	}
-	xv, bv, sv, tv, c80, idx := next, next+1, next+2, next+3, next+4, next+5
+	k.xv, k.bv, k.sv, k.tv, k.c80, k.idx = next, next+1, next+2, next+3, next+4, next+5
 	next += 6
 	if next > 32 {
-		log.Fatalf("%s needs %d vector registers", name, next)
+		log.Fatalf("%s needs %d vector registers", k.name, next)
 	}
-	const rAUX = "R10"
+	return k
+}
+
+// prologue declares the kernel and loads its arguments, the 0x80 bytes,
+// (sub) the scale permutation and mask, n, and zeroed accumulators.
+func (k *vnniKernel) prologue() {
+	g, MR, NT, name := k.gen, k.MR, k.NT, k.name
 	sig := "(w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n int, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer)"
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s%s\n\n", name, sig)
 	fmt.Fprintf(&g.s, "// func %s%s\n", name, sig)
@@ -605,152 +724,141 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 	}
 	g.p("MOVQ aux+48(FP), %s", rAUX)
 	g.p("MOVL $0x80808080, AX")
-	g.p("VPBROADCASTD AX, %s", z(c80))
-	if !grp {
+	g.p("VPBROADCASTD AX, %s", zreg(k.c80))
+	if !k.grp {
 		g.p("MOVQ prm+80(FP), AX")
-		g.p("VMOVDQU32 (AX), %s", z(idx))
+		g.p("VMOVDQU32 (AX), %s", zreg(k.idx))
 		g.p("KMOVW 64(AX), K1")
 	}
 	g.p("MOVQ n+56(FP), %s", rN)
-	for i := 0; i < nacc; i++ {
-		g.zero(z(i))
+	for i := 0; i < MR*NT; i++ {
+		g.zero(zreg(i))
 	}
-	g.p("TESTQ %s, %s", rN, rN)
-	g.p("JZ %s_tail", name)
+}
 
-	pf := NT == 1 && MR == 8 && prefetchOn
-	xaddr := func(t int) string { return addr(t, rXP, rXS, "", "", 0) }
-	auxAddr := func(t, disp int) string {
-		d := ""
-		if disp != 0 {
-			d = fmt.Sprint(disp)
-		}
-		switch t {
-		case 0:
-			return fmt.Sprintf("%s(%s)", d, rAUX)
-		case 1:
-			return fmt.Sprintf("%s(%s)(%s*2)", d, rAUX, rXS)
-		case 2:
-			return fmt.Sprintf("%s(%s)(%s*4)", d, rAUX, rXS)
-		}
-		panic("auxAddr")
+// auxAddr is the address of token t's aux entry at byte displacement disp.
+func auxAddr(t, disp int) string {
+	d := ""
+	if disp != 0 {
+		d = fmt.Sprint(disp)
 	}
-	// scales loads the lane scales of every row for this chunk (sub) or
-	// group (grp).
-	scales := func() {
+	switch t {
+	case 0:
+		return fmt.Sprintf("%s(%s)", d, rAUX)
+	case 1:
+		return fmt.Sprintf("%s(%s)(%s*2)", d, rAUX, rXS)
+	case 2:
+		return fmt.Sprintf("%s(%s)(%s*4)", d, rAUX, rXS)
+	}
+	panic("auxAddr")
+}
+
+// scales loads the lane scales of every row for this chunk (sub) or
+// group (grp).
+func (k *vnniKernel) scales() {
+	for r := 0; r < k.MR; r++ {
+		sa := addr(r, rSP, rSS, rSS3, rSP4, 0)
+		if k.grp {
+			k.p("VBROADCASTSS %s, %s", sa, zreg(k.swl+r))
+			continue
+		}
+		m := "K1"
+		if k.masked {
+			m = "K4" // the tail chunk's scales only
+		}
+		k.p("VMOVUPS.Z %s, %s, %s", sa, m, zreg(k.swl+r))
+		k.p("VPERMPS %s, %s, %s", zreg(k.swl+r), zreg(k.idx), zreg(k.swl+r))
+	}
+}
+
+// dotLane sets tv = float(dot of w vector wreg with the token's chunk) ·
+// xscale.
+func (k *vnniKernel) dotLane(wreg string) {
+	k.p("VMOVDQA32 %s, %s", zreg(k.bv), zreg(k.tv))
+	k.p("VPDPBUSD %s, %s, %s", zreg(k.xv), wreg, zreg(k.tv))
+	k.p("VCVTDQ2PS %s, %s", zreg(k.tv), zreg(k.tv))
+	k.p("VMULPS %s, %s, %s", zreg(k.sv), zreg(k.tv), zreg(k.tv))
+}
+
+// body emits one 64-column chunk: (sub) its scales, the token bytes,
+// biases and scales, every (row, token) dot into its accumulator, and the
+// pointer advances; with prefetch it also prefetches this chunk's share
+// of the next row block.
+func (k *vnniKernel) body(prefetch bool) {
+	g, MR, NT, z := k.gen, k.MR, k.NT, zreg
+	if !k.grp {
+		k.scales()
+	}
+	if NT == 1 {
+		g.p("VMOVDQU32 (%s), %s", rXP, z(k.xv))
+		g.p("VMOVDQU32 (%s), %s", rAUX, z(k.bv))
+		g.p("VMOVUPS 64(%s), %s", rAUX, z(k.sv))
+		if prefetch {
+			// The next 8-row block is contiguous: 8 rows × 64 bytes
+			// per chunk, so prefetch as many lines as this chunk reads.
+			for l := 0; l < MR; l++ {
+				g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
+			}
+			g.p("ADDQ $%d, %s", 64*MR, rPF)
+		}
 		for r := 0; r < MR; r++ {
-			sa := addr(r, rSP, rSS, rSS3, rSP4, 0)
-			if grp {
-				g.p("VBROADCASTSS %s, %s", sa, z(swl+r))
-			} else {
-				k := "K1"
-				if g.masked {
-					k = "K4" // the tail chunk's scales only
-				}
-				g.p("VMOVUPS.Z %s, %s, %s", sa, k, z(swl+r))
-				g.p("VPERMPS %s, %s, %s", z(swl+r), z(idx), z(swl+r))
+			g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(k.c80), z(k.wv))
+			k.dotLane(z(k.wv))
+			g.p("VFMADD231PS %s, %s, %s", z(k.swl+r), z(k.tv), z(k.acc(r, 0)))
+		}
+	} else {
+		for r := 0; r < MR; r++ {
+			g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(k.c80), z(k.wv+r))
+		}
+		for t := 0; t < NT; t++ {
+			g.p("VMOVDQU32 %s, %s", addr(t, rXP, rXS, "", "", 0), z(k.xv))
+			g.p("VMOVDQU32 %s, %s", auxAddr(t, 0), z(k.bv))
+			g.p("VMOVUPS %s, %s", auxAddr(t, 64), z(k.sv))
+			for r := 0; r < MR; r++ {
+				k.dotLane(z(k.wv + r))
+				g.p("VFMADD231PS %s, %s, %s", z(k.swl+r), z(k.tv), z(k.acc(r, t)))
 			}
 		}
 	}
-	// dotLane: tv = float(dot of w vector wreg with token t's chunk) · xscale.
-	dotLane := func(wreg string) {
-		g.p("VMOVDQA32 %s, %s", z(bv), z(tv))
-		g.p("VPDPBUSD %s, %s, %s", z(xv), wreg, z(tv))
-		g.p("VCVTDQ2PS %s, %s", z(tv), z(tv))
-		g.p("VMULPS %s, %s, %s", z(sv), z(tv), z(tv))
+	g.p("ADDQ $64, %s", rWP)
+	if MR > 4 {
+		g.p("ADDQ $64, %s", rWP4)
 	}
-	body := func(prefetch bool) {
-		if !grp {
-			scales()
-		}
-		if NT == 1 {
-			g.p("VMOVDQU32 (%s), %s", rXP, z(xv))
-			g.p("VMOVDQU32 (%s), %s", rAUX, z(bv))
-			g.p("VMOVUPS 64(%s), %s", rAUX, z(sv))
-			if prefetch {
-				// The next 8-row block is contiguous: 8 rows × 64 bytes
-				// per chunk, so prefetch as many lines as this chunk reads.
-				for l := 0; l < MR; l++ {
-					g.p("%s %d(%s)", prefetchOp, 64*l, rPF)
-				}
-				g.p("ADDQ $%d, %s", 64*MR, rPF)
-			}
-			for r := 0; r < MR; r++ {
-				g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv))
-				dotLane(z(wv))
-				g.p("VFMADD231PS %s, %s, %s", z(swl+r), z(tv), z(acc(r, 0)))
-			}
-		} else {
-			for r := 0; r < MR; r++ {
-				g.vnniLoadW(addr(r, rWP, rWS, rWS3, rWP4, 0), z(c80), z(wv+r))
-			}
-			for t := 0; t < NT; t++ {
-				g.p("VMOVDQU32 %s, %s", xaddr(t), z(xv))
-				g.p("VMOVDQU32 %s, %s", auxAddr(t, 0), z(bv))
-				g.p("VMOVUPS %s, %s", auxAddr(t, 64), z(sv))
-				for r := 0; r < MR; r++ {
-					dotLane(z(wv + r))
-					g.p("VFMADD231PS %s, %s, %s", z(swl+r), z(tv), z(acc(r, t)))
-				}
-			}
-		}
-		g.p("ADDQ $64, %s", rWP)
+	g.p("ADDQ $64, %s", rXP)
+	g.p("ADDQ $128, %s", rAUX)
+	if !k.grp {
+		g.p("ADDQ sadv+72(FP), %s", rSP)
 		if MR > 4 {
-			g.p("ADDQ $64, %s", rWP4)
-		}
-		g.p("ADDQ $64, %s", rXP)
-		g.p("ADDQ $128, %s", rAUX)
-		if !grp {
-			g.p("ADDQ sadv+72(FP), %s", rSP)
-			if MR > 4 {
-				g.p("ADDQ sadv+72(FP), %s", rSP4)
-			}
+			g.p("ADDQ sadv+72(FP), %s", rSP4)
 		}
 	}
-	loops := func(l string, prefetch bool) {
-		if grp {
-			g.label(l + "_group")
-			scales()
-			g.p("MOVQ cpg+64(FP), %s", rGC)
-			g.label(l + "_chunk")
-			body(prefetch)
-			g.p("DECQ %s", rGC)
-			g.p("JNZ %s_chunk", l)
-			g.p("ADDQ $4, %s", rSP)
-			if MR > 4 {
-				g.p("ADDQ $4, %s", rSP4)
-			}
-			g.p("DECQ %s", rN)
-			g.p("JNZ %s_group", l)
-		} else {
-			g.label(l + "_loop")
-			body(prefetch)
-			g.p("DECQ %s", rN)
-			g.p("JNZ %s_loop", l)
-		}
+}
+
+// loops emits the chunk loop (for grp kernels, groups of chunks with one
+// scale load per group); with prefetch it is the copy that also
+// prefetches the next row block.
+func (k *vnniKernel) loops(l string, prefetch bool) {
+	g := k.gen
+	if !k.grp {
+		g.label(l + "_loop")
+		k.body(prefetch)
+		g.p("DECQ %s", rN)
+		g.p("JNZ %s_loop", l)
+		return
 	}
-	g.pfLoops(name, pf, 104, name+"_tail", loops)
-	g.label(name + "_tail")
-	if !grp {
-		// Groups past the last whole chunk (a row of 288 or 172 columns):
-		// one more chunk whose weight bytes (K3) and scales (K4) are
-		// masked loads, so nothing past the row is read; the activation
-		// side of the chunk is zero-padded (zero biases and scales).
-		g.p("MOVQ prm+80(FP), AX")
-		g.p("KMOVQ 72(AX), K3")
-		g.p("KORTESTQ K3, K3")
-		g.p("JZ %s_reduce", name)
-		g.p("KMOVW 80(AX), K4")
-		g.masked = true
-		body(false)
-		g.masked = false
+	g.label(l + "_group")
+	k.scales()
+	g.p("MOVQ cpg+64(FP), %s", rGC)
+	g.label(l + "_chunk")
+	k.body(prefetch)
+	g.p("DECQ %s", rGC)
+	g.p("JNZ %s_chunk", l)
+	g.p("ADDQ $4, %s", rSP)
+	if k.MR > 4 {
+		g.p("ADDQ $4, %s", rSP4)
 	}
-	g.label(name + "_reduce")
-	g.storeOut(88, NT, MR, acc, tv)
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
-	return name
+	g.p("DECQ %s", rN)
+	g.p("JNZ %s_group", l)
 }
 
 // vnniLoadW loads one 64-byte weight chunk flipped to w+128 (XOR 0x80);
@@ -860,17 +968,26 @@ func (g *gen) gatherPair(id, reg string, v, vb int) (dot, axpy string) {
 // vecOps emits Dot, Axpy, Scale and Sum for one ISA. They process whole
 // vectors only; Go handles the tail.
 func (g *gen) vecOps() {
+	g.dotOp()
+	g.sumOp()
+	g.axpyOp()
+	g.scaleOp()
+}
+
+// reduce4 adds accumulators 1–3 into accumulator 0.
+func (g *gen) reduce4() {
+	v := g.v
+	g.p("VADDPS %s, %s, %s", v(1), v(0), v(0))
+	g.p("VADDPS %s, %s, %s", v(3), v(2), v(2))
+	g.p("VADDPS %s, %s, %s", v(2), v(0), v(0))
+}
+
+// dotOp writes the Dot kernel: 4 accumulators over 4W-column blocks,
+// then W-column blocks.
+func (g *gen) dotOp() {
 	is := g.isa
 	W := is.W
 	v := g.v
-	reduce4 := func() {
-		g.p("VADDPS %s, %s, %s", v(1), v(0), v(0))
-		g.p("VADDPS %s, %s, %s", v(3), v(2), v(2))
-		g.p("VADDPS %s, %s, %s", v(2), v(0), v(0))
-	}
-	hsum := func(dst string) { g.fold(0, 4, is.reg, dst) }
-
-	// dot: 4 accumulators over 4W-column blocks, then W-column blocks.
 	name := "dot" + is.name
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a, b *float32, n int) float32\n\n", name)
 	fmt.Fprintf(&g.s, "// func %s(a, b *float32, n int) float32; n is a multiple of %d.\n", name, W)
@@ -907,14 +1024,20 @@ func (g *gen) vecOps() {
 	g.p("DECQ CX")
 	g.p("JNZ %s_oneloop", name)
 	g.label(name + "_done")
-	reduce4()
-	hsum("ret+24(FP)")
+	g.reduce4()
+	g.fold(0, 4, is.reg, "ret+24(FP)")
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
+}
 
-	// sum: streaming read, 4 accumulators over 4W blocks (n multiple of 4W).
-	name = "sum" + is.name
+// sumOp writes the bandwidth sum: a streaming read, 4 accumulators over
+// 4W blocks (n a multiple of 4W).
+func (g *gen) sumOp() {
+	is := g.isa
+	W := is.W
+	v := g.v
+	name := "sum" + is.name
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a *float32, n int) float32\n\n", name)
 	fmt.Fprintf(&g.s, "// func %s(a *float32, n int) float32; n is a multiple of %d.\n", name, 4*W)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-20\n", name)
@@ -933,14 +1056,19 @@ func (g *gen) vecOps() {
 	g.p("DECQ CX")
 	g.p("JNZ %s_loop", name)
 	g.label(name + "_done")
-	reduce4()
-	hsum("ret+16(FP)")
+	g.reduce4()
+	g.fold(0, 4, is.reg, "ret+16(FP)")
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
+}
 
-	// axpy: y += a·x, W columns per iteration.
-	name = "axpy" + is.name
+// axpyOp writes the Axpy kernel: y += a·x, W columns per iteration.
+func (g *gen) axpyOp() {
+	is := g.isa
+	W := is.W
+	v := g.v
+	name := "axpy" + is.name
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x, y *float32, n int)\n\n", name)
 	fmt.Fprintf(&g.s, "// func %s(a float32, x, y *float32, n int); n is a multiple of %d.\n", name, W)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
@@ -962,9 +1090,14 @@ func (g *gen) vecOps() {
 	g.p("VZEROUPPER")
 	g.p("RET")
 	g.s.WriteString("\n")
+}
 
-	// scale: x *= a.
-	name = "scale" + is.name
+// scaleOp writes the Scale kernel: x *= a.
+func (g *gen) scaleOp() {
+	is := g.isa
+	W := is.W
+	v := g.v
+	name := "scale" + is.name
 	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x *float32, n int)\n\n", name)
 	fmt.Fprintf(&g.s, "// func %s(a float32, x *float32, n int); n is a multiple of %d.\n", name, W)
 	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-24\n", name)
@@ -986,11 +1119,50 @@ func (g *gen) vecOps() {
 }
 
 func main() {
+	log.SetFlags(0)
+	log.SetPrefix("asmgen: ")
+	flags, err := parseFlags()
+	if err != nil {
+		log.Fatal(err)
+	}
+	header := "// Code generated by asmgen.go " + flags + "; DO NOT EDIT.\n\n//go:build amd64\n\n"
 	var s, d bytes.Buffer
-	s.WriteString("// Code generated by asmgen.go; DO NOT EDIT.\n\n//go:build amd64\n\n#include \"textflag.h\"\n\n")
+	writePrologue(&s, &d, header)
+	k := writeKernels(&s, &d)
+	writeGeometry(&d)
+	writeCallBlock(&d, k.table)
+	writeCallVNNIAndRows(&d, k)
+	writeSIMDDispatch(&d)
+	src, err := format.Source(d.Bytes())
+	if err != nil {
+		log.Fatalf("gofmt generated Go: %v\n%s", err, d.String())
+	}
+	if err := os.WriteFile("kernels_amd64.s", []byte(strings.TrimRight(s.String(), "\n")+"\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile("kernels_amd64_gen.go", src, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// kernelNames are the generated kernels' names, by the dispatcher that
+// calls them.
+type kernelNames struct {
+	table         []blockEntry // callBlock's cases
+	vnni          []string     // callVNNI's: sub 1×1, 8×1, MM; then grp 1×1, 8×1, MM
+	gDots, gAxpys []string     // dotRowsAVX512's and axpyRowsAVX512's, by width/16
+}
+
+// blockEntry is one register-block kernel: ISA, format, shape and name.
+type blockEntry struct{ isa, f, shape, name string }
+
+// writePrologue starts both files: the header, reduce8's lane table and
+// the CPUID helper.
+func writePrologue(s, d *bytes.Buffer, header string) {
+	s.WriteString(header + "#include \"textflag.h\"\n\n")
 	s.WriteString("// reduce8idx picks lanes 0, 4, 8, 12 of two vectors (VPERMT2PS): reduce8's\n// eight row sums.\n")
 	for i, v := range []int{0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0} {
-		fmt.Fprintf(&s, "DATA reduce8idx<>+%d(SB)/4, $%d\n", 4*i, v)
+		fmt.Fprintf(s, "DATA reduce8idx<>+%d(SB)/4, $%d\n", 4*i, v)
 	}
 	s.WriteString("GLOBL reduce8idx<>(SB), RODATA|NOPTR, $64\n\n")
 	s.WriteString(`// func cpuidECX1() uint32: CPUID leaf 1, ECX (bit 29 = F16C).
@@ -1002,77 +1174,96 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 	RET
 
 `)
-	d.WriteString("// Code generated by asmgen.go; DO NOT EDIT.\n\n//go:build amd64\n\npackage kernels\n\nimport \"unsafe\"\n\n")
+	d.WriteString(header + "package kernels\n\nimport \"unsafe\"\n\n")
 	d.WriteString("//go:noescape\nfunc cpuidECX1() uint32\n\n")
+}
 
-	type entry struct{ isa, f, shape, name string }
-	var table []entry
-	var vnni []string // sub 1×1, 8×1, MM; then grp 1×1, 8×1, MM
-	var gDots, gAxpys []string
+// writeKernels generates every ISA's kernels into s (assembly) and d
+// (their Go declarations) and returns their names.
+func writeKernels(s, d *bytes.Buffer) kernelNames {
+	var k kernelNames
 	for _, is := range isas {
 		g := &gen{isa: is}
 		for _, f := range fmts {
-			table = append(table, entry{is.name, f.name, "shape1x1", g.block(f, 1, 1)})
-			table = append(table, entry{is.name, f.name, "shapeMV", g.block(f, is.mvR, 1)})
+			k.table = append(k.table, blockEntry{is.name, f.name, "shape1x1", g.block(f, 1, 1)})
+			k.table = append(k.table, blockEntry{is.name, f.name, "shapeMV", g.block(f, is.mvR, 1)})
 			mr, nt := is.mmR, is.mmT
 			if f.q8 {
 				mr, nt = is.q8mmR, is.q8mmT
 			}
-			table = append(table, entry{is.name, f.name, "shapeMM", g.block(f, mr, nt)})
+			k.table = append(k.table, blockEntry{is.name, f.name, "shapeMM", g.block(f, mr, nt)})
 		}
 		g.vecOps()
 		if is.name == "AVX512" {
-			gDots, gAxpys = g.gatherOps()
+			k.gDots, k.gAxpys = g.gatherOps()
 			for _, grp := range []bool{false, true} {
-				vnni = append(vnni, g.vnniBlock(1, 1, grp), g.vnniBlock(8, 1, grp), g.vnniBlock(vnniMMRows, vnniMMTok, grp))
+				k.vnni = append(k.vnni, g.vnniBlock(1, 1, grp), g.vnniBlock(8, 1, grp), g.vnniBlock(vnniMMRows, vnniMMTok, grp))
 			}
 		}
 		s.Write(g.s.Bytes())
 		d.Write(g.g.Bytes())
 	}
+	return k
+}
 
-	// Geometry table and the direct-call dispatcher. Calls go through a
-	// switch, not a func value, so the compiler sees //go:noescape and the
-	// caller's out buffer stays on the stack.
+// writeGeometry writes the register-block geometry table per ISA and
+// format.
+func writeGeometry(d *bytes.Buffer) {
 	d.WriteString("// simdGeometry is the register-block geometry per ISA and format.\nvar simdGeometry = [...][4]geometry{\n")
 	for _, is := range isas {
-		fmt.Fprintf(&d, "\t%s: {\n", "Impl"+is.name)
+		fmt.Fprintf(d, "\t%s: {\n", "Impl"+is.name)
 		for _, f := range fmts {
 			mr, nt := is.mmR, is.mmT
 			if f.q8 {
 				mr, nt = is.q8mmR, is.q8mmT
 			}
-			fmt.Fprintf(&d, "\t\t%s: {W: %d, mvRows: %d, mmRows: %d, mmTok: %d},\n", f.name, is.W, is.mvR, mr, nt)
+			fmt.Fprintf(d, "\t\t%s: {W: %d, mvRows: %d, mmRows: %d, mmTok: %d},\n", f.name, is.W, is.mvR, mr, nt)
 		}
 		d.WriteString("\t},\n")
 	}
 	d.WriteString("}\n\n")
+}
+
+// writeCallBlock writes the direct-call dispatcher of the register-block
+// kernels. Calls go through a switch, not a func value, so the compiler
+// sees //go:noescape and the caller's out buffer stays on the stack.
+func writeCallBlock(d *bytes.Buffer, table []blockEntry) {
 	d.WriteString("// callBlock runs the generated kernel kernelID(impl, format, shape); the\n// constant cases compile to a jump table.\n")
 	d.WriteString("func callBlock(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, x *float32, xs uintptr, n, cpg int, out *float32, os uintptr, pf unsafe.Pointer) {\n")
 	d.WriteString("\tswitch kid {\n")
 	for _, e := range table {
-		fmt.Fprintf(&d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, os, pf)\n", e.isa, e.f, e.shape, e.name)
+		fmt.Fprintf(d, "\tcase (int(Impl%s)*4+int(%s))*3 + %s:\n\t\t%s(w, ws, s, ss, x, xs, n, cpg, out, os, pf)\n", e.isa, e.f, e.shape, e.name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no generated kernel for this impl/format/shape\")\n\t}\n}\n\n")
-	fmt.Fprintf(&d, "// vnniMMRows and vnniMMTok are the VNNI Q8_0 prefill block (rows × tokens).\nconst (\n\tvnniMMRows = %d\n\tvnniMMTok = %d\n)\n\n", vnniMMRows, vnniMMTok)
+}
+
+// writeCallVNNIAndRows writes the VNNI block constants and dispatcher and
+// the row-gather kernels' dispatchers.
+func writeCallVNNIAndRows(d *bytes.Buffer, k kernelNames) {
+	fmt.Fprintf(d, "// vnniMMRows and vnniMMTok are the VNNI Q8_0 prefill block (rows × tokens).\nconst (\n\tvnniMMRows = %d\n\tvnniMMTok = %d\n)\n\n", vnniMMRows, vnniMMTok)
 	d.WriteString("// callVNNI runs VNNI kernel vnniKernelID(grp, shape).\n")
 	d.WriteString("func callVNNI(kid int, w unsafe.Pointer, ws uintptr, s *float32, ss uintptr, xq *int8, xqs uintptr, aux *int32, n, cpg int, sadv uintptr, prm *vnniParams, out *float32, os uintptr, pf unsafe.Pointer) {\n\tswitch kid {\n")
-	for i, name := range vnni {
-		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)\n", i, name)
+	for i, name := range k.vnni {
+		fmt.Fprintf(d, "\tcase %d:\n\t\t%s(w, ws, s, ss, xq, xqs, aux, n, cpg, sadv, prm, out, os, pf)\n", i, name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no VNNI kernel for this shape\")\n\t}\n}\n\n")
 	d.WriteString("// dotRowsAVX512 runs the DotRows kernel for rows of d = 16·v floats.\n")
 	d.WriteString("func dotRowsAVX512(out, q *float32, d int, base *float32, rows *int, n int) {\n\tswitch d / 16 {\n")
-	for i, name := range gDots {
-		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(out, q, base, rows, n)\n", i+1, name)
+	for i, name := range k.gDots {
+		fmt.Fprintf(d, "\tcase %d:\n\t\t%s(out, q, base, rows, n)\n", i+1, name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no DotRows kernel for this width\")\n\t}\n}\n\n")
 	d.WriteString("// axpyRowsAVX512 runs the AxpyRows kernel for rows of d = 16·v floats.\n")
 	d.WriteString("func axpyRowsAVX512(acc *float32, d int, p, base *float32, rows *int, n int) {\n\tswitch d / 16 {\n")
-	for i, name := range gAxpys {
-		fmt.Fprintf(&d, "\tcase %d:\n\t\t%s(acc, p, base, rows, n)\n", i+1, name)
+	for i, name := range k.gAxpys {
+		fmt.Fprintf(d, "\tcase %d:\n\t\t%s(acc, p, base, rows, n)\n", i+1, name)
 	}
 	d.WriteString("\tdefault:\n\t\tpanic(\"kernels: no AxpyRows kernel for this width\")\n\t}\n}\n\n")
+}
+
+// writeSIMDDispatch writes dotSIMD, sumSIMD, axpySIMD and scaleSIMD, which
+// pick the AVX-512 or AVX2 vector kernel.
+func writeSIMDDispatch(d *bytes.Buffer) {
 	for _, op := range []string{"dot", "sum", "axpy", "scale"} {
 		var sig, call string
 		switch op {
@@ -1085,21 +1276,7 @@ TEXT ·cpuidECX1(SB), NOSPLIT, $0-4
 		case "scale":
 			sig, call = "(impl Impl, a float32, x *float32, n int)", "%s(a, x, n)"
 		}
-		fmt.Fprintf(&d, "func %sSIMD%s {\n\tif impl == ImplAVX512 {\n\t\t"+call+"\n\t} else {\n\t\t"+call+"\n\t}\n", op, sig, op+"AVX512", op+"AVX2")
-		if op == "dot" || op == "sum" {
-			d.WriteString("}\n\n")
-		} else {
-			d.WriteString("}\n\n")
-		}
-	}
-	src, err := format.Source(d.Bytes())
-	if err != nil {
-		log.Fatalf("gofmt generated Go: %v\n%s", err, d.String())
-	}
-	if err := os.WriteFile("kernels_amd64.s", []byte(strings.TrimRight(s.String(), "\n")+"\n"), 0o644); err != nil {
-		log.Fatal(err)
-	}
-	if err := os.WriteFile("kernels_amd64_gen.go", src, 0o644); err != nil {
-		log.Fatal(err)
+		fmt.Fprintf(d, "func %sSIMD%s {\n\tif impl == ImplAVX512 {\n\t\t"+call+"\n\t} else {\n\t\t"+call+"\n\t}\n", op, sig, op+"AVX512", op+"AVX2")
+		d.WriteString("}\n\n")
 	}
 }

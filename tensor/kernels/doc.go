@@ -32,8 +32,8 @@
 // val += float(ival)·w_scale·x_scale. On AVX-512 VNNI CPUs that integer
 // product is VPDPBUSD, 64 int8 multiply-adds per instruction; widening
 // int8 weights to float32 instead costs three vector operations per 16
-// weights, which made Q8_0 decode compute-bound on two cores (70% of the
-// read roofline). CPUs without VNNI run the float32 kernels on the
+// weights, which made Q8_0 decode compute-bound on two cores (measured in
+// docs/kernels.md, Formats). CPUs without VNNI run the float32 kernels on the
 // dequantized activations (the same values, rounded differently), and the
 // portable kernel is runq.c's loop bit for bit. The activation rounding
 // adds an error of at most half an x step per product; the README reports

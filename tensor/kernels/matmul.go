@@ -220,8 +220,9 @@ func newBlockArgs(impl Impl, m *Matrix, x []float32) blockArgs {
 // use, and the hardware streamers already do well, so it is skipped.
 // Matrices under pfMinMatrix (64 KiB) skip it too: only a tiny model keeps
 // such weights in cache between tokens, where the extra instructions only
-// cost time. (The bound was 1 MiB, which left a Q8_0 768×768 projection,
-// 648 KiB, without prefetch: stories110M Q8_0 decode ran 25% slower.)
+// cost time. The lower bound is low enough for a Q8_0 768×768 projection
+// (648 KiB) to be prefetched: without it stories110M Q8_0 decode was
+// measurably slower (docs/kernels.md, "Decisions the benchmarks made").
 const (
 	pfMaxBlock  = 32 << 10
 	pfMinMatrix = 64 << 10

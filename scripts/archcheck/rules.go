@@ -1,0 +1,73 @@
+package main
+
+// rule is what one package of the module is and may import. docs/architecture.md
+// is the prose of this table; TestDocNamesEveryPackage keeps the two in step.
+type rule struct {
+	// pkg is the import path inside the module ("tensor/kernels"); a
+	// trailing "/..." also covers every package below it.
+	pkg string
+	// concept is the package's one concept.
+	concept string
+	// imports are the module packages it may import ("*": any).
+	imports []string
+	// external are the import-path prefixes outside the module and the
+	// standard library that it may import.
+	external []string
+	// planned marks a package that is being created and may not exist yet.
+	planned bool
+}
+
+// Module path prefixes of the dependencies go.mod allows.
+const (
+	xSys    = "golang.org/x/sys/"
+	float16 = "github.com/x448/float16"
+	gonum   = "gonum.org/v1/gonum/"
+	plot    = "gonum.org/v1/plot"
+	cobra   = "github.com/spf13/cobra"
+	pflag   = "github.com/spf13/pflag"
+	viper   = "github.com/spf13/viper"
+)
+
+// formatImports is what a checkpoint format package may import: the model
+// contract it fills in, the tokenizer its vocabulary becomes, the tensor
+// core and kernels for dtype conversion, and the file-mapping helper.
+var formatImports = []string{"model", "model/tokenizer", "model/mapfile", "tensor", "tensor/kernels"}
+
+// rules is the package graph, bottom to top: imports flow downwards only.
+var rules = []rule{
+	{pkg: "tensor/kernels", concept: "CPU compute kernels: matmul over weight formats, attention row kernels, SwiGLU, worker pool",
+		external: []string{xSys, float16}},
+	{pkg: "tensor", concept: "strided tensors over shared storage, dtypes, the Ledger that accounts copies and allocations",
+		imports: []string{"tensor/kernels"}, external: []string{float16, gonum}},
+	{pkg: "tensor/layoutexpr", concept: "the `infer layout` expression language, on tensor's public API",
+		imports: []string{"tensor"}, external: []string{plot}, planned: true},
+	{pkg: "tensor/testfixture", concept: "test helper: the shared fixtures, skipped outside CI and required under CI=true",
+		planned: true},
+	{pkg: "kvcache", concept: "the paged KV cache: block pool, block tables, slot mapping, prefix sharing",
+		imports: []string{"tensor"}},
+	{pkg: "attention", concept: "attention paths (naive, fused paged) over a Batch of sequences",
+		imports: []string{"tensor", "tensor/kernels", "kvcache"}},
+	{pkg: "model/tokenizer", concept: "tokenization (SentencePiece BPE, byte-level BPE), knowing no model",
+		planned: true},
+	{pkg: "model/mapfile", concept: "read-only file mappings for checkpoint loaders",
+		planned: true},
+	{pkg: "model", concept: "the LLM: Config, Weights, Forward, Sampler, the Source contract formats implement",
+		imports: []string{"tensor", "tensor/kernels", "attention", "kvcache", "model/tokenizer", "model/mapfile"}},
+	{pkg: "model/llama2c", concept: "llama2.c .bin checkpoints and tokenizer.bin: reader and writers",
+		imports: formatImports, external: []string{float16}, planned: true},
+	{pkg: "model/gguf", concept: "the GGUF container: reader, writer, GGUF metadata to Config and Source",
+		imports: formatImports, external: []string{float16}, planned: true},
+	{pkg: "model/hf", concept: "Hugging Face safetensors + config.json directories",
+		imports: formatImports, external: []string{float16}, planned: true},
+	{pkg: "model/checkpoint", concept: "opens any checkpoint by magic or directory and returns a model.Source",
+		imports: append([]string{"model/llama2c", "model/gguf", "model/hf"}, formatImports...), planned: true},
+	{pkg: "model/engine", concept: "the continuous-batching scheduler: admit, step, preempt, retire",
+		imports: []string{"model", "model/tokenizer", "kvcache", "attention", "tensor", "tensor/kernels"}, planned: true},
+	{pkg: "cuda", concept: "experimental: CUDA kernels for the attention paths and their memory-traffic simulation",
+		imports: []string{"tensor", "kvcache", "attention"}},
+	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys}},
+	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys}, planned: true},
+	{pkg: "scripts/archcheck", concept: "this check: the import rules and the size report"},
+}
