@@ -14,12 +14,13 @@ func TestLayoutTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	// The seed's numbers: t() of a (3,4) tensor has strides (1,4) and is
-	// not contiguous; contiguous() copies 12 float32s into strides (3,1).
-	want := `step  op             shape   strides  offset  contiguous  storage         copied
-1     arange(12)     [12]    [1]      0       True        new             0 B
-2     .view(3,4)     [3, 4]  [4, 1]   0       True        shared(step 1)  0 B
-3     .t()           [4, 3]  [1, 4]   0       False       shared(step 1)  0 B
-4     .contiguous()  [4, 3]  [3, 1]   0       True        new             48 B
+	// not contiguous; contiguous() copies into strides (3,1). arange(12)
+	// is int64 in PyTorch, so the copy is 12 × 8 bytes (issue 15).
+	want := `step  op             dtype  shape   strides  offset  contiguous  storage         copied
+1     arange(12)     int64  [12]    [1]      0       True        new             0 B
+2     .view(3,4)     int64  [3, 4]  [4, 1]   0       True        shared(step 1)  0 B
+3     .t()           int64  [4, 3]  [1, 4]   0       False       shared(step 1)  0 B
+4     .contiguous()  int64  [4, 3]  [3, 1]   0       True        new             96 B
 `
 	if out != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", out, want)
@@ -45,7 +46,7 @@ func TestLayoutJSON(t *testing.T) {
 	if len(steps) != 4 {
 		t.Fatalf("%d steps", len(steps))
 	}
-	wantKeys := []string{"contiguous", "copied_bytes", "error", "offset", "op", "shape", "strides"}
+	wantKeys := []string{"contiguous", "copied_bytes", "dtype", "error", "memory_format", "offset", "op", "shape", "stmt", "storage", "strides", "var"}
 	for i, s := range steps {
 		var keys []string
 		for k := range s {
@@ -74,7 +75,7 @@ func TestLayoutFailingStep(t *testing.T) {
 	if !strings.HasPrefix(errOut, "infer: step 4 .view(12): view: view size is not compatible with input tensor's size and stride") {
 		t.Fatalf("stderr %q", errOut)
 	}
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[3], "3     .t()") {
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[3], "3     .t()  ") {
 		t.Fatalf("stdout should hold the header and the 3 steps that worked:\n%s", out)
 	}
 
