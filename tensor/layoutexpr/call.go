@@ -64,6 +64,9 @@ func (c *callCtx) sizes(param string, kwOnly ...string) ([]int, error) {
 			return c.intsOf(param, pos[0])
 		}
 	}
+	if len(pos) == 0 {
+		return nil, fmt.Errorf("%s() missing 1 required positional arguments: \"%s\"", c.name, param)
+	}
 	out := make([]int, 0, len(pos))
 	for _, p := range pos {
 		n, ok := p.(int)

@@ -135,6 +135,12 @@ func (ev *evaluator) name(n *node) (value, error) {
 		return false, nil
 	case "torch":
 		return torchNS{}, nil
+	case "float": // Python's types as dtypes, as PyTorch maps them
+		return tensor.F64, nil
+	case "int":
+		return tensor.I64, nil
+	case "bool":
+		return tensor.Bool, nil
 	case "channels_last", "contiguous_format", "preserve_format":
 		return memFormat(n.name), nil
 	}
@@ -177,10 +183,16 @@ func (ev *evaluator) attr(n *node) (value, error) {
 		}
 		return ev.recordNode(n, out)
 	case "mT":
-		if t.Dim() < 2 {
+		if t.Dim() == 1 { // PyTorch 1.13 lets a 0-d tensor through
 			return nil, ev.fail(n, t.DType(), fmt.Errorf("tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.", t.Dim()))
 		}
-		out, err := t.Transpose(-2, -1)
+		var out *tensor.Tensor
+		var err error
+		if t.Dim() == 0 {
+			out, err = t.Permute()
+		} else {
+			out, err = t.Transpose(-2, -1)
+		}
 		if err != nil {
 			return nil, ev.fail(n, t.DType(), err)
 		}
@@ -326,6 +338,11 @@ func scalarArith(op string, a, b value) (value, error) {
 func (ev *evaluator) index(n *node) (value, error) {
 	x, err := ev.eval(n.x)
 	if err != nil {
+		// x.split(2)[0] is one step: its failure shows the whole text.
+		var f *failure
+		if errors.As(err, &f) && n.x.kind == nCall && n.x.method && f.op == ev.opText(n.x) {
+			f.op += ev.src[n.bracket:n.end]
+		}
 		return nil, err
 	}
 	var items []value
@@ -367,6 +384,11 @@ func (ev *evaluator) index(n *node) (value, error) {
 		items = append(items, v)
 	}
 	if tup, ok := x.(*tupleVal); ok {
+		if n.x.kind == nCall && n.x.method {
+			if err := ev.tupleIndexCheck(n, tup, items); err != nil {
+				return nil, err
+			}
+		}
 		if len(items) != 1 {
 			return nil, ev.fail(n, tensor.F32, fmt.Errorf("%s indices must be integers or slices, not tuple", typeName(tup)))
 		}
@@ -382,7 +404,7 @@ func (ev *evaluator) index(n *node) (value, error) {
 		}
 		el := tup.items[i]
 		if tv, ok := el.(*tval); ok && tv.row == 0 {
-			tv.pending = ev.opText(n.x) + fmt.Sprintf("[%d]", i)
+			tv.pending = ev.opText(n.x) + ev.src[n.bracket:n.end]
 			if n.x.kind != nCall || !n.x.method {
 				tv.pending = strings.TrimSpace(ev.src[n.pos:n.end])
 			}
@@ -404,4 +426,20 @@ func (ev *evaluator) index(n *node) (value, error) {
 		return nil, ev.fail(n, tv.t.DType(), err)
 	}
 	return ev.recordNode(n, out)
+}
+
+// tupleIndexCheck reports a bad index into a method's tuple (split(...)[9])
+// under the op text of the whole step.
+func (ev *evaluator) tupleIndexCheck(n *node, tup *tupleVal, items []value) error {
+	msg := ""
+	i, ok := items[0].(int)
+	switch {
+	case len(items) != 1 || !ok:
+		msg = "tuple indices must be integers or slices"
+	case i < -len(tup.items) || i >= len(tup.items):
+		msg = "tuple index out of range"
+	default:
+		return nil
+	}
+	return &failure{op: ev.opText(n.x) + ev.src[n.bracket:n.end], pos: n.bracket, end: n.end, msg: msg, dtype: tensor.F32}
 }

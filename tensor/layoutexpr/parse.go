@@ -39,6 +39,17 @@ type node struct {
 	lo, hi   *node   // nSlice parts (nil when omitted)
 	step     *node
 	bracket  int // nIndex: position of '['
+	// ppos, pend: the range including parentheses written around the
+	// node ((a + b) * c shows "(a + b) * c"); 0, 0 when there are none.
+	ppos, pend int
+}
+
+// outer returns n's source range including its parentheses.
+func (n *node) outer() (int, int) {
+	if n.pend > 0 {
+		return n.ppos, n.pend
+	}
+	return n.pos, n.end
 }
 
 type kwArg struct {
@@ -140,6 +151,7 @@ func (p *parser) statement() (stmt, error) {
 	}
 	var names []string
 	var poss []int
+	unpack := paren
 	for {
 		t := p.peekAt(k)
 		if t.kind != tokName {
@@ -149,6 +161,7 @@ func (p *parser) statement() (stmt, error) {
 		k++
 		if n := p.peekAt(k); n.kind == tokOp && n.text == "," {
 			k++
+			unpack = true
 			continue
 		}
 		break
@@ -166,7 +179,7 @@ func (p *parser) statement() (stmt, error) {
 				return s, p.errAt(poss[i], "cannot assign to %s", nm)
 			}
 		}
-		s.targets, s.targetPos, s.paren = names, poss, paren
+		s.targets, s.targetPos, s.paren = names, poss, unpack
 		p.i += k + 1
 	}
 	e, err := p.expr()
@@ -207,7 +220,7 @@ func (p *parser) expr() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &node{kind: nBin, op: op, x: x, y: y, pos: x.pos, end: y.end}
+		x = binNode(op, x, y)
 	}
 	return x, nil
 }
@@ -224,7 +237,7 @@ func (p *parser) term() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &node{kind: nBin, op: op, x: x, y: y, pos: x.pos, end: y.end}
+		x = binNode(op, x, y)
 	}
 	return x, nil
 }
@@ -248,7 +261,8 @@ func (p *parser) factor() (*node, error) {
 		if t.text == "-" && x.kind == nFloat {
 			return &node{kind: nFloat, f: -x.f, pos: t.pos, end: x.end}, nil
 		}
-		return &node{kind: nUnary, op: t.text, x: x, pos: t.pos, end: x.end}, nil
+		_, end := x.outer()
+		return &node{kind: nUnary, op: t.text, x: x, pos: t.pos, end: end}, nil
 	}
 	return p.power()
 }
@@ -265,7 +279,7 @@ func (p *parser) power() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &node{kind: nBin, op: "**", x: x, y: y, pos: x.pos, end: y.end}
+		x = binNode("**", x, y)
 	}
 	return x, nil
 }
@@ -277,6 +291,7 @@ func (p *parser) postfix() (*node, error) {
 		return nil, err
 	}
 	for {
+		xpos, _ := x.outer() // (a + b).view(...) starts at the parenthesis
 		switch {
 		case p.is("."):
 			p.next()
@@ -285,13 +300,13 @@ func (p *parser) postfix() (*node, error) {
 				return nil, p.errAt(t.pos, "expected a method name after '.', found %v", t)
 			}
 			if p.is("(") {
-				c, err := p.callArgs(&node{kind: nCall, method: true, x: x, name: t.text, namePos: t.pos, pos: x.pos})
+				c, err := p.callArgs(&node{kind: nCall, method: true, x: x, name: t.text, namePos: t.pos, pos: xpos})
 				if err != nil {
 					return nil, err
 				}
 				x = c
 			} else {
-				x = &node{kind: nAttr, x: x, name: t.text, namePos: t.pos, pos: x.pos, end: t.pos + len(t.text)}
+				x = &node{kind: nAttr, x: x, name: t.text, namePos: t.pos, pos: xpos, end: t.pos + len(t.text)}
 			}
 		case p.is("("):
 			if x.kind != nName {
@@ -316,7 +331,7 @@ func (p *parser) postfix() (*node, error) {
 			if err != nil {
 				return nil, err
 			}
-			x = &node{kind: nIndex, x: x, items: items, pos: x.pos, end: e.pos + 1, bracket: b.pos}
+			x = &node{kind: nIndex, x: x, items: items, pos: xpos, end: e.pos + 1, bracket: b.pos}
 		default:
 			return x, nil
 		}
@@ -455,10 +470,18 @@ func (p *parser) atom() (*node, error) {
 			}
 			n.end = p.next().pos + 1
 			if kind == nTuple && len(n.items) == 1 && !comma {
-				return n.items[0], nil // (expr) is expr
+				in := n.items[0] // (expr) is expr
+				in.ppos, in.pend = n.pos, n.end
+				return in, nil
 			}
 			return n, nil
 		}
 	}
 	return nil, p.errAt(t.pos, "expected a value (a number, a name, a tuple or a constructor such as empty(2,3)), found %v", t)
+}
+
+func binNode(op string, x, y *node) *node {
+	pos, _ := x.outer()
+	_, end := y.outer()
+	return &node{kind: nBin, op: op, x: x, y: y, pos: pos, end: end}
 }

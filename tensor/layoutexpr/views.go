@@ -553,11 +553,7 @@ func copyAs(x *tensor.Tensor, dt tensor.DType, mf memFormat) (*tensor.Tensor, er
 		if x.Dim() != 4 {
 			return nil, fmt.Errorf("required rank 4 tensor to use channels_last format")
 		}
-		st, err := tensor.ChannelsLastStrides(shape)
-		if err != nil {
-			return nil, err
-		}
-		return newMeta("clone", dt, shape, st)
+		return newMeta("clone", dt, shape, channelsLastStrides(shape))
 	case preserveFormat:
 		if nonOverlappingAndDense(shape, x.Strides()) {
 			return newMeta("clone", dt, shape, x.Strides())
@@ -795,4 +791,16 @@ func repeatInterleaveOp(c *callCtx) (any, error) {
 		d = 0
 	}
 	return x.RepeatInterleave(r, d)
+}
+
+// channelsLastStrides is PyTorch's get_channels_last_strides_2d for a 4-d
+// shape: C innermost, then W, H, N, with the sizes as they are (a size-0
+// dim zeroes the strides outside it, unlike ContiguousStrides).
+func channelsLastStrides(shape []int) []int {
+	st := make([]int, 4)
+	st[1] = 1
+	st[3] = shape[1]
+	st[2] = st[3] * shape[3]
+	st[0] = st[2] * shape[2]
+	return st
 }
