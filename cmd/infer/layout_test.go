@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -124,4 +126,100 @@ func TestLayoutOutputPrecedence(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `config key "layout.output" (from env INFER_LAYOUT_OUTPUT): "xml" is not one of table, json`) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
+}
+
+// TestLayoutJSONAgainstTorch replays every 10th program of the PyTorch
+// 1.13 recording (tensor/layoutexpr/testdata, made by
+// scripts/torch-oracle/gen.py) through `infer layout --output json`:
+// every field the JSON has must be PyTorch's, a failing program exits 1
+// after printing the rows that worked.
+func TestLayoutJSONAgainstTorch(t *testing.T) {
+	f, err := os.Open("../../tensor/layoutexpr/testdata/torch-oracle.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type row struct {
+		Op           string `json:"op"`
+		Stmt         int    `json:"stmt"`
+		OK           bool   `json:"ok"`
+		DType        string `json:"dtype"`
+		Shape        []int  `json:"shape"`
+		Strides      []int  `json:"strides"`
+		Offset       int    `json:"offset"`
+		Contiguous   bool   `json:"contiguous"`
+		ChannelsLast *bool  `json:"channels_last"`
+		Shared       bool   `json:"shared"`
+		CopiedBytes  int64  `json:"copied_bytes"`
+		Var          string `json:"var"`
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Scan() // header
+	n, checked := 0, 0
+	for sc.Scan() {
+		n++
+		if n%10 != 0 {
+			continue
+		}
+		var p struct {
+			Src  string `json:"src"`
+			Rows []row  `json:"rows"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runCLI(t, "layout", "--output", "json", "--", p.Src)
+		failing := !p.Rows[len(p.Rows)-1].OK
+		if (code == 1) != failing || (code != 0 && code != 1) {
+			t.Fatalf("%s: exit %d (stderr %q), PyTorch failing %v", p.Src, code, errOut, failing)
+		}
+		var got []map[string]any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%s: %v\n%s", p.Src, err, out)
+		}
+		if len(got) != len(p.Rows) {
+			t.Fatalf("%s: %d rows, PyTorch %d", p.Src, len(got), len(p.Rows))
+		}
+		for i, w := range p.Rows {
+			g := got[i]
+			if g["op"] != w.Op || g["stmt"] != float64(w.Stmt) {
+				t.Fatalf("%s row %d: op %v stmt %v, PyTorch %q %d", p.Src, i+1, g["op"], g["stmt"], w.Op, w.Stmt)
+			}
+			if !w.OK {
+				if g["error"] == nil || g["shape"] != nil {
+					t.Fatalf("%s row %d: PyTorch fails, JSON %v", p.Src, i+1, g)
+				}
+				continue
+			}
+			mf := any(nil)
+			if w.ChannelsLast != nil && *w.ChannelsLast && !w.Contiguous {
+				mf = "channels_last"
+			}
+			v := any(nil)
+			if w.Var != "" {
+				v = w.Var
+			}
+			want := map[string]any{"op": w.Op, "stmt": float64(w.Stmt), "dtype": w.DType, "shape": ints(w.Shape), "strides": ints(w.Strides),
+				"offset": float64(w.Offset), "contiguous": w.Contiguous, "copied_bytes": float64(w.CopiedBytes),
+				"memory_format": mf, "var": v, "error": nil}
+			shared := g["storage"] != "new"
+			delete(g, "storage")
+			if !reflect.DeepEqual(g, want) || shared != w.Shared {
+				t.Fatalf("%s row %d:\n  got   %v (shared %v)\n  torch %v (shared %v)", p.Src, i+1, g, shared, want, w.Shared)
+			}
+		}
+		checked++
+	}
+	if checked < 300 {
+		t.Fatalf("only %d programs replayed", checked)
+	}
+}
+
+func ints(v []int) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
 }
