@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -222,4 +223,74 @@ func ints(v []int) []any {
 		out[i] = float64(x)
 	}
 	return out
+}
+
+// TestLayoutSeedMHAProgram runs configs/mha-layout.py with -f: its rows are
+// the seed's MHA table (section 6.1), PyTorch's printed numbers.
+func TestLayoutSeedMHAProgram(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "--output", "json", "-f", filepath.Join("..", "..", "configs", "mha-layout.py"))
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	byVar := map[string]map[string]any{}
+	for _, r := range rows {
+		if v, ok := r["var"].(string); ok {
+			byVar[v] = r
+		}
+	}
+	f := func(v ...int) []any { return ints(v) }
+	seed := []struct {
+		v               string
+		shape, strides  []any
+		contig          bool
+		storage, copied any
+	}{
+		{"Q", f(2, 4096, 4096), f(16777216, 4096, 1), true, "new", 0.0},
+		{"q", f(2, 32, 4096, 128), f(16777216, 128, 4096, 1), false, "shared(Q)", 0.0},
+		{"k", f(2, 32, 4096, 128), f(16777216, 128, 4096, 1), false, "shared(K)", 0.0},
+		{"scores", f(2, 32, 4096, 4096), f(536870912, 16777216, 4096, 1), true, "new", float64(2 * 32 * 4096 * 4096 * 4)},
+		{"attn", f(2, 32, 4096, 4096), f(536870912, 16777216, 4096, 1), true, "new", float64(2 * 32 * 4096 * 4096 * 4)},
+		{"out", f(2, 4096, 4096), f(16777216, 4096, 1), true, "shared(step 16)", 0.0},
+	}
+	for _, s := range seed {
+		r := byVar[s.v]
+		if r == nil || !reflect.DeepEqual(r["shape"], s.shape) || !reflect.DeepEqual(r["strides"], s.strides) ||
+			r["contiguous"] != s.contig || r["storage"] != s.storage || r["copied_bytes"] != s.copied {
+			t.Errorf("%s = %v, seed says %v %v %v", s.v, r, s.shape, s.strides, s.contig)
+		}
+	}
+	// Seed rows 7–9: attn @ v is contiguous, its transpose(1, 2) is not,
+	// and contiguous() copies 128 MiB.
+	if r := rows[14]; r["op"] != ".transpose(1, 2)" || !reflect.DeepEqual(r["strides"], f(16777216, 128, 524288, 1)) || r["contiguous"] != false {
+		t.Errorf("row 15 = %v", r)
+	}
+	if r := rows[15]; r["op"] != ".contiguous()" || r["copied_bytes"] != float64(2*4096*4096*4) {
+		t.Errorf("row 16 = %v", r)
+	}
+	if _, errOut, code := runCLI(t, "layout", "-f", filepath.Join(t.TempDir(), "missing.py")); code != 1 || !strings.Contains(errOut, "missing.py") {
+		t.Errorf("missing file: exit %d, %q", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "layout", "-f", "x.py", "empty(2)"); code != 1 || !strings.Contains(errOut, "not both") {
+		t.Errorf("file and program: exit %d, %q", code, errOut)
+	}
+}
+
+// TestLayoutProgramFailureStopsWithRows: a failing statement prints the
+// rows before it, then PyTorch's error with its line, and exits 1.
+func TestLayoutProgramFailureStopsWithRows(t *testing.T) {
+	out, errOut, code := runCLI(t, "layout", "x = empty(3, 4)\ny = x.t()\nz = y.view(12)\nw = z + 1")
+	if code != 1 || !strings.HasPrefix(errOut, "infer: line 3, step 3 .view(12): view: view size is not compatible") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "shared(x)") || strings.Count(strings.TrimSpace(out), "\n") != 2 {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	_, errOut, _ = runCLI(t, "layout", "x = empty(3)\ny = x.bogus()")
+	if !strings.Contains(errOut, "line 2, column 7: unknown tensor method \"bogus\"\n  y = x.bogus()\n        ^") {
+		t.Fatalf("syntax error: %q", errOut)
+	}
 }
