@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/layoutexpr"
@@ -28,7 +32,8 @@ func init() {
 }
 
 func newLayoutCmd(a *app) *cobra.Command {
-	var file string
+	var file, draw string
+	var grid bool
 	cmd := &cobra.Command{
 		Use:   "layout [PROGRAM]",
 		Short: "Show the shape, strides and copies of a PyTorch-style layout program",
@@ -96,6 +101,18 @@ prefix is accepted, and torch.f(x, ...) is x.f(...).`,
 			if err != nil {
 				return err
 			}
+			if grid {
+				for _, r := range rows {
+					if r.Error == "" {
+						fmt.Fprintf(out, "\nstep %d %s\n%s", r.Step, r.Op, layoutexpr.Grid(r))
+					}
+				}
+			}
+			if draw != "" {
+				if err := drawLayout(draw, rows); err != nil {
+					return err
+				}
+			}
 			if last := rows[len(rows)-1]; last.Error != "" {
 				line, _ := lineOf(src, last.ErrPos)
 				where := fmt.Sprintf("step %d", last.Step)
@@ -109,7 +126,38 @@ prefix is accepted, and torch.f(x, ...) is x.f(...).`,
 	}
 	a.flag(cmd, "output", "layout.output", "output format")
 	cmd.Flags().StringVarP(&file, "file", "f", "", "read the program from `FILE`")
+	cmd.Flags().StringVar(&draw, "draw", "", "draw storage and views to `FILE` (.svg or .png)")
+	cmd.Flags().BoolVar(&grid, "grid", false, "print each view's CuTe-style grid of storage indices")
 	return cmd
+}
+
+// drawLayout writes the picture of rows to path: SVG or PNG by extension,
+// both drawn by layoutexpr.Picture on a gonum/plot vg canvas.
+func drawLayout(path string, rows []layoutexpr.Row) error {
+	var data []byte
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		b, err := layoutexpr.DrawSVG(rows)
+		if err != nil {
+			return err
+		}
+		data = b
+	case ".png":
+		p := layoutexpr.NewPicture(rows)
+		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(p.W, p.H), vgimg.UseDPI(144), vgimg.UseBackgroundColor(color.White))}
+		p.Draw(c)
+		var b bytes.Buffer
+		if _, err := c.WriteTo(&b); err != nil {
+			return err
+		}
+		data = b.Bytes()
+	default:
+		return fmt.Errorf("--draw %s: want a .svg or .png file name", path)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("--draw: %v", err)
+	}
+	return nil
 }
 
 // maxLayoutFile bounds -f: a program is text, and the evaluator refuses

@@ -294,3 +294,28 @@ func TestLayoutProgramFailureStopsWithRows(t *testing.T) {
 		t.Fatalf("syntax error: %q", errOut)
 	}
 }
+
+// TestLayoutGridAndDraw: --grid prints CuTe-style grids after the table,
+// --draw writes an SVG or PNG, and an unknown extension is refused.
+func TestLayoutGridAndDraw(t *testing.T) {
+	out, _, code := runCLI(t, "layout", "--grid", "arange(12).view(3,4).t()")
+	if code != 0 || !strings.Contains(out, "step 3 .t()\n(4,3):(1,4) offset 0\n") || !strings.Contains(out, " 3 |  3 |  7 | 11 |") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	dir := t.TempDir()
+	svg, png := filepath.Join(dir, "a.svg"), filepath.Join(dir, "a.png")
+	for _, p := range []string{svg, png} {
+		if _, errOut, code := runCLI(t, "layout", "--draw", p, "empty(2,3).t().contiguous()"); code != 0 {
+			t.Fatalf("--draw %s: exit %d %s", p, code, errOut)
+		}
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<?xml") || !strings.Contains(string(b), "input storage") {
+		t.Fatalf("svg: %v %.100s", err, b)
+	}
+	if b, err := os.ReadFile(png); err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
+		t.Fatalf("png: %v", err)
+	}
+	if _, errOut, code := runCLI(t, "layout", "--draw", filepath.Join(dir, "a.gif"), "empty(2)"); code != 1 || !strings.Contains(errOut, ".svg or .png") {
+		t.Fatalf("gif: exit %d %q", code, errOut)
+	}
+}

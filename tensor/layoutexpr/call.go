@@ -257,6 +257,7 @@ func (ev *evaluator) call(n *node) (value, error) {
 	if m == nil {
 		return nil, ev.fail(n, c.x.DType(), fmt.Errorf("'Tensor' object has no attribute '%s'", n.name))
 	}
+	ev.input = c.x
 	res, err := m(c)
 	if err != nil {
 		return nil, ev.fail(n, c.x.DType(), err)

@@ -55,7 +55,8 @@ type Row struct {
 	Error  string
 	ErrPos int
 
-	t *tensor.Tensor
+	t  *tensor.Tensor
+	in *tensor.Tensor // the step's (first) tensor input, for pictures
 }
 
 // MemoryFormat is "channels_last" when a 4-d row is channels-last
@@ -129,6 +130,9 @@ func Eval(src string) ([]Row, error) {
 			break
 		}
 	}
+	if len(ev.rows) == 0 {
+		return nil, &SyntaxError{src, 0, "the program makes no tensor: start with a constructor such as empty(2,3,4), arange(12) or as_strided((2,3),(3,1),0)"}
+	}
 	return ev.rows, nil
 }
 
@@ -155,6 +159,7 @@ type evaluator struct {
 	alias map[*tensor.Storage]*tensor.Storage // view(dtype) storages → the one they reinterpret
 	stmt  int
 	names []pendingName
+	input *tensor.Tensor // the input of the step being recorded
 }
 
 type pendingName struct {
@@ -270,7 +275,8 @@ func (ev *evaluator) record(op string, t *tensor.Tensor, ctor bool) (*tval, erro
 	if err := checkBounds(t); err != nil {
 		return nil, err
 	}
-	r := Row{Step: len(ev.rows) + 1, Stmt: ev.stmt, Op: op, DType: t.DType(), Shape: nonNil(t.Shape()), Strides: nonNil(t.Strides()), Offset: t.Offset(), t: t}
+	r := Row{Step: len(ev.rows) + 1, Stmt: ev.stmt, Op: op, DType: t.DType(), Shape: nonNil(t.Shape()), Strides: nonNil(t.Strides()), Offset: t.Offset(), t: t, in: ev.input}
+	ev.input = nil
 	r.Contiguous = t.IsContiguous()
 	r.ChannelsLast = t.Dim() == 4 && channelsLastContiguous(r.Shape, r.Strides)
 	st := ev.root(t.Storage())

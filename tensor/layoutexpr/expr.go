@@ -103,6 +103,7 @@ func (ev *evaluator) eval(n *node) (value, error) {
 			if v.t.DType() == tensor.Bool {
 				return nil, ev.fail(n, v.t.DType(), errors.New("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."))
 			}
+			ev.input = v.t
 			out, err := unaryLayout(v.t, v.t.DType())
 			if err != nil {
 				return nil, ev.fail(n, v.t.DType(), err)
@@ -169,6 +170,7 @@ func (ev *evaluator) attr(n *node) (value, error) {
 		return nil, ev.fail(n, tensor.F32, fmt.Errorf("'%s' object has no attribute '%s'", typeName(x), n.name))
 	}
 	t := tv.t
+	ev.input = t
 	switch n.name {
 	case "shape":
 		return intsTuple(t.Shape()), nil
@@ -244,9 +246,9 @@ func (ev *evaluator) binary(n *node) (value, error) {
 	}
 	dt := tensor.F32
 	if aT {
-		dt = ta.t.DType()
+		dt, ev.input = ta.t.DType(), ta.t
 	} else {
-		dt = tb.t.DType()
+		dt, ev.input = tb.t.DType(), tb.t
 	}
 	var out *tensor.Tensor
 	if n.op == "@" {
@@ -421,6 +423,7 @@ func (ev *evaluator) index(n *node) (value, error) {
 	if !ok {
 		return nil, ev.fail(n, tensor.F32, fmt.Errorf("'%s' object is not subscriptable", typeName(x)))
 	}
+	ev.input = tv.t
 	out, err := indexTensor(tv.t, items)
 	if err != nil {
 		return nil, ev.fail(n, tv.t.DType(), err)

@@ -329,6 +329,10 @@ func FuzzLayoutExpr(f *testing.F) {
 		if len(steps) == 0 {
 			t.Fatalf("%q: no steps and no error", expr)
 		}
+		for _, r := range steps {
+			_ = Grid(r) // must not panic, whatever the layout
+		}
+		NewPicture(steps)
 		for i, s := range steps {
 			if s.Step != i+1 || s.Stmt < 1 {
 				t.Fatalf("%q: step %d numbered %d", expr, i+1, s.Step)
