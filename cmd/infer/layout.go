@@ -144,7 +144,7 @@ func drawLayout(path string, rows []layoutexpr.Row) error {
 		data = b
 	case ".png":
 		p := layoutexpr.NewPicture(rows)
-		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(p.W, p.H), vgimg.UseDPI(144), vgimg.UseBackgroundColor(color.White))}
+		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(p.W, p.H), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))}
 		p.Draw(c)
 		var b bytes.Buffer
 		if _, err := c.WriteTo(&b); err != nil {

@@ -29,11 +29,12 @@ import (
 // rows and columns (as Grid does) and the strip its first drawStrip cells.
 
 const (
-	cellW     = vg.Length(22)
-	cellH     = vg.Length(16)
-	margin    = vg.Length(10)
-	drawStrip = 48 // storage cells drawn before the strip is cut with "…"
-	maxPanels = 64 // rows drawn; a longer program draws its first maxPanels
+	cellW       = vg.Length(22)
+	cellH       = vg.Length(16)
+	margin      = vg.Length(10)
+	stripLabelW = vg.Length(125)
+	drawStrip   = 48 // storage cells drawn before the strip is cut with "…"
+	maxPanels   = 64 // rows drawn; a longer program draws its first maxPanels
 )
 
 var faceCache = font.NewCache(liberation.Collection())
@@ -91,10 +92,13 @@ func NewPicture(rows []Row) *Picture {
 		pn.grids = grids(r)
 		for _, g := range pn.grids {
 			h += cellH*vg.Length(len(g.rows)+1) + 8
+			if g.label != "" {
+				h += cellH
+			}
 			p.W = max(p.W, margin*2+cellW*vg.Length(len(g.cols)+1)+60)
 		}
 		for _, s := range pn.strips {
-			p.W = max(p.W, margin*2+cellW*vg.Length(min(s.n, drawStrip)+1)+110)
+			p.W = max(p.W, margin*2+cellW*vg.Length(min(s.n, drawStrip)+1)+stripLabelW+60)
 		}
 		pn.h = h
 		y += h + margin
@@ -230,7 +234,7 @@ func (p *Picture) Draw(c vg.Canvas) {
 		y += cellH + 6
 		for _, s := range pn.strips {
 			text(small, margin, y+4, s.label, false)
-			x := margin + 100
+			x := margin + stripLabelW
 			for i := 0; i < min(s.n, drawStrip); i++ {
 				fill := color.Color(color.White)
 				if s.reads[i] > 0 {
@@ -248,6 +252,7 @@ func (p *Picture) Draw(c vg.Canvas) {
 		for _, g := range pn.grids {
 			if g.label != "" {
 				text(small, margin, y+4, g.label, false)
+				y += cellH
 			}
 			x0 := margin + 40
 			for j, col := range g.cols {
