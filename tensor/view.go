@@ -607,26 +607,30 @@ func (t *Tensor) IsNonOverlappingAndDense() bool {
 
 // ChannelsLastStrides returns the strides of a 4-D NCHW shape stored as
 // NHWC: C is innermost, then W, then H, then N. [2,3,32,32] → (3072,1,96,3).
+// It is PyTorch's get_channels_last_strides_2d, sizes used as they are: a
+// size-0 dim zeroes the strides outside it ([2,0,6,1] → (0,1,0,0)).
 func ChannelsLastStrides(shape []int) ([]int, error) {
 	if len(shape) != 4 {
 		return nil, errorf("channels_last", "ChannelsLast format requires a 4-D shape, got %s", FormatInts(shape))
 	}
-	c1, h1, w1 := max(shape[1], 1), max(shape[2], 1), max(shape[3], 1)
-	return []int{c1 * w1 * h1, 1, w1 * c1, c1}, nil
+	st := make([]int, 4)
+	st[1] = 1
+	st[3] = shape[1]
+	st[2] = st[3] * shape[3]
+	st[0] = st[2] * shape[2]
+	return st, nil
 }
 
 // IsChannelsLast reports whether a 4-D tensor has channels-last strides
-// (PyTorch's is_contiguous(memory_format=torch.channels_last)).
+// (PyTorch's is_contiguous(memory_format=torch.channels_last)): walking
+// C, W, H, N, every dim of size != 1 has the running stride. Unlike
+// IsContiguous there is no shortcut for empty tensors, as in PyTorch 1.13.
 func (t *Tensor) IsChannelsLast() bool {
 	if len(t.shape) != 4 {
 		return false
 	}
-	// Walk dims in NHWC order from innermost: C, W, H, N.
 	expected := 1
 	for _, d := range []int{1, 3, 2, 0} {
-		if t.shape[d] == 0 {
-			return true
-		}
 		if t.shape[d] == 1 {
 			continue
 		}

@@ -793,14 +793,9 @@ func repeatInterleaveOp(c *callCtx) (any, error) {
 	return x.RepeatInterleave(r, d)
 }
 
-// channelsLastStrides is PyTorch's get_channels_last_strides_2d for a 4-d
-// shape: C innermost, then W, H, N, with the sizes as they are (a size-0
-// dim zeroes the strides outside it, unlike ContiguousStrides).
+// channelsLastStrides is tensor.ChannelsLastStrides for a shape known to
+// be 4-d.
 func channelsLastStrides(shape []int) []int {
-	st := make([]int, 4)
-	st[1] = 1
-	st[3] = shape[1]
-	st[2] = st[3] * shape[3]
-	st[0] = st[2] * shape[2]
+	st, _ := tensor.ChannelsLastStrides(shape)
 	return st
 }
