@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -130,16 +131,20 @@ func TestLayoutOutputPrecedence(t *testing.T) {
 }
 
 // TestLayoutJSONAgainstTorch replays every 10th program of the PyTorch
-// 1.13 recording (tensor/layoutexpr/testdata, made by
+// 1.13 recording (tensor/layoutexpr/testdata/torch-oracle.jsonl.gz, made by
 // scripts/torch-oracle/gen.py) through `infer layout --output json`:
 // every field the JSON has must be PyTorch's, a failing program exits 1
 // after printing the rows that worked.
 func TestLayoutJSONAgainstTorch(t *testing.T) {
-	f, err := os.Open("../../tensor/layoutexpr/testdata/torch-oracle.jsonl")
+	f, err := os.Open("../../tensor/layoutexpr/testdata/torch-oracle.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	type row struct {
 		Op           string `json:"op"`
 		Stmt         int    `json:"stmt"`
@@ -154,7 +159,7 @@ func TestLayoutJSONAgainstTorch(t *testing.T) {
 		CopiedBytes  int64  `json:"copied_bytes"`
 		Var          string `json:"var"`
 	}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	sc.Scan() // header
 	n, checked := 0, 0

@@ -3,7 +3,7 @@
 
 Run with Debian's python3-torch (1.13):
 
-    /usr/bin/python3 scripts/torch-oracle/gen.py > tensor/layoutexpr/testdata/torch-oracle.jsonl
+    /usr/bin/python3 scripts/torch-oracle/gen.py | gzip -n -9 > tensor/layoutexpr/testdata/torch-oracle.jsonl.gz
 
 Each output line is one program: {"src": ..., "rows": [...]}, with one row
 per tensor-producing step, in the order `infer layout` prints them. A row
@@ -32,6 +32,7 @@ warnings.filterwarnings("ignore")
 SEED = 15
 N_CHAINS = 3000
 N_PROGRAMS = 1200
+N_TARGETED = 1500
 
 DTYPES = ["float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"]
 SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
@@ -376,6 +377,146 @@ def rec_tuple(rec, stmt, x, call):
     return out
 
 
+# ---- targeted programs: TensorIterator layouts, matmul, indexing, kwargs ----
+
+LAYOUT_DTYPES = ["float32", "float64", "bfloat16", "int64", "int32", "bool", "uint8", "float16"]
+
+
+def layout_base(rng, shape, dt):
+    """A tensor of shape `shape` in a random memory layout, and its text."""
+    nd = len(shape)
+    k = rng.random()
+    if nd >= 2 and k < 0.3:
+        perm = rng.sample(range(nd), nd)
+        inv = [perm.index(i) for i in range(nd)]
+        src = [shape[i] for i in perm]
+        return "empty(%s, dtype=torch.%s).permute(%s)" % (", ".join(map(str, src)), dt, ", ".join(map(str, inv))), 2
+    if nd >= 1 and k < 0.45:
+        big = list(shape)
+        big[-1] = big[-1] * 2
+        return "empty(%s, dtype=torch.%s)[..., ::2]" % (", ".join(map(str, big)), dt), 2
+    if nd == 4 and k < 0.6:
+        return "empty(%s, dtype=torch.%s).contiguous(memory_format=torch.channels_last)" % (", ".join(map(str, shape)), dt), 2
+    if nd >= 1 and k < 0.7 and 1 in shape:
+        small = [1 if s == 1 else s for s in shape]
+        return "empty(%s, dtype=torch.%s).expand(%s)" % (", ".join(map(str, small)), dt, ", ".join(map(str, shape))), 2
+    if nd >= 2 and k < 0.8:
+        t = list(shape)
+        t[-1], t[-2] = t[-2], t[-1]
+        return "empty(%s, dtype=torch.%s).transpose(-1, -2)" % (", ".join(map(str, t)), dt), 2
+    return "empty(%s, dtype=torch.%s)" % (", ".join(map(str, shape)), dt), 1
+
+
+def split_methods(text):
+    """Split ".a(...).b[...]" at the top level into its steps."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([":
+            tuple_pick = text[start:i].split("(")[0] in (".split", ".chunk", ".unbind")
+            if depth == 0 and c == "[" and i > start and not tuple_pick:
+                out.append(text[start:i])
+                start = i
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "." and depth == 0 and i > start:
+            out.append(text[start:i])
+            start = i
+    out.append(text[start:])
+    return [o for o in out if o]
+
+
+def rows_of(text):
+    """The op texts of a chain's rows: the constructor, then each method."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return [text[: i + 1]] + split_methods(text[i + 1:])
+    return [text]
+
+
+def gen_targeted(rng):
+    rec = Recorder()
+    lines = []
+    env = {}
+    stmt = [0]
+
+    def run(name, expr, ops):
+        stmt[0] += 1
+        lines.append("%s = %s" % (name, expr))
+        ctor = expr.split("(")[0] in ("empty", "zeros", "ones", "arange", "empty_strided")
+        # The first row evaluates the statement up to the end of its op.
+        first = expr[: len(expr) - sum(len(o) for o in ops[1:])]
+        t = rec.row(ops[0], stmt[0], lambda: eval(first, ENV, dict(env)), ctor=ctor)
+        for op in ops[1:]:
+            cur = t
+            t = rec.row(op, stmt[0], lambda: eval_step(cur, op))
+        rec.rows[-1]["var"] = name
+        env[name] = t
+        return t
+
+    try:
+        nd = rng.choice([1, 2, 2, 3, 3, 4, 4])
+        shape = [rng.choice([1, 2, 3, 4]) if rng.random() < 0.9 else rng.choice([0, 5]) for _ in range(nd)]
+        dt = rng.choice(LAYOUT_DTYPES)
+        xt, _ = layout_base(rng, shape, dt)
+        run("x", xt, rows_of(xt))
+        ys = [s if rng.random() < 0.6 else 1 for s in shape][rng.randint(0, min(1, nd)):]
+        dt2 = rng.choice(LAYOUT_DTYPES) if rng.random() < 0.4 else dt
+        yt, _ = layout_base(rng, ys, dt2) if ys else ("empty((), dtype=torch.%s)" % dt2, 1)
+        run("y", yt, rows_of(yt))
+        for _ in range(rng.randint(1, 3)):
+            k = rng.random()
+            name = "z%d" % stmt[0]
+            a, b = rng.choice([("x", "y"), ("y", "x"), ("x", "x")])
+            if k < 0.35:
+                op = rng.choice(["+", "-", "*", "/"])
+                run(name, "%s %s %s" % (a, op, b), ["%s %s %s" % (a, op, b)])
+            elif k < 0.5:
+                e = rng.choice(["x * 2", "2 * x", "x + 0.5", "-x", "x ** 2", "1 - x", "x / 3", "y * 2.5"])
+                run(name, e, [e])
+            elif k < 0.6 and env["x"].dim() >= 1:
+                n = env["x"].shape[-1]
+                m = rng.choice([1, 2, 3])
+                w = "empty(%d, %d, dtype=torch.%s)" % (n, m, dt if rng.random() < 0.8 else "float32")
+                run("w", w, [w])
+                run(name, "x @ w", ["x @ w"])
+            elif k < 0.7 and env["x"].dim() >= 1 and env["x"].shape[0] > 0:
+                n = env["x"].shape[0]
+                idx = ", ".join(str(rng.randint(-n, n - 1)) for _ in range(rng.randint(1, 3)))
+                e = "x[[%s]]" % idx
+                run(name, e, ["[[%s]]" % idx])
+            else:
+                d = rng.randint(-max(nd, 1), max(nd, 1) - 1)
+                m = rng.choice([
+                    ".sum((0, -1))" if nd >= 2 else ".sum(0)",
+                    ".sum(%d, dtype=torch.float64)" % d,
+                    ".softmax(%d, dtype=torch.float32)" % d,
+                    ".to(memory_format=torch.channels_last)" if nd == 4 else ".to(dtype=torch.float64)",
+                    ".clone(memory_format=torch.contiguous_format)",
+                    ".repeat_interleave(2)",
+                    ".movedim((0, -1), (-1, 0))" if nd >= 2 else ".movedim(0, 0)",
+                    ".unflatten(-1, (-1, 1))" if nd >= 1 else ".flatten()",
+                    ".split([1, %d], -1)[1]" % max(shape[-1] - 1, 0) if nd >= 1 else ".flatten()",
+                    ".contiguous(memory_format=torch.channels_last).view(torch.int8)" if nd == 4 else ".view(torch.int8)",
+                    ".expand_as(x)", ".view_as(x)", ".reshape_as(x)",
+                ])
+                src = rng.choice(["x", "y"])
+                if m.startswith(".expand_as") or m.startswith(".view_as") or m.startswith(".reshape_as"):
+                    src = "y"
+                run(name, src + m, split_methods(m))
+            if rng.random() < 0.15:
+                e = "torch.transpose(x, 0, -1)"
+                run("t%d" % stmt[0], e, [e])
+    except Stop:
+        pass
+    return rec, "; ".join(lines) if rng.random() < 0.5 else "\n".join(lines)
+
+
 def kernel_missing(rec):
     last = rec.rows[-1] if rec.rows else None
     return last is not None and not last["ok"] and "not implemented for" in last["error"]
@@ -395,6 +536,13 @@ def main():
     n = 0
     while n < N_PROGRAMS:
         rec, src = gen_program(rng)
+        if kernel_missing(rec) or not rec.rows:
+            continue
+        out.write(json.dumps({"src": src, "rows": rec.rows}, separators=(",", ":")) + "\n")
+        n += 1
+    n = 0
+    while n < N_TARGETED:
+        rec, src = gen_targeted(rng)
         if kernel_missing(rec) or not rec.rows:
             continue
         out.write(json.dumps({"src": src, "rows": rec.rows}, separators=(",", ":")) + "\n")

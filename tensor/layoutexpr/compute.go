@@ -69,6 +69,15 @@ func elementwise(op string, a, b value) (*tensor.Tensor, error) {
 			}
 		}
 	}
+	// On the CPU, TensorIterator first converts every input whose dtype is
+	// not the common one with .to() (preserve_format), so such an input
+	// enters the layout rules with dense strides of its own dim order.
+	for i := range ops {
+		o := &ops[i]
+		if !o.wrapped && o.dtype != dt && !nonOverlappingAndDense(o.shape, o.strides) {
+			o.strides = inferDenseStrides(o.shape, o.strides)
+		}
+	}
 	shape, strides, err := iterLayout(ops)
 	if err != nil {
 		return nil, err
@@ -439,9 +448,18 @@ func matmulLayout(a, b *tensor.Tensor) (*tensor.Tensor, error) {
 	if da == 0 || db == 0 {
 		return nil, fmt.Errorf("both arguments to matmul need to be at least 1D, but they are %dD and %dD", da, db)
 	}
-	if a.DType() != b.DType() && a.Numel() > 0 && b.Numel() > 0 {
-		// (PyTorch 1.13 on CPU checks the dtypes only when there is work.)
-		return nil, fmt.Errorf("expected scalar type %s but found %s", scalarName(a.DType()), scalarName(b.DType()))
+	// PyTorch 1.13 on CPU checks the dtypes only when there is work (dot
+	// always checks); with an empty operand the result takes the dtype of
+	// the operand its kernel allocates like: mm's first, mv's and bmm's
+	// second.
+	dt := a.DType()
+	if a.DType() != b.DType() {
+		if (a.Numel() > 0 && b.Numel() > 0) || (da == 1 && db == 1) {
+			return nil, fmt.Errorf("expected scalar type %s but found %s", scalarName(a.DType()), scalarName(b.DType()))
+		}
+		if db != 2 {
+			dt = b.DType()
+		}
 	}
 	sa, sb := a.Shape(), b.Shape()
 	k1 := sa[da-1]
@@ -476,7 +494,7 @@ func matmulLayout(a, b *tensor.Tensor) (*tensor.Tensor, error) {
 	if db >= 2 {
 		out = append(out, sb[db-1])
 	}
-	return newMeta("matmul", promote(a.DType(), b.DType()), out, nil)
+	return newMeta("matmul", dt, out, nil)
 }
 
 func softmaxOp(c *callCtx) (any, error) {
@@ -663,7 +681,23 @@ func indexTensor(x *tensor.Tensor, items []value) (*tensor.Tensor, error) {
 			return nil, fmt.Errorf("index %d is out of bounds for dimension %d with size %d", i, advDim, size)
 		}
 	}
-	shape := t.Shape()
-	shape[advDim] = len(adv.items)
-	return newMeta("index", t.DType(), shape, nil)
+	// PyTorch's AdvancedIndex runs a TensorIterator over the input with
+	// the indexed dim restrided to stride 0 and the index tensor (int64,
+	// viewed as [n, 1, ..., 1]); the result takes the layout it picks.
+	shape, strides := t.Shape(), t.Strides()
+	n := len(adv.items)
+	shape[advDim], strides[advDim] = n, 0
+	ishape := make([]int, len(shape)-advDim)
+	for i := range ishape {
+		ishape[i] = 1
+	}
+	ishape[0] = n
+	oshape, ostrides, err := iterLayout([]operand{
+		{shape: shape, strides: strides, dtype: t.DType()},
+		{shape: ishape, strides: tensor.ContiguousStrides(ishape), dtype: tensor.I64},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newMeta("index", t.DType(), oshape, ostrides)
 }

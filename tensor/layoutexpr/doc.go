@@ -12,7 +12,7 @@
 //
 // It uses only package tensor's public API. The semantics follow PyTorch
 // 1.13 (Debian's python3-torch) and are checked against PyTorch itself:
-// testdata/torch-oracle.jsonl is recorded by scripts/torch-oracle/gen.py
+// testdata/torch-oracle.jsonl.gz is recorded by scripts/torch-oracle/gen.py
 // and replayed by TestTorchOracle. Where PyTorch 2.x differs, the doc
 // comment of the op says so.
 //

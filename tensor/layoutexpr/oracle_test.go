@@ -2,6 +2,7 @@ package layoutexpr
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -33,15 +34,19 @@ type oracleProgram struct {
 	Rows []oracleRow `json:"rows"`
 }
 
-// loadOracle reads testdata/torch-oracle.jsonl: a header line naming the
+// loadOracle reads testdata/torch-oracle.jsonl.gz: a header line naming the
 // PyTorch version, then one program per line.
 func loadOracle(t testing.TB) (version string, progs []oracleProgram) {
-	f, err := os.Open("testdata/torch-oracle.jsonl")
+	f, err := os.Open("testdata/torch-oracle.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		if version == "" {

@@ -592,10 +592,30 @@ func toOp(c *callCtx) (any, error) {
 	if v, ok := c.b["copy"].(bool); ok {
 		cp = v
 	}
-	if dt == c.x.DType() && mf == preserveFormat && !cp {
-		return c.x, nil
+	if dt == c.x.DType() && !cp && (mf == preserveFormat || suggestMemoryFormat(c.x.Shape(), c.x.Strides()) == mf) {
+		return c.x, nil // to_will_alias
 	}
 	return copyAs(c.x, dt, mf)
+}
+
+// suggestMemoryFormat is PyTorch's suggest_memory_format for a strided
+// tensor: channels_last when a 4-d tensor's strides are ordered like
+// channels-last (is_channels_last_strides_2d), else contiguous_format.
+func suggestMemoryFormat(shape, strides []int) memFormat {
+	if len(shape) != 4 || strides[1] == 0 {
+		return contiguousFormat
+	}
+	lo := 0
+	for _, d := range []int{1, 3, 2, 0} {
+		if shape[d] == 0 || strides[d] < lo || (d == 0 && lo == strides[1]) {
+			return contiguousFormat
+		}
+		lo = strides[d]
+		if shape[d] > 1 {
+			lo *= shape[d]
+		}
+	}
+	return channelsLast
 }
 
 func convert(dt tensor.DType) method {
