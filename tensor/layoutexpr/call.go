@@ -206,26 +206,9 @@ func (ev *evaluator) call(n *node) (value, error) {
 			return nil, err
 		}
 	}
-	c := &callCtx{name: n.name}
-	for _, a := range n.args {
-		v, err := ev.eval(a)
-		if err != nil {
-			return nil, err
-		}
-		if v, err = ev.use(v); err != nil {
-			return nil, err
-		}
-		c.args = append(c.args, v)
-	}
-	for _, k := range n.kws {
-		v, err := ev.eval(k.val)
-		if err != nil {
-			return nil, err
-		}
-		if v, err = ev.use(v); err != nil {
-			return nil, err
-		}
-		c.kwName, c.kwVal = append(c.kwName, k.name), append(c.kwVal, v)
+	c, err := ev.callArgs(n)
+	if err != nil {
+		return nil, err
 	}
 	_, isTorch := recv.(torchNS)
 	if !n.method || isTorch {
@@ -351,4 +334,30 @@ func ctorList() string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
+}
+
+// callArgs evaluates a call's arguments, left to right as Python does.
+func (ev *evaluator) callArgs(n *node) (*callCtx, error) {
+	c := &callCtx{name: n.name}
+	for _, a := range n.args {
+		v, err := ev.eval(a)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = ev.use(v); err != nil {
+			return nil, err
+		}
+		c.args = append(c.args, v)
+	}
+	for _, k := range n.kws {
+		v, err := ev.eval(k.val)
+		if err != nil {
+			return nil, err
+		}
+		if v, err = ev.use(v); err != nil {
+			return nil, err
+		}
+		c.kwName, c.kwVal = append(c.kwName, k.name), append(c.kwVal, v)
+	}
+	return c, nil
 }

@@ -148,25 +148,8 @@ func iterLayout(ops []operand) (shape, strides []int, err error) {
 		return nil, nil, fmt.Errorf("more than %d dims", maxDims)
 	}
 	if same {
-		contig, cl, dense := true, true, true
-		for _, o := range ops {
-			contig = contig && isContiguous(o.shape, o.strides)
-			cl = cl && channelsLastContiguous(o.shape, o.strides)
-			dense = dense && nonOverlappingAndDense(o.shape, o.strides)
-		}
-		switch {
-		case contig:
-			return shape, tensor.ContiguousStrides(shape), nil
-		case cl:
-			return shape, channelsLastStrides(shape), nil
-		case dense:
-			equal := true
-			for _, o := range ops[1:] {
-				equal = equal && slices.Equal(o.strides, ops[0].strides)
-			}
-			if equal {
-				return shape, slices.Clone(ops[len(ops)-1].strides), nil
-			}
+		if st, ok := fastSetup(shape, ops); ok {
+			return shape, st, nil
 		}
 	}
 	nd := len(shape)
@@ -183,42 +166,7 @@ func iterLayout(ops []operand) (shape, strides []int, err error) {
 			sb[k][lead+i] = o.strides[i] * o.dtype.Size()
 		}
 	}
-	// perm[0] is the fastest-moving dim; start from the reversed order and
-	// insertion-sort with TensorIterator's ambiguous comparison.
-	perm := make([]int, nd)
-	for i := range perm {
-		perm[i] = nd - 1 - i
-	}
-	shouldSwap := func(d0, d1 int) int {
-		for k := range ops {
-			s0, s1 := sb[k][d0], sb[k][d1]
-			if s0 == 0 || s1 == 0 {
-				continue
-			}
-			if s0 < s1 {
-				return -1
-			}
-			if s0 > s1 {
-				return 1
-			}
-			if shape[d0] > shape[d1] {
-				return 1
-			}
-		}
-		return 0
-	}
-	for i := 1; i < nd; i++ {
-		d1 := i
-		for d0 := i - 1; d0 >= 0; d0-- {
-			c := shouldSwap(perm[d0], perm[d1])
-			if c > 0 {
-				perm[d0], perm[d1] = perm[d1], perm[d0]
-				d1 = d0
-			} else if c < 0 {
-				break
-			}
-		}
-	}
+	perm := reorderDims(shape, sb)
 	inverted := true
 	for i := range perm {
 		if perm[i] != nd-1-i {
@@ -343,99 +291,6 @@ func inferDenseStrides(shape, strides []int) []int {
 		}
 	}
 	return out
-}
-
-// ---- type promotion ----
-
-// promote is torch.promote_types for the dtypes Stride knows.
-func promote(a, b tensor.DType) tensor.DType {
-	if a == b {
-		return a
-	}
-	if a == tensor.Bool {
-		return b
-	}
-	if b == tensor.Bool {
-		return a
-	}
-	if a.IsFloat() || b.IsFloat() {
-		if !b.IsFloat() {
-			return a
-		}
-		if !a.IsFloat() {
-			return b
-		}
-		if a == tensor.F64 || b == tensor.F64 {
-			return tensor.F64
-		}
-		return tensor.F32 // f32 with a half type, or f16 with bf16
-	}
-	// Both integers.
-	if a == tensor.U8 || b == tensor.U8 {
-		o := b
-		if b == tensor.U8 {
-			o = a
-		}
-		if o == tensor.I8 {
-			return tensor.I16
-		}
-		return o
-	}
-	if a.Size() >= b.Size() {
-		return a
-	}
-	return b
-}
-
-// resultType is torch.result_type: dimensioned tensors outrank 0-d
-// tensors, which outrank Python numbers, unless a lower group has a
-// higher category (bool < integer < float).
-func resultType(ops ...operand) tensor.DType {
-	type group struct {
-		dt tensor.DType
-		ok bool
-	}
-	var dim, zero, wrapped group
-	add := func(g *group, dt tensor.DType) {
-		if g.ok {
-			g.dt = promote(g.dt, dt)
-		} else {
-			*g = group{dt, true}
-		}
-	}
-	for _, o := range ops {
-		switch {
-		case o.wrapped:
-			add(&wrapped, o.dtype)
-		case len(o.shape) == 0:
-			add(&zero, o.dtype)
-		default:
-			add(&dim, o.dtype)
-		}
-	}
-	combine := func(hi, lo group) group {
-		if hi.ok && hi.dt.IsFloat() {
-			return hi
-		}
-		if (hi.ok && hi.dt == tensor.Bool) || (lo.ok && lo.dt.IsFloat()) {
-			switch {
-			case !hi.ok:
-				return lo
-			case !lo.ok:
-				return hi
-			}
-			return group{promote(hi.dt, lo.dt), true}
-		}
-		if hi.ok {
-			return hi
-		}
-		return lo
-	}
-	r := combine(dim, combine(zero, wrapped))
-	if !r.ok {
-		return tensor.F32
-	}
-	return r.dt
 }
 
 // ---- matmul, softmax, reductions ----
@@ -591,113 +446,73 @@ func reduceOp(mean bool) method {
 	}
 }
 
-// ---- indexing ----
+// fastSetup is TensorIterator's compute_fast_setup_type for operands of
+// one shape: all contiguous, all channels-last, or all non-overlapping
+// and dense with equal strides give the output that layout.
+func fastSetup(shape []int, ops []operand) ([]int, bool) {
+	contig, cl, dense := true, true, true
+	for _, o := range ops {
+		contig = contig && isContiguous(o.shape, o.strides)
+		cl = cl && channelsLastContiguous(o.shape, o.strides)
+		dense = dense && nonOverlappingAndDense(o.shape, o.strides)
+	}
+	switch {
+	case contig:
+		return tensor.ContiguousStrides(shape), true
+	case cl:
+		return channelsLastStrides(shape), true
+	case dense:
+		equal := true
+		for _, o := range ops[1:] {
+			equal = equal && slices.Equal(o.strides, ops[0].strides)
+		}
+		if equal {
+			return slices.Clone(ops[len(ops)-1].strides), true
+		}
+	}
+	return nil, false
+}
 
-// indexTensor is x[items] with PyTorch's basic indexing (ints select,
-// slices slice, None unsqueezes, ... stands for the remaining dims), and
-// one list of ints as advanced indexing (a copy).
-func indexTensor(x *tensor.Tensor, items []value) (*tensor.Tensor, error) {
-	if len(items) == 1 {
-		if tup, ok := items[0].(*tupleVal); ok && !tup.list {
-			items = tup.items
+// reorderDims is TensorIterator's reorder_dimensions: perm[0] is the
+// fastest-moving dim. It starts from the reversed order and insertion-sorts
+// with an ambiguous comparison: the first operand whose strides (in bytes,
+// sb[k]) differ, both non-zero, decides; equal strides put the smaller dim
+// first; otherwise the next operand is asked.
+func reorderDims(shape []int, sb [][]int) []int {
+	nd := len(shape)
+	perm := make([]int, nd)
+	for i := range perm {
+		perm[i] = nd - 1 - i
+	}
+	shouldSwap := func(d0, d1 int) int {
+		for k := range sb {
+			s0, s1 := sb[k][d0], sb[k][d1]
+			if s0 == 0 || s1 == 0 {
+				continue
+			}
+			if s0 < s1 {
+				return -1
+			}
+			if s0 > s1 {
+				return 1
+			}
+			if shape[d0] > shape[d1] {
+				return 1
+			}
+		}
+		return 0
+	}
+	for i := 1; i < nd; i++ {
+		d1 := i
+		for d0 := i - 1; d0 >= 0; d0-- {
+			c := shouldSwap(perm[d0], perm[d1])
+			if c > 0 {
+				perm[d0], perm[d1] = perm[d1], perm[d0]
+				d1 = d0
+			} else if c < 0 {
+				break
+			}
 		}
 	}
-	consumed, ellipses := 0, 0
-	for _, it := range items {
-		switch it.(type) {
-		case noneVal:
-		case ellipsisVal:
-			ellipses++
-		default:
-			consumed++
-		}
-	}
-	if ellipses > 1 {
-		return nil, fmt.Errorf("an index can only have a single ellipsis ('...')")
-	}
-	if consumed > x.Dim() {
-		if x.Dim() == 0 {
-			return nil, fmt.Errorf("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-		}
-		return nil, fmt.Errorf("too many indices for tensor of dimension %d", x.Dim())
-	}
-	t := x
-	dim := 0
-	var adv *tupleVal
-	advDim := -1
-	var err error
-	for _, it := range items {
-		switch v := it.(type) {
-		case int:
-			size, _ := t.Size(dim)
-			if v < -size || v >= size {
-				return nil, fmt.Errorf("index %d is out of bounds for dimension %d with size %d", v, dim, size)
-			}
-			if t, err = t.Select(dim, v); err != nil {
-				return nil, err
-			}
-		case sliceVal:
-			step := 1
-			if v.step != nil {
-				step = *v.step
-			}
-			if step <= 0 {
-				return nil, fmt.Errorf("step must be greater than zero")
-			}
-			if t, err = sliceDim(t, dim, v.lo, v.hi, step); err != nil {
-				return nil, err
-			}
-			dim++
-		case noneVal:
-			if t, err = t.Unsqueeze(dim); err != nil {
-				return nil, err
-			}
-			dim++
-		case ellipsisVal:
-			dim += x.Dim() - consumed
-		case *tupleVal:
-			if adv != nil {
-				return nil, fmt.Errorf("only one list index is supported")
-			}
-			adv, advDim = v, dim
-			dim++
-		case bool:
-			return nil, fmt.Errorf("boolean indices are not supported")
-		default:
-			return nil, fmt.Errorf("only integers, slices (`:`), ellipsis (`...`), None and lists of integers are valid indices (got %s)", typeName(it))
-		}
-	}
-	if adv == nil {
-		return t, nil
-	}
-	// Advanced indexing gathers into a new contiguous tensor.
-	size, _ := t.Size(advDim)
-	for _, e := range adv.items {
-		i, ok := e.(int)
-		if !ok {
-			return nil, fmt.Errorf("tensors used as indices must be long, int, byte or bool tensors")
-		}
-		if i < -size || i >= size {
-			return nil, fmt.Errorf("index %d is out of bounds for dimension %d with size %d", i, advDim, size)
-		}
-	}
-	// PyTorch's AdvancedIndex runs a TensorIterator over the input with
-	// the indexed dim restrided to stride 0 and the index tensor (int64,
-	// viewed as [n, 1, ..., 1]); the result takes the layout it picks.
-	shape, strides := t.Shape(), t.Strides()
-	n := len(adv.items)
-	shape[advDim], strides[advDim] = n, 0
-	ishape := make([]int, len(shape)-advDim)
-	for i := range ishape {
-		ishape[i] = 1
-	}
-	ishape[0] = n
-	oshape, ostrides, err := iterLayout([]operand{
-		{shape: shape, strides: strides, dtype: t.DType()},
-		{shape: ishape, strides: tensor.ContiguousStrides(ishape), dtype: tensor.I64},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return newMeta("index", t.DType(), oshape, ostrides)
+	return perm
 }

@@ -347,43 +347,9 @@ func (ev *evaluator) index(n *node) (value, error) {
 		}
 		return nil, err
 	}
-	var items []value
-	for _, it := range n.items {
-		if it.kind == nSlice {
-			s := sliceVal{}
-			for i, part := range []*node{it.lo, it.hi, it.step} {
-				if part == nil {
-					continue
-				}
-				v, err := ev.eval(part)
-				if err != nil {
-					return nil, err
-				}
-				var p *int
-				switch pv := v.(type) {
-				case int:
-					p = &pv
-				case noneVal:
-				default:
-					return nil, ev.fail(n, tensor.F32, errors.New("slice indices must be integers or None"))
-				}
-				switch i {
-				case 0:
-					s.lo = p
-				case 1:
-					s.hi = p
-				default:
-					s.step = p
-				}
-			}
-			items = append(items, s)
-			continue
-		}
-		v, err := ev.eval(it)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, v)
+	items, err := ev.subscripts(n)
+	if err != nil {
+		return nil, err
 	}
 	if tup, ok := x.(*tupleVal); ok {
 		if n.x.kind == nCall && n.x.method {
@@ -445,4 +411,47 @@ func (ev *evaluator) tupleIndexCheck(n *node, tup *tupleVal, items []value) erro
 		return nil
 	}
 	return &failure{op: ev.opText(n.x) + ev.src[n.bracket:n.end], pos: n.bracket, end: n.end, msg: msg, dtype: tensor.F32}
+}
+
+// subscripts evaluates the items of x[...]: values, and a:b:c as sliceVal.
+func (ev *evaluator) subscripts(n *node) ([]value, error) {
+	var items []value
+	for _, it := range n.items {
+		if it.kind == nSlice {
+			s := sliceVal{}
+			for i, part := range []*node{it.lo, it.hi, it.step} {
+				if part == nil {
+					continue
+				}
+				v, err := ev.eval(part)
+				if err != nil {
+					return nil, err
+				}
+				var p *int
+				switch pv := v.(type) {
+				case int:
+					p = &pv
+				case noneVal:
+				default:
+					return nil, ev.fail(n, tensor.F32, errors.New("slice indices must be integers or None"))
+				}
+				switch i {
+				case 0:
+					s.lo = p
+				case 1:
+					s.hi = p
+				default:
+					s.step = p
+				}
+			}
+			items = append(items, s)
+			continue
+		}
+		v, err := ev.eval(it)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, v)
+	}
+	return items, nil
 }

@@ -71,45 +71,12 @@ func lex(src string) ([]token, error) {
 			}
 			i++
 		case isDigit(c) || (c == '.' && i+1 < len(src) && isDigit(src[i+1])):
-			j, float := i, false
-			for j < len(src) && isDigit(src[j]) {
-				j++
+			t, err := lexNumber(src, i)
+			if err != nil {
+				return nil, err
 			}
-			if j < len(src) && src[j] == '.' && !(j+1 < len(src) && src[j+1] == '.') {
-				float = true
-				j++
-				for j < len(src) && isDigit(src[j]) {
-					j++
-				}
-			}
-			if j < len(src) && (src[j] == 'e' || src[j] == 'E') {
-				k := j + 1
-				if k < len(src) && (src[k] == '+' || src[k] == '-') {
-					k++
-				}
-				if k < len(src) && isDigit(src[k]) {
-					float = true
-					for j = k; j < len(src) && isDigit(src[j]); j++ {
-					}
-				}
-			}
-			if j < len(src) && (isNameStart(src[j]) || isDigit(src[j])) {
-				return nil, &SyntaxError{src, j, fmt.Sprintf("invalid number %q", src[i:j+1])}
-			}
-			if float {
-				f, err := strconv.ParseFloat(src[i:j], 64)
-				if err != nil {
-					return nil, &SyntaxError{src, i, fmt.Sprintf("invalid number %q", src[i:j])}
-				}
-				toks = append(toks, token{kind: tokFloat, text: src[i:j], f: f, pos: i})
-			} else {
-				v, err := strconv.ParseInt(src[i:j], 10, 64)
-				if err != nil || v > maxInt {
-					return nil, &SyntaxError{src, i, fmt.Sprintf("integer %s is out of range (|n| must be at most 2^53)", src[i:j])}
-				}
-				toks = append(toks, token{kind: tokInt, text: src[i:j], n: int(v), pos: i})
-			}
-			i = j
+			toks = append(toks, t)
+			i += len(t.text)
 		case isNameStart(c):
 			j := i + 1
 			for j < len(src) && (isNameStart(src[j]) || isDigit(src[j])) {
@@ -144,4 +111,45 @@ func lex(src string) ([]token, error) {
 		}
 	}
 	return append(toks, token{kind: tokEOF, pos: len(src)}), nil
+}
+
+// lexNumber scans the int or float literal starting at src[i].
+func lexNumber(src string, i int) (token, error) {
+	j, float := i, false
+	for j < len(src) && isDigit(src[j]) {
+		j++
+	}
+	if j < len(src) && src[j] == '.' && !(j+1 < len(src) && src[j+1] == '.') {
+		float = true
+		j++
+		for j < len(src) && isDigit(src[j]) {
+			j++
+		}
+	}
+	if j < len(src) && (src[j] == 'e' || src[j] == 'E') {
+		k := j + 1
+		if k < len(src) && (src[k] == '+' || src[k] == '-') {
+			k++
+		}
+		if k < len(src) && isDigit(src[k]) {
+			float = true
+			for j = k; j < len(src) && isDigit(src[j]); j++ {
+			}
+		}
+	}
+	if j < len(src) && (isNameStart(src[j]) || isDigit(src[j])) {
+		return token{}, &SyntaxError{src, j, fmt.Sprintf("invalid number %q", src[i:j+1])}
+	}
+	if float {
+		f, err := strconv.ParseFloat(src[i:j], 64)
+		if err != nil {
+			return token{}, &SyntaxError{src, i, fmt.Sprintf("invalid number %q", src[i:j])}
+		}
+		return token{kind: tokFloat, text: src[i:j], f: f, pos: i}, nil
+	}
+	v, err := strconv.ParseInt(src[i:j], 10, 64)
+	if err != nil || v > maxInt {
+		return token{}, &SyntaxError{src, i, fmt.Sprintf("integer %s is out of range (|n| must be at most 2^53)", src[i:j])}
+	}
+	return token{kind: tokInt, text: src[i:j], n: int(v), pos: i}, nil
 }
