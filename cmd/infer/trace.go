@@ -40,7 +40,9 @@ and copied. The numbers are the ones PyTorch would print for the same code.
 With --meta the layouts are computed on meta tensors, so the seed's
 B=2, S=4096, H=32, D=128 layer (configs/seed-mha.yaml) costs nothing; without
 it the layer runs for real on random inputs and the accounting is measured.
-Head counts default to the model's (the synthetic model, or --checkpoint).`,
+Head counts default to the model's (the synthetic model, or --checkpoint).
+The naive path is the PyTorch program in configs/mha-layout.py: run it with
+infer layout -f configs/mha-layout.py to see the same layouts row by row.`,
 		Example: `  infer trace --config configs/seed-mha.yaml --meta
   infer trace --heads 12 --kv-heads 4 --head-dim 64 --seq 8 --output markdown
   infer trace --seq 1 --past 127 --path naive`,
