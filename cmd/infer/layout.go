@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image/color"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 )
@@ -109,7 +111,7 @@ prefix is accepted, and torch.f(x, ...) is x.f(...).`,
 				}
 			}
 			if draw != "" {
-				if err := drawLayout(draw, rows); err != nil {
+				if err := drawLayout(cmd.Context(), draw, rows); err != nil {
 					return err
 				}
 			}
@@ -132,8 +134,10 @@ prefix is accepted, and torch.f(x, ...) is x.f(...).`,
 }
 
 // drawLayout writes the picture of rows to path: SVG or PNG by extension,
-// both drawn by layoutexpr.Picture on a gonum/plot vg canvas.
-func drawLayout(path string, rows []layoutexpr.Row) error {
+// both drawn by layoutexpr.Picture on a gonum/plot vg canvas. The file is
+// written like every output of infer (outfile): replaced atomically, never
+// left half-written, a device or FIFO written through.
+func drawLayout(ctx context.Context, path string, rows []layoutexpr.Row) error {
 	var data []byte
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
@@ -154,8 +158,16 @@ func drawLayout(path string, rows []layoutexpr.Row) error {
 	default:
 		return fmt.Errorf("--draw %s: want a .svg or .png file name", path)
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("--draw: %v", err)
+	f, err := outfile.Create(ctx, path)
+	if err != nil {
+		return fmt.Errorf("--draw: %w", err)
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("--draw: %w", err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("--draw: %w", err)
 	}
 	return nil
 }
