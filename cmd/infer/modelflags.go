@@ -12,6 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -98,6 +99,10 @@ type loadedModel struct {
 	m     *model.Model
 	codec model.TextCodec
 	name  string
+	// gguf is the opened GGUF file the weights are views of (nil for other
+	// formats); stop holds its stop ids (nil: run.c's stop at BOS).
+	gguf *gguf.Source
+	stop []int
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -112,7 +117,11 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		return nil, err
 	}
 	lm := &loadedModel{}
-	if path := a.getPath("checkpoint"); path != "" {
+	if path := a.getPath("checkpoint"); path != "" && isGGUF(path) {
+		if err := loadGGUF(lm, path, wdt); err != nil {
+			return nil, err
+		}
+	} else if path != "" {
 		m, err := model.Load(path, model.LoadOptions{WeightDType: wdt})
 		if err != nil {
 			return nil, err
