@@ -94,7 +94,14 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 		return nil, err
 	}
 	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, led: opts.Ledger, mats: mats}
-	if f.rope, err = newRope(c, m.Weights.RopeFreqs); err != nil {
+	var factors []float32
+	if rf := m.Weights.RopeFreqs; rf != nil {
+		if factors, err = rf.Float32s(); err != nil {
+			mats.close()
+			return nil, fmt.Errorf("forward: rope_freqs: %w", err)
+		}
+	}
+	if f.rope, err = newRope(c, factors); err != nil {
 		mats.close()
 		return nil, err
 	}
@@ -203,7 +210,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 
 		// q += bq, k += bk, v += bv   (Qwen2; BQKV: ((H+2·KVH)·D))
-		if f.mats.bqkv != nil {
+		if f.mats.bqkv != nil && f.mats.bqkv[l] != nil {
 			f.addQKVBias(T, f.mats.bqkv[l])
 		}
 

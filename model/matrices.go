@@ -32,6 +32,14 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 	if len(w.Layers) != c.NLayers {
 		return nil, fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
 	}
+	// The q/k/v biases run when the weights have them; a config that
+	// declares them without the tensors would silently compute another
+	// model.
+	for l := range w.Layers {
+		if c.QKVBias && w.Layers[l].BQKV == nil {
+			return nil, fmt.Errorf("model: config has q/k/v biases but layer %d has none", l)
+		}
+	}
 	ms := &matrices{pool: pool}
 	if pool == nil {
 		ms.pool, ms.ownPool = kernels.NewPool(threads), true
@@ -82,8 +90,13 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 		ms.layers = append(ms.layers, lm)
 		ms.attnNorm = append(ms.attnNorm, vec("attn_norm", lw.AttnNorm, c.Dim))
 		ms.ffnNorm = append(ms.ffnNorm, vec("ffn_norm", lw.FFNNorm, c.Dim))
-		if c.QKVBias {
+		if lw.BQKV != nil {
+			if ms.bqkv == nil {
+				ms.bqkv = make([][]float32, l, c.NLayers) // layers before l have none
+			}
 			ms.bqkv = append(ms.bqkv, vec("bqkv", lw.BQKV, c.QKVRows()))
+		} else if ms.bqkv != nil {
+			ms.bqkv = append(ms.bqkv, nil)
 		}
 	}
 	ms.finalNorm = vec("final_norm", w.FinalNorm, c.Dim)

@@ -39,15 +39,14 @@ func SynthesizeIn(led *tensor.Ledger, cfg Config, seed uint64) (*Model, error) {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
 	// Bound the bytes with overflow-safe arithmetic before allocating.
-	// fileLayout sizes the float32 file; half-precision weights need at
-	// most that much.
-	_, need, err := fileLayout(FormatV1, cfg)
+	// The float32 bytes; half-precision weights need at most that much.
+	need, err := float32Bytes(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
 	if need > maxSynthBytes {
 		return nil, fmt.Errorf("synthesize: %s needs about %s of weights, beyond the %s limit",
-			describe(cfg), humanBytes(need), humanBytes(maxSynthBytes))
+			describe(cfg), HumanBytes(need), HumanBytes(maxSynthBytes))
 	}
 	m, err := allocWeights(led, cfg)
 	if err != nil {

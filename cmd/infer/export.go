@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/llama2c"
 )
 
 func init() {
@@ -68,13 +69,13 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 			defer lm.m.Close()
 			c := lm.m.Config
 			desc := "llama2.c legacy, float32"
-			write := func(w *bufio.Writer) error { return model.WriteLegacy(w, lm.m) }
+			write := func(w *bufio.Writer) error { return llama2c.WriteLegacy(w, lm.m) }
 			if format == "v2" {
 				if gs == 0 {
 					gs = model.Q8GroupSize(c, 0)
 				}
 				desc = fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs)
-				write = func(w *bufio.Writer) error { return model.WriteV2(w, lm.m, gs) }
+				write = func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }
 			}
 			if err := writeCheckpoint(out, write); err != nil {
 				return err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -99,9 +99,8 @@ type loadedModel struct {
 	m     *model.Model
 	codec model.TextCodec
 	name  string
-	// gguf is the opened GGUF file the weights are views of (nil for other
-	// formats); stop holds its stop ids (nil: run.c's stop at BOS).
-	gguf *gguf.Source
+	// stop holds the ids generation stops at when the checkpoint names
+	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
 	stop []int
 }
 
@@ -117,12 +116,16 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		return nil, err
 	}
 	lm := &loadedModel{}
-	if path := a.getPath("checkpoint"); path != "" && isGGUF(path) {
-		if err := loadGGUF(lm, path, wdt); err != nil {
+	if path := a.getPath("checkpoint"); path != "" {
+		opts := model.LoadOptions{WeightDType: wdt}
+		src, err := checkpoint.Open(path, opts)
+		if err != nil {
 			return nil, err
 		}
-	} else if path != "" {
-		m, err := model.Load(path, model.LoadOptions{WeightDType: wdt})
+		if st, ok := src.(interface{ StopTokens() []int }); ok {
+			lm.stop = st.StopTokens()
+		}
+		m, err := model.FromSource(src, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/llama2c"
 )
 
 func goldenIDs(t *testing.T) []int {
@@ -51,12 +52,17 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	gm, err := s.Model()
+	stops := s.StopTokens()
+	gm, err := model.FromSource(s, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bm, err := model.Load(sharedFile(t, "models/stories260K.bin"), model.LoadOptions{})
+	defer gm.Close()
+	bsrc, err := llama2c.Open(sharedFile(t, "models/stories260K.bin"), model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := model.FromSource(bsrc, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +71,6 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stops := s.StopTokens()
 	if got := generate(t, gm, []int{model.BOSID}, 256, 0, 0.9, 1, stops); !slices.Equal(got, golden) {
 		t.Errorf("greedy from BOS:\n got %v\nwant %v", got[:min(len(got), 20)], golden[:20])
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 
 	"github.com/stride-lm/stride/model"
@@ -30,12 +31,36 @@ func OpenSource(path string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sourceOf(f)
+}
+
+// OpenSourceFile is OpenSource on an opened file (model/checkpoint's
+// dispatch by magic); opts.NoMmap reads the file instead of mapping it.
+func OpenSourceFile(fd *os.File, name string, opts model.LoadOptions) (*Source, error) {
+	f, err := OpenFile(fd, name, opts.NoMmap)
+	if err != nil {
+		return nil, err
+	}
+	return sourceOf(f)
+}
+
+func sourceOf(f *File) (*Source, error) {
 	s, err := NewSource(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// MappedBytes is the size of the mapping the tensors view (0 when the
+// file was read into memory): model.FromSource counts what it copies
+// out of it.
+func (s *Source) MappedBytes() int64 {
+	if !s.f.Mapped() {
+		return 0
+	}
+	return s.f.Size()
 }
 
 // NewSource reads f's model configuration and checks its tensors. The
@@ -88,7 +113,7 @@ func StorageType(t GGMLType) (model.StorageType, error) {
 func (s *Source) Tensor(name string) (model.RawTensor, error) {
 	ti, ok := s.f.Tensor(name)
 	if !ok {
-		return model.RawTensor{}, fmt.Errorf("gguf: %s has no tensor %q", s.f.name, name)
+		return model.RawTensor{}, fmt.Errorf("gguf: %s: tensor %q: %w", s.f.name, name, model.ErrTensorNotFound)
 	}
 	st, err := StorageType(ti.Type)
 	if err != nil {
