@@ -22,7 +22,7 @@ var llamaCppPPL = []struct {
 	{"gguf/stories260K-f32.gguf", 64, 3.3607, 0.15656, false},
 	{"gguf/stories260K-f32.gguf", 256, 2.9944, 0.12376, false},
 	{"gguf/synthetic-k256-f32.gguf", 128, 533.3969, 5.37222, false},
-	{"gguf/synthetic-k256-q8_0.gguf", 128, 533.5823, 5.36929, false},
+	{"gguf/synthetic-k256-q8_0.gguf", 128, 533.5823, 5.36929, true},
 	{"gguf/stories260K-q8_0.gguf", 64, 3.3690, 0.15724, true},
 	{"gguf/stories260K-q8_0.gguf", 256, 2.9993, 0.12415, true},
 }
