@@ -6,70 +6,90 @@ package kernels
 // depends only on its row, its token and the Impl, so the result is
 // bit-identical for any thread count, row partition and T.
 
-// ggmlDots is one Impl's set of row dot products.
+// ggmlRowsFn computes len(out) consecutive weight rows (w holds them, rb
+// bytes each) against one token's quantized activations: xq and xd (the
+// block scales), and bsums for Q8_K.
+type ggmlRowsFn func(w []byte, rb int, xq []int8, xd []float32, bsums []int16, out []float32)
+
+// ggmlDots is one Impl's set of row kernels.
 type ggmlDots struct {
-	q8_0 func(w []byte, xq []int8, xd []float32) float32
-	q4_0 func(w []byte, xq []int8, xd []float32) float32
-	q4K  func(w []byte, xq []int8, xd []float32, bsums []int16) float32
-	q6K  func(w []byte, xq []int8, xd []float32, bsums []int16) float32
+	q8_0, q4_0, q4K, q6K ggmlRowsFn
+}
+
+// rowsOf lifts a one-row dot product to a ggmlRowsFn.
+func rowsOf(dot func(w []byte, xq []int8, xd []float32, bsums []int16) float32) ggmlRowsFn {
+	return func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
+		for i := range out {
+			out[i] = dot(w[i*rb:(i+1)*rb], xq, xd, bs)
+		}
+	}
 }
 
 var genericGGMLDots = ggmlDots{
-	q8_0: dotQ8_0Q8_0,
-	q4_0: dotQ4_0Q8_0,
-	q4K:  dotQ4KQ8K,
-	q6K:  func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KQ8K(w, xq, xd) },
+	q8_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ8_0Q8_0(w, xq, xd) }),
+	q4_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ4_0Q8_0(w, xq, xd) }),
+	q4K:  rowsOf(dotQ4KQ8K),
+	q6K:  rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KQ8K(w, xq, xd) }),
 }
 
 // simdGGMLDots[impl] holds the assembly kernels where they exist (set by
 // the amd64 init); a nil entry falls back to the generic one.
 var simdGGMLDots [3]ggmlDots
 
-// ggmlDotsFor is the dot-product set MatMul uses under impl, each kernel
-// the SIMD one when there is one and the generic one otherwise.
+// ggmlDotsFor is the kernel set MatMul uses under impl, each kernel the
+// SIMD one when there is one and the generic one otherwise.
 func ggmlDotsFor(impl Impl) ggmlDots {
 	d := genericGGMLDots
 	if impl == ImplGeneric || int(impl) >= len(simdGGMLDots) {
 		return d
 	}
 	s := simdGGMLDots[impl]
-	if s.q8_0 != nil {
-		d.q8_0 = s.q8_0
-	}
-	if s.q4_0 != nil {
-		d.q4_0 = s.q4_0
-	}
-	if s.q4K != nil {
-		d.q4K = s.q4K
-	}
-	if s.q6K != nil {
-		d.q6K = s.q6K
+	for _, p := range []struct {
+		dst *ggmlRowsFn
+		src ggmlRowsFn
+	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K}} {
+		if p.src != nil {
+			*p.dst = p.src
+		}
 	}
 	return d
 }
 
+// ggmlPanelRows is how many rows a prefill call runs for every token
+// before moving on: their blocks (a few KiB a row) stay in L1/L2 across
+// the tokens, so each weight streams from memory once per call.
+const ggmlPanelRows = 16
+
 // ggmlRows computes rows [r0, r1) of a block-format matmul for all T
-// tokens from the prepared activations a. Each weight row is read once and
-// reused for every token while it is in L1.
+// tokens from the prepared activations a.
 func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 	dots := ggmlDotsFor(impl)
+	var fn ggmlRowsFn
+	sd := 32 // values per activation scale
+	switch m.Format {
+	case GGMLQ8_0:
+		fn = dots.q8_0
+	case Q4_0:
+		fn = dots.q4_0
+	case Q4_K:
+		fn, sd = dots.q4K, 256
+	case Q6_K:
+		fn, sd = dots.q6K, 256
+	}
 	rb, cols := m.rowBytes(), m.Cols
-	for i := r0; i < r1; i++ {
-		w := m.Blocks[i*rb : (i+1)*rb]
+	panel := ggmlPanelRows
+	if T == 1 {
+		panel = r1 - r0
+	}
+	for r := r0; r < r1; r += panel {
+		n := min(panel, r1-r)
+		w := m.Blocks[r*rb : (r+n)*rb]
 		for t := 0; t < T; t++ {
-			xq := a.q[t*cols : (t+1)*cols]
-			var s float32
-			switch m.Format {
-			case GGMLQ8_0:
-				s = dots.q8_0(w, xq, a.d[t*cols/32:(t+1)*cols/32])
-			case Q4_0:
-				s = dots.q4_0(w, xq, a.d[t*cols/32:(t+1)*cols/32])
-			case Q4_K:
-				s = dots.q4K(w, xq, a.d[t*cols/256:(t+1)*cols/256], a.bsums[t*cols/16:(t+1)*cols/16])
-			case Q6_K:
-				s = dots.q6K(w, xq, a.d[t*cols/256:(t+1)*cols/256], a.bsums[t*cols/16:(t+1)*cols/16])
+			var bs []int16
+			if a.kind == actQ8_K {
+				bs = a.bsums[t*cols/16 : (t+1)*cols/16]
 			}
-			out[t*m.Rows+i] = s
+			fn(w, rb, a.q[t*cols:(t+1)*cols], a.d[t*cols/sd:(t+1)*cols/sd], bs, out[t*m.Rows+r:t*m.Rows+r+n])
 		}
 	}
 }

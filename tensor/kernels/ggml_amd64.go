@@ -1,0 +1,53 @@
+//go:build amd64
+
+package kernels
+
+import "unsafe"
+
+// The ggml dot-product kernels of ggml_amd64.s. Each computes nrows
+// consecutive rows (stride ws bytes, nb blocks each) against one token's
+// quantized activations into out[0:nrows]. They need AVX2, FMA and F16C
+// (ImplAVX2); the VNNI ones also AVX512-VNNI with VL.
+
+//go:noescape
+func ggmlQ8_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ8_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+// asmRows adapts a Q8_0-activation kernel to ggmlRowsFn.
+func asmRows(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)) ggmlRowsFn {
+	return func(w []byte, rb int, xq []int8, xd []float32, _ []int16, out []float32) {
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[0], len(out))
+	}
+}
+
+func init() {
+	avx2 := ggmlDots{
+		q8_0: asmRows(ggmlQ8_0RowsAVX2),
+		q4_0: asmRows(ggmlQ4_0RowsAVX2),
+		q4K: func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
+			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &xq[0], &xd[0], &bs[0], len(xd), &out[0], len(out))
+		},
+		q6K: asmRows(ggmlQ6KRowsAVX2),
+	}
+	simdGGMLDots[ImplAVX2] = avx2
+	avx512 := avx2
+	if hasVNNI {
+		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI)
+		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI)
+	}
+	simdGGMLDots[ImplAVX512] = avx512
+}
