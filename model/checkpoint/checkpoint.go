@@ -11,6 +11,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/model/hf"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/mapfile"
 )
@@ -26,7 +27,11 @@ func Open(path string, opts model.LoadOptions) (model.Source, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("checkpoint %s: is a directory; Hugging Face checkpoint directories are not supported yet", path)
+		src, err := hf.Open(path, opts, hf.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
 	}
 	var magic [4]byte
 	if n, _ := f.ReadAt(magic[:], 0); n == len(magic) && string(magic[:]) == gguf.Magic {

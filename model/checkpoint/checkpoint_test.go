@@ -111,7 +111,7 @@ func TestOpenRejects(t *testing.T) {
 		fifo = ""
 	}
 	cases := map[string]string{
-		dir:                          "is a directory; Hugging Face checkpoint directories are not supported yet",
+		dir:                          "is a directory without config.json, so not a Hugging Face checkpoint",
 		filepath.Join(dir, "absent"): "no such file",
 		write(t, "junk.bin", []byte("this is not a checkpoint at all")): "invalid llama2.c legacy header",
 		write(t, "empty.bin", nil):                                      "too short for a header",
