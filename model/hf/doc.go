@@ -41,12 +41,18 @@
 // and k_proj so that both compute the same attention. Two ways run such a
 // checkpoint correctly, and Options.Rotary picks one:
 //
-//   - RotaryNeox (the default) keeps the stored layout and rotates halves
-//     (model.RopeNeox), as vLLM does: the weights stay zero-copy views.
+//   - RotaryNeox keeps the stored layout and rotates halves
+//     (model.RopeNeox), as vLLM does: q_proj and k_proj are read as
+//     views (FromSource copies them into the fused WQKV either way).
 //   - RotaryUnpermute undoes the permutation at load, row by row, and
-//     rotates pairs (model.RopeNorm), as llama.cpp's converter does; the
-//     copied bytes are counted (Source.PermutedBytes, and the Ledger).
+//     rotates pairs (model.RopeNorm), as llama.cpp's converter does for
+//     Llama; the copied bytes are counted (Source.PermutedBytes, and the
+//     Ledger's allocations and copies).
 //
-// Both give the same logits as the llama2.c checkpoint the directory was
-// exported from, up to the order of the head dimensions in q·k sums.
+// Both give the logits of the llama2.c checkpoint the directory was
+// exported from: un-permuted bit for bit, NEOX up to the order of the
+// head dimensions in the q·k sums. The default, RotaryAuto, does what
+// llama.cpp's converter does: un-permute LlamaForCausalLM, keep
+// Qwen2ForCausalLM (llama.cpp runs qwen2 as NEOX). So a Llama directory
+// exports to llama2.c and GGUF files in their own layouts.
 package hf

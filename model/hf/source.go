@@ -23,8 +23,15 @@ import (
 type Rotary int
 
 const (
+	// RotaryAuto is what llama.cpp's converter does: RotaryUnpermute for
+	// LlamaForCausalLM (whose llama.cpp and llama2.c forms rotate pairs),
+	// RotaryNeox for Qwen2ForCausalLM (which llama.cpp runs as stored).
+	// The model then exports to GGUF and llama2.c files in their own
+	// layouts, and a Llama directory computes exactly what its llama2.c
+	// or GGUF conversion computes.
+	RotaryAuto Rotary = iota
 	// RotaryNeox keeps q_proj and k_proj as stored and rotates halves.
-	RotaryNeox Rotary = iota
+	RotaryNeox
 	// RotaryUnpermute reorders q_proj's and k_proj's rows (and biases)
 	// back to Meta's interleaved layout at load and rotates pairs.
 	RotaryUnpermute
@@ -89,7 +96,7 @@ func Open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
 }
 
 func open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
-	if opts.Rotary != RotaryNeox && opts.Rotary != RotaryUnpermute {
+	if opts.Rotary < RotaryAuto || opts.Rotary > RotaryUnpermute {
 		return nil, fmt.Errorf("unknown rotary option %d", opts.Rotary)
 	}
 	var raw rawConfig
@@ -106,6 +113,12 @@ func open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
 	gen, err := readGenerationConfig(filepath.Join(dir, GenerationConfigFile))
 	if err != nil {
 		return nil, err
+	}
+	if opts.Rotary == RotaryAuto {
+		opts.Rotary = RotaryNeox
+		if cfg.Architecture == "LlamaForCausalLM" {
+			opts.Rotary = RotaryUnpermute
+		}
 	}
 	s := &Source{dir: dir, cfg: cfg, mcfg: cfg.Model, opts: opts, where: map[string]tensorRef{}}
 	s.led = lopts.Ledger
@@ -333,6 +346,9 @@ func (s *Source) Name() string { return s.dir }
 // Config is the architecture config.json declares, with the RoPE style of
 // the rotary option.
 func (s *Source) Config() model.Config { return s.mcfg }
+
+// Rotary is the rotary route the Source runs (never RotaryAuto).
+func (s *Source) Rotary() Rotary { return s.opts.Rotary }
 
 // HFConfig is config.json as read.
 func (s *Source) HFConfig() Config { return s.cfg }

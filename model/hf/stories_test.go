@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"slices"
@@ -123,7 +124,7 @@ func TestStories260KGeneratesLikeLlama2c(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rot := range []Rotary{RotaryNeox, RotaryUnpermute} {
+	for _, rot := range []Rotary{RotaryAuto, RotaryNeox, RotaryUnpermute} {
 		hm, src := load(t, dir, rot, model.LoadOptions{})
 		stops := src.StopTokens()
 		if !slices.Equal(stops, []int{2, 1}) {
@@ -244,6 +245,64 @@ func maxDiff(a, b []float32) float64 {
 }
 
 func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// RotaryAuto un-permutes Llama and keeps Qwen2, as llama.cpp's converter.
+func TestRotaryAuto(t *testing.T) {
+	src, err := Open(sharedFile(t, "models/hf/stories260K"), model.LoadOptions{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if src.Rotary() != RotaryUnpermute || src.Config().RopeStyle != model.RopeNorm {
+		t.Errorf("Llama: rotary %d, style %v", src.Rotary(), src.Config().RopeStyle)
+	}
+	dir, _ := writeSynth(t, qwen2Spec)
+	q, err := Open(dir, model.LoadOptions{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if q.Rotary() != RotaryNeox || q.Config().RopeStyle != model.RopeNeox {
+		t.Errorf("Qwen2: rotary %d, style %v", q.Rotary(), q.Config().RopeStyle)
+	}
+}
+
+// A model kept in the stored rotary layout cannot be written as a
+// llama2.c file (run.c would rotate the wrong pairs); the default
+// (un-permuted) one writes stories260K.bin's header and weights byte for
+// byte. (The file ends with the legacy freq_cis tables, which run.c never
+// reads; WriteLegacy recomputes them, in the last bits unlike the
+// export that made stories260K.bin.)
+func TestWriteLegacy(t *testing.T) {
+	dir := sharedFile(t, "models/hf/stories260K")
+	nm, _ := load(t, dir, RotaryNeox, model.LoadOptions{})
+	var buf bytes.Buffer
+	if err := llama2c.WriteLegacy(&buf, nm); err == nil || !strings.Contains(err.Error(), "neox") {
+		t.Errorf("WriteLegacy of a NEOX model: %v", err)
+	}
+	um, _ := load(t, dir, RotaryAuto, model.LoadOptions{})
+	buf.Reset()
+	if err := llama2c.WriteLegacy(&buf, um); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(sharedFile(t, "models/stories260K.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := 2 * 512 * 4 * 4 // cos and sin: seq_len × head_dim/2 float32
+	if buf.Len() != len(want) || !bytes.Equal(buf.Bytes()[:len(want)-tables], want[:len(want)-tables]) {
+		t.Errorf("exported %d bytes differ from stories260K.bin (%d bytes) from byte %d", buf.Len(), len(want), firstByteDiff(buf.Bytes(), want))
+	}
+}
+
+func firstByteDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return i

@@ -352,7 +352,7 @@ func TestSyntheticMatchesReference(t *testing.T) {
 				scale = max(scale, math.Abs(v))
 			}
 		}
-		for _, rot := range []Rotary{RotaryNeox, RotaryUnpermute} {
+		for _, rot := range []Rotary{RotaryAuto, RotaryNeox, RotaryUnpermute} {
 			m, src := load(t, dir, rot, model.LoadOptions{})
 			if !slices.Equal(src.StopTokens(), c.stops) {
 				t.Errorf("%s: stop ids %v, want %v", c.name, src.StopTokens(), c.stops)

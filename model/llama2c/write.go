@@ -90,10 +90,14 @@ func WriteLegacy(w io.Writer, m *model.Model) error {
 }
 
 // checkWritable is Model.Validate plus what llama2.c's formats cannot
-// hold: biases and RoPE frequency factors.
+// hold: biases, RoPE frequency factors, and q/k rows laid out for
+// rotate-half RoPE (run.c rotates consecutive pairs).
 func checkWritable(m *model.Model) error {
 	if err := m.Validate(); err != nil {
 		return err
+	}
+	if m.Config.RopeStyle != model.RopeNorm {
+		return fmt.Errorf("the model rotates with %v RoPE; llama2.c files hold q/k for consecutive pairs (norm) only", m.Config.RopeStyle)
 	}
 	if m.Weights.RopeFreqs != nil {
 		return fmt.Errorf("the model has RoPE frequency factors, which llama2.c files cannot hold")
