@@ -71,6 +71,9 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 		return nil, fmt.Errorf("checkpoint %s: unknown weight dtype %d", name, opts.WeightDType)
 	}
 	b := &builder{src: src, dt: opts.WeightDType, led: opts.Ledger}
+	if gs, ok := src.(GGMLSource); ok && gs.GGML() {
+		b.ggml = true
+	}
 	if ms, ok := src.(MappedSource); ok {
 		b.mapped = ms.MappedBytes()
 	}
@@ -93,6 +96,7 @@ type builder struct {
 	cfg    Config
 	dt     tensor.DType
 	led    *tensor.Ledger
+	ggml   bool  // src is a GGMLSource: matrices run as ggml runs them
 	mapped int64 // bytes src has mapped; 0 when its Data is Go memory
 	copied int64 // bytes copied out of the mapping so far
 	m      *Model
@@ -155,7 +159,19 @@ func (b *builder) layer(l int, L *Layer) error {
 	if L.AttnNorm, err = b.vector(at(TensorAttnNorm), c.Dim); err != nil {
 		return err
 	}
-	if L.WQKV, err = b.fusedMatrix(c.Dim, []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}, []int{q, kv, kv}); err != nil {
+	qkv := []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}
+	if L.WQKV, err = b.fusedMatrix(c.Dim, qkv, []int{q, kv, kv}); errors.Is(err, errMixedQKV) {
+		// Different storage types (a Q4_K_M file's Q6_K attn_v): no one
+		// matrix holds them, so they stay three (Layer.WQ, WK, WV).
+		if L.WQ, err = b.matrix(qkv[0], q, c.Dim); err != nil {
+			return err
+		}
+		if L.WK, err = b.matrix(qkv[1], kv, c.Dim); err != nil {
+			return err
+		}
+		L.WV, err = b.matrix(qkv[2], kv, c.Dim)
+	}
+	if err != nil {
 		return err
 	}
 	if L.BQKV, err = b.fusedBias([]string{at(TensorAttnQBias), at(TensorAttnKBias), at(TensorAttnVBias)}, []int{q, kv, kv}); err != nil {
@@ -350,6 +366,9 @@ func (b *builder) matrix(name string, rows, cols int) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	if isFloat(rt.Type) {
+		if b.asStored(rt.Type) {
+			return b.ggmlFloats(rt, rows, cols)
+		}
 		return b.floats(rt, b.dt, rows, cols)
 	}
 	mat, err := b.blockMatrix(rt, rows, cols)
@@ -388,9 +407,15 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
+	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
+		// ggml's blocks, run in place: a decode token streams exactly
+		// the file's bytes.
+		typ, err := kernels.ParseGGMLType(string(rt.Type))
+		if err != nil {
+			return nil, err
+		}
+		return kernels.NewGGMLMatrix(typ, rows, cols, rt.Data)
 	}
-	// ggml's block types (StorageQ8_0, StorageQ4_0, StorageQ4_K,
-	// StorageQ6_K) get their case here once tensor/kernels runs them.
 	return nil, unsupported(rt)
 }
 
@@ -442,9 +467,28 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		}
 		total += rows[i]
 		if parts[i].Type != parts[0].Type || parts[i].GroupSize != parts[0].GroupSize {
+			if b.ggml {
+				return nil, errMixedQKV
+			}
 			return nil, fmt.Errorf("tensors %s (%s) and %s (%s) have different storage types: the fused QKV projection needs one",
 				names[0], parts[0].Type, name, parts[i].Type)
 		}
+	}
+	if isFloat(parts[0].Type) && b.asStored(parts[0].Type) {
+		fused, err := fuseBlocks(parts, total, cols)
+		if err != nil {
+			return nil, err
+		}
+		// The fused bytes are new memory: ggmlFloats keeps them as the
+		// weight's storage, and records them as allocated (kept) when the
+		// source reads instead of mapping; a mapped source's copy is
+		// recorded here.
+		if b.mapped > 0 {
+			b.led.RecordAlloc(int64(len(fused.Data)))
+		}
+		b.copiedOut(int64(len(fused.Data)))
+		fused.Name = names[0]
+		return b.ggmlFloats(fused, total, cols)
 	}
 	if isFloat(parts[0].Type) {
 		t, err := tensor.Empty(b.led, b.dt, total, cols)
@@ -472,6 +516,43 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		b.copiedOut(int64(len(fused.Data)))
 	}
 	return b.quantized(mat, fused.Name)
+}
+
+// errMixedQKV is fusedMatrix's signal that a GGMLSource stores q, k and v
+// in different types, which then stay three matrices.
+var errMixedQKV = errors.New("q, k, v in different storage types")
+
+// asStored reports whether a float matrix of type t keeps its stored
+// type: on a GGMLSource with the default weight dtype (F32, "as
+// stored"), F16 and BF16 weights are not widened.
+func (b *builder) asStored(t StorageType) bool {
+	return b.ggml && b.dt == tensor.F32 && (t == StorageF16 || t == StorageBF16)
+}
+
+// ggmlFloats keeps an F16 or BF16 matrix as stored, as a ggml matrix
+// (Model.Quantized) over the tensor's bytes, so that its matmuls round the
+// activations to the weight's type as ggml does. The tensor itself views
+// the same bytes, for Row-free readers (export, Float32s).
+func (b *builder) ggmlFloats(rt RawTensor, rows, cols int) (*tensor.Tensor, error) {
+	dt := dtypeOf(rt.Type)
+	t, err := b.floats(rt, dt, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	typ := kernels.TypeF16
+	if dt == tensor.BF16 {
+		typ = kernels.TypeBF16
+	}
+	u := t.Storage().Uint16s()[t.Offset() : t.Offset()+rows*cols]
+	mat, err := kernels.NewGGMLMatrix(typ, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(u))), 2*len(u)))
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", rt.Name, err)
+	}
+	if b.m.Quantized == nil {
+		b.m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
+	}
+	b.m.Quantized[t] = mat
+	return t, nil
 }
 
 // fuseBlocks concatenates the rows of block-quantized tensors of one type

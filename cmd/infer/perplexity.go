@@ -119,7 +119,11 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
 		len(tokens), len(tokens)/nctx, nctx, nctx-1-nctx/2)
-	res, err := perplexity(lm.m, tokens, nctx, model.BOSID, a.getInt("threads"), stderr)
+	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
+	if err != nil {
+		return err
+	}
+	res, err := perplexity(lm.m, tokens, nctx, model.BOSID, a.getInt("threads"), kvdt, stderr)
 	if err != nil {
 		return err
 	}
@@ -138,7 +142,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 // perplexity runs llama-perplexity's method (see the command's help) on
 // tokens, which start with BOS. progress receives "[i]ppl," after each
 // chunk and a newline at the end.
-func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, progress io.Writer) (pplResult, error) {
+func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, kvdt tensor.DType, progress io.Writer) (pplResult, error) {
 	c := m.Config
 	if len(tokens) < 2*nctx {
 		return pplResult{}, fmt.Errorf("perplexity: the text has %d tokens; a context of %d needs at least %d", len(tokens), nctx, 2*nctx)
@@ -161,11 +165,11 @@ func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, progress i
 	blocks := (nctx + bs - 1) / bs
 	caches := make([]model.LayerCache, c.NLayers)
 	for l := range caches {
-		k, err := tensor.Zeros(nil, tensor.F32, blocks, bs, c.NKVHeads, c.HeadDim())
+		k, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
 		if err != nil {
 			return pplResult{}, err
 		}
-		v, err := tensor.Zeros(nil, tensor.F32, blocks, bs, c.NKVHeads, c.HeadDim())
+		v, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
 		if err != nil {
 			return pplResult{}, err
 		}

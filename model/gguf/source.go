@@ -89,6 +89,10 @@ func (s *Source) Arch() string { return s.arch }
 // File is the underlying GGUF file (for its tokenizer metadata).
 func (s *Source) File() *File { return s.f }
 
+// GGML is true: a GGUF's weights are computed as ggml computes them (see
+// model.GGMLSource), F16 matrices included.
+func (s *Source) GGML() bool { return true }
+
 // Close unmaps the file.
 func (s *Source) Close() error { return s.f.Close() }
 

@@ -47,15 +47,14 @@ func WriteLegacy(w io.Writer, m *model.Model) error {
 	}
 	fw := &floatWriter{w: bw, quant: m.Quantized}
 	L := m.Weights.Layers
-	hs := c.HeadDim()
-	q, kv := c.NHeads*hs, c.NKVHeads*hs
 	fw.rows(m.Weights.TokenEmbedding, 0, c.VocabSize)
 	for l := range L {
 		fw.rows(L[l].AttnNorm, 0, 1)
 	}
-	for _, r := range [][2]int{{0, q}, {q, q + kv}, {q + kv, q + 2*kv}} {
+	for part := range 3 {
 		for l := range L {
-			fw.rows(L[l].WQKV, r[0], r[1])
+			t, r0, n := L[l].QKVPart(c, part)
+			fw.rows(t, r0, r0+n)
 		}
 	}
 	for l := range L {
@@ -184,8 +183,6 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 	if fw.err != nil {
 		return fail(fw.err)
 	}
-	hs := c.HeadDim()
-	q, kv := c.NHeads*hs, c.NKVHeads*hs
 	order := []kind{kindEmbedding, kindWQ, kindWK, kindWV, kindWO, kindW1, kindW2, kindW3}
 	if !c.SharedClassifier {
 		order = append(order, kindClassifier)
@@ -202,11 +199,11 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 			case kindEmbedding:
 				t, rows = m.Weights.TokenEmbedding, c.VocabSize
 			case kindWQ:
-				t, rows = L[l].WQKV, q
+				t, r0, rows = L[l].QKVPart(c, 0)
 			case kindWK:
-				t, r0, rows = L[l].WQKV, q, kv
+				t, r0, rows = L[l].QKVPart(c, 1)
 			case kindWV:
-				t, r0, rows = L[l].WQKV, q+kv, kv
+				t, r0, rows = L[l].QKVPart(c, 2)
 			case kindWO:
 				t, rows = L[l].WO, c.Dim
 			case kindW1:
