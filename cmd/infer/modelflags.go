@@ -102,6 +102,9 @@ type loadedModel struct {
 	// stop holds the ids generation stops at when the checkpoint names
 	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
 	stop []int
+	// types names the stored weight types when the checkpoint reports
+	// them (a GGUF: "Q8_0+F16"); empty otherwise.
+	types string
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -124,6 +127,9 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		}
 		if st, ok := src.(interface{ StopTokens() []int }); ok {
 			lm.stop = st.StopTokens()
+		}
+		if st, ok := src.(interface{ StoredTypes() string }); ok && weights == "f32" {
+			lm.types = st.StoredTypes() // f32, the default, runs a GGUF as stored
 		}
 		m, err := model.FromSource(src, opts)
 		if err != nil {

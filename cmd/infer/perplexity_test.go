@@ -126,3 +126,45 @@ func cliStdin(t *testing.T, in string, args ...string) (code int, stdout, stderr
 	defer func() { os.Stdin = old }()
 	return cli(t, args...)
 }
+
+// On the F32 GGUF, generate gives the golden ids and the llama2.c file's
+// ids (greedy with a prompt, sampled with run.c's sampler); a file that
+// is neither format is refused in one line.
+func TestGenerateGGUFLikeLlama2c(t *testing.T) {
+	models := sharedModels(t)
+	golden, err := os.ReadFile(filepath.Join(models, "golden", "stories260K.greedy.ids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(models, "tok512.bin")
+	gg := filepath.Join(models, "gguf", "stories260K-f32.gguf")
+	bin := filepath.Join(models, "stories260K.bin")
+	ids := func(ckpt string, extra ...string) string {
+		args := append([]string{"generate", "--checkpoint", ckpt, "--tokenizer", tok, "--output", "ids"}, extra...)
+		code, out, errs := cli(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if got := ids(gg, "--temperature", "0", "--steps", "256"); got != strings.Join(strings.Fields(string(golden)), " ") {
+		t.Errorf("greedy GGUF ids differ from the golden ids:\n%s", got)
+	}
+	for _, extra := range [][]string{
+		{"--temperature", "0", "--prompt", "Once upon a time"},
+		{"--temperature", "1", "--topp", "0.9", "--seed", "42", "--prompt", "Lily"},
+		{"--temperature", "0.8", "--topp", "0.95", "--seed", "7"},
+	} {
+		if a, b := ids(gg, extra...), ids(bin, extra...); a != b {
+			t.Errorf("%v: GGUF %q, .bin %q", extra, a, b)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(bad, []byte("GGUF\x07\x00\x00\x00not really"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, "generate", "--checkpoint", bad, "--steps", "4")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "model.gguf") {
+		t.Errorf("bad GGUF: exit %d, %q; want one line naming the file", code, errs)
+	}
+}
