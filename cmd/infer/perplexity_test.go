@@ -168,3 +168,45 @@ func TestGenerateGGUFLikeLlama2c(t *testing.T) {
 		t.Errorf("bad GGUF: exit %d, %q; want one line naming the file", code, errs)
 	}
 }
+
+// infer export --format gguf: stories260K.bin with tok512.bin as f32 is
+// llama.cpp's own conversion byte for byte; a q8_0 export reads back and
+// scores as llama.cpp's Q8_0 file does.
+func TestExportGGUF(t *testing.T) {
+	models := sharedModels(t)
+	dir := t.TempDir()
+	f32 := filepath.Join(dir, "s.gguf")
+	code, _, errs := cli(t, "export", "--checkpoint", filepath.Join(models, "stories260K.bin"),
+		"--tokenizer", filepath.Join(models, "tok512.bin"), "--format", "gguf", "--out", f32)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	got, _ := os.ReadFile(f32)
+	want, err := os.ReadFile(filepath.Join(models, "gguf", "stories260K-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Error("the f32 export is not llama.cpp's stories260K-f32.gguf")
+	}
+	q8 := filepath.Join(dir, "q8.gguf")
+	// Re-export the GGUF itself: its vocabulary comes along.
+	if code, _, errs := cli(t, "export", "--checkpoint", f32, "--format", "gguf", "--type", "q8_0", "--out", q8); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, out, errs := cli(t, "perplexity", "--kv-dtype", "f16", "--checkpoint", q8, "--tokenizer", filepath.Join(models, "tok512.bin"),
+		"--ctx", "256", "--output", "json", filepath.Join(models, "golden", "stories260K.sampled-text.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r pplResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.PPL-2.9993)/2.9993 > 0.0005 {
+		t.Errorf("q8_0 export PPL %.4f, llama.cpp's Q8_0 file 2.9993", r.PPL)
+	}
+	if code, _, errs := cli(t, "export", "--format", "legacy", "--type", "q8_0", "--out", filepath.Join(dir, "x.bin")); code != 1 || !strings.Contains(errs, "--type applies to --format gguf") {
+		t.Errorf("--type with legacy: exit %d, %q", code, errs)
+	}
+}
