@@ -12,6 +12,8 @@ import (
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -96,7 +98,7 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 // reports.
 type loadedModel struct {
 	m     *model.Model
-	codec model.TextCodec
+	codec tokenizer.Codec
 	name  string
 }
 
@@ -139,13 +141,13 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		}
 	}
 	if path := a.getPath("tokenizer"); path != "" {
-		tok, err := model.LoadTokenizer(path, lm.m.Config.VocabSize)
+		tok, err := llama2c.LoadTokenizer(path, lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, err
 		}
 		lm.codec = tok
 	} else {
-		bt, err := model.NewByteTokenizer(lm.m.Config.VocabSize)
+		bt, err := tokenizer.NewBytes(lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", lm.m.Config.VocabSize, err)
 		}
