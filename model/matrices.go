@@ -19,6 +19,7 @@ type matrices struct {
 	ownPool           bool
 	layers            []layerMatrices
 	attnNorm, ffnNorm [][]float32
+	bqkv              [][]float32 // per layer, nil unless Config.QKVBias
 	finalNorm         []float32
 	emb               *kernels.Matrix
 	classifier        *kernels.Matrix
@@ -81,6 +82,9 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 		ms.layers = append(ms.layers, lm)
 		ms.attnNorm = append(ms.attnNorm, vec("attn_norm", lw.AttnNorm, c.Dim))
 		ms.ffnNorm = append(ms.ffnNorm, vec("ffn_norm", lw.FFNNorm, c.Dim))
+		if c.QKVBias {
+			ms.bqkv = append(ms.bqkv, vec("bqkv", lw.BQKV, c.QKVRows()))
+		}
 	}
 	ms.finalNorm = vec("final_norm", w.FinalNorm, c.Dim)
 	ms.emb = mat("token_embedding", w.TokenEmbedding, c.VocabSize, c.Dim)

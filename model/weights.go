@@ -18,6 +18,9 @@ type Layer struct {
 	W1      *tensor.Tensor // (hidden_dim, dim)  gate
 	W2      *tensor.Tensor // (dim, hidden_dim)  down
 	W3      *tensor.Tensor // (hidden_dim, dim)  up
+	// BQKV is the fused q|k|v projection bias, ((n_heads + 2·n_kv_heads)·head_dim),
+	// laid out like WQKV's rows; nil unless Config.QKVBias (Qwen2).
+	BQKV *tensor.Tensor
 }
 
 // Weights holds every tensor of a model.
@@ -26,6 +29,10 @@ type Weights struct {
 	Layers         []Layer
 	FinalNorm      *tensor.Tensor // (dim)
 	Classifier     *tensor.Tensor // (vocab_size, dim); TokenEmbedding itself when shared
+	// RopeFreqs are the per-pair RoPE frequency factors (n_rot/2): each
+	// pair's frequency is divided by its factor. nil means all 1; Llama 3
+	// GGUFs store them as the rope_freqs tensor.
+	RopeFreqs []float32
 }
 
 // Model is a configuration with its weights.
