@@ -98,6 +98,11 @@ func (n normalizer) normalize(s string) string {
 		return strings.ReplaceAll(s, n.a, n.b)
 	case "lowercase":
 		return strings.ToLower(s)
+	case "prefix-space": // ByteLevel's add_prefix_space, Metaspace's prepend
+		if s == "" || s[0] == ' ' {
+			return s
+		}
+		return " " + s
 	}
 	return s
 }

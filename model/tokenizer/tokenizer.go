@@ -348,6 +348,9 @@ func newTokenizer(kind Kind, pieces []string, scores []float32, types []TokenTyp
 		t.byteIDs[i] = -1
 	}
 	for i, p := range pieces {
+		if p == "" {
+			continue // a hole in the id space (tokenizer.json), never matched
+		}
 		if _, dup := t.ids[p]; !dup {
 			t.ids[p] = i
 		}

@@ -1,0 +1,138 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"unicode"
+)
+
+// oracle is testdata/transformersjs.json, recorded by
+// scripts/tokenizer-oracle/record.mjs: transformers.js's ids for each text
+// with add_special_tokens false (ids) and true (ids_special), and the
+// pieces V8's regex engine cuts each text into with the raw patterns.
+type oracle struct {
+	Texts      []string `json:"texts"`
+	Tokenizers map[string]struct {
+		IDs        [][]int `json:"ids"`
+		IDsSpecial [][]int `json:"ids_special"`
+	} `json:"tokenizers"`
+	Splits map[string][][]string `json:"splits"`
+}
+
+func readOracle(t *testing.T) *oracle {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "transformersjs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o oracle
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Texts) < 50 {
+		t.Fatalf("oracle has only %d texts", len(o.Texts))
+	}
+	return &o
+}
+
+// npmTokenizer loads a tokenizer.json fetched by
+// scripts/fetch-test-tokenizers.sh, skipping when absent (failing under
+// CI=true, where .ci/run fetches them).
+func npmTokenizer(t *testing.T, name string) *Tokenizer {
+	t.Helper()
+	dir := filepath.Join("testdata", "npm", name, "models")
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v (run scripts/fetch-test-tokenizers.sh)", err)
+		}
+		t.Skipf("skipping: %v (run scripts/fetch-test-tokenizers.sh)", err)
+	}
+	cj, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := FromJSON(tj, cj, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// hasCombiningMark reports whether s holds a nonspacing mark, the case in
+// which NFC (not applied, see normalizer.normalize) may change the text.
+func hasCombiningMark(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Mn, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTokenizerJSONMatchesTransformersJS: the Llama 3 and Qwen3
+// tokenizer.json files give transformers.js's ids on every recorded text,
+// with and without the special tokens added, and decode back to the text.
+func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
+	o := readOracle(t)
+	for _, name := range []string{"llama3", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			tk := npmTokenizer(t, name)
+			rec := o.Tokenizers[name]
+			if len(rec.IDs) != len(o.Texts) || len(rec.IDsSpecial) != len(o.Texts) {
+				t.Fatalf("oracle for %s has %d/%d rows for %d texts", name, len(rec.IDs), len(rec.IDsSpecial), len(o.Texts))
+			}
+			nfc := slices.ContainsFunc(tk.norm, func(n normalizer) bool { return n.op == "nfc" })
+			for i, text := range o.Texts {
+				if nfc && hasCombiningMark(text) {
+					t.Logf("text %d %q: skipped, NFC is not applied (see normalizer.normalize)", i, text)
+					continue
+				}
+				// transformers.js always matches added tokens in the text.
+				got, err := tk.EncodeWith(text, EncodeOptions{ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, rec.IDs[i]) {
+					t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, rec.IDs[i])
+					continue
+				}
+				got, err = tk.EncodeWith(text, EncodeOptions{BOS: tk.AddBOS(), EOS: tk.AddEOS(), ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, rec.IDsSpecial[i]) {
+					t.Errorf("text %d %q with special tokens added:\n got %v\nwant %v", i, text, got, rec.IDsSpecial[i])
+				}
+				if back := tk.DecodeAll(rec.IDs[i], true); back != text {
+					t.Errorf("text %d %q decodes to %q", i, text, back)
+				}
+			}
+		})
+	}
+}
+
+// TestSplittersMatchRegex: the hand-written splitters cut every recorded
+// text exactly where V8 running the real pattern (lookahead included) cuts
+// it.
+func TestSplittersMatchRegex(t *testing.T) {
+	o := readOracle(t)
+	for name, sp := range map[string]splitter{"gpt-2": splitGPT2, "llama-bpe": splitLlama3(3), "qwen2": splitLlama3(1)} {
+		want := o.Splits[name]
+		if len(want) != len(o.Texts) {
+			t.Fatalf("%s: %d splits for %d texts", name, len(want), len(o.Texts))
+		}
+		for i, text := range o.Texts {
+			got := split([]splitter{sp}, text)
+			if len(want[i]) == 0 {
+				want[i] = nil
+			}
+			if !slices.Equal(got, want[i]) {
+				t.Errorf("%s: text %d %q:\n got %q\nwant %q", name, i, text, got, want[i])
+			}
+		}
+	}
+}
