@@ -33,17 +33,41 @@ func LoadTokenizer(path string, vocabSize int) (*tokenizer.Tokenizer, error) {
 	return ReadTokenizer(f, vocabSize, path)
 }
 
+// LoadTokenizerFile reads a llama2.c tokenizer.bin without a model to say
+// its vocab size: every piece up to the end of the file (for infer
+// tokenize). Use LoadTokenizer when a model is at hand, which also checks
+// that the tokenizer belongs to it.
+func LoadTokenizerFile(path string) (*tokenizer.Tokenizer, error) {
+	// TODO(lead): the regular-file check helper, as in LoadTokenizer.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	defer f.Close()
+	return readTokenizer(f, -1, path)
+}
+
 // ReadTokenizer reads a tokenizer.bin from r (see LoadTokenizer); name is
 // used in errors. The layout is: int32 max_token_length, then for each of
 // vocabSize pieces a float32 score, an int32 byte length and the bytes, all
 // little-endian. Every length is checked against max_token_length (itself
 // bounded) before anything is allocated for it.
 func ReadTokenizer(r io.Reader, vocabSize int, name string) (*tokenizer.Tokenizer, error) {
+	if vocabSize <= 0 || vocabSize > maxTokenizerVocab {
+		return nil, fmt.Errorf("tokenizer %s: vocab size %d out of range [1, %d]", name, vocabSize, maxTokenizerVocab)
+	}
+	return readTokenizer(r, vocabSize, name)
+}
+
+// readTokenizer reads vocabSize pieces, or with vocabSize < 0 every piece
+// up to the end of r (at most maxTokenizerVocab).
+func readTokenizer(r io.Reader, vocabSize int, name string) (*tokenizer.Tokenizer, error) {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("tokenizer %s: %s", name, fmt.Sprintf(format, a...))
 	}
-	if vocabSize <= 0 || vocabSize > maxTokenizerVocab {
-		return nil, fail("vocab size %d out of range [1, %d]", vocabSize, maxTokenizerVocab)
+	toEOF := vocabSize < 0
+	if toEOF {
+		vocabSize = maxTokenizerVocab
 	}
 	br := bufio.NewReader(r)
 	var b4 [4]byte
@@ -66,6 +90,15 @@ func ReadTokenizer(r io.Reader, vocabSize int, name string) (*tokenizer.Tokenize
 	var scores []float32
 	piece := make([]byte, maxLen)
 	for i := 0; i < vocabSize; i++ {
+		if toEOF {
+			if _, err := br.Peek(1); err == io.EOF {
+				if i == 0 {
+					return nil, fail("no pieces after max_token_length")
+				}
+				vocabSize = i
+				break
+			}
+		}
 		sc, err := readI32()
 		if err != nil {
 			return nil, fail("file ends after %d pieces, but the model's vocab_size is %d (%v)", i, vocabSize, err)
@@ -84,6 +117,9 @@ func ReadTokenizer(r io.Reader, vocabSize int, name string) (*tokenizer.Tokenize
 		scores = append(scores, math.Float32frombits(uint32(sc)))
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
+		if toEOF {
+			return nil, fail("more than %d pieces", maxTokenizerVocab)
+		}
 		if err != nil {
 			return nil, fail("reading past piece %d: %v", vocabSize-1, err)
 		}

@@ -31,7 +31,23 @@ func NewLlama2c(pieces []string, scores []float32, maxTokenLen int) (*Tokenizer,
 	if len(pieces) == 0 {
 		return nil, fmt.Errorf("tokenizer: empty vocabulary")
 	}
-	t := newTokenizer(SentencePiece, pieces, scores, nil)
+	// Types only serve DecodeAll (which drops <unk>, BOS and EOS unless
+	// asked); run.c's Encode and Decode ignore them, and run.c parses no
+	// special tokens in the text.
+	types := make([]TokenType, len(pieces))
+	for i, p := range pieces {
+		types[i] = TypeNormal
+		if _, ok := bytePiece(p); ok {
+			types[i] = TypeByte
+		}
+	}
+	types[0] = TypeUnknown
+	for _, id := range []int{llama2cBOS, llama2cEOS} {
+		if id < len(types) {
+			types[id] = TypeControl
+		}
+	}
+	t := newTokenizer(SentencePiece, pieces, scores, types)
 	t.runc = true
 	t.maxTokenLen = max(t.maxTokenLen, maxTokenLen)
 	if len(pieces) > llama2cBOS {

@@ -297,8 +297,10 @@ func (t *Tokenizer) DecodeAll(ids []int, special bool) string {
 	var b []byte
 	prev := -1
 	for _, id := range ids {
-		if special && id >= 0 && id < len(t.types) && (t.types[id] == TypeControl || t.types[id] == TypeUnknown) && !t.runc {
-			b = append(b, t.pieces[id]...)
+		if id >= 0 && id < len(t.types) && (t.types[id] == TypeControl || t.types[id] == TypeUnknown) {
+			if special {
+				b = append(b, t.pieces[id]...)
+			}
 		} else {
 			b = append(b, t.Decode(prev, id)...)
 		}
