@@ -1,8 +1,11 @@
 package gguf
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,4 +158,134 @@ func readTok512(t *testing.T) *tokenizer.Tokenizer {
 		t.Fatal(err)
 	}
 	return tk
+}
+
+// tokenizerFuzzSeeds are FuzzTokenizer's seeds: vocab-only files of both
+// tokenizer models, also committed under testdata/fuzz/FuzzTokenizer
+// (TestTokenizerFuzzCorpusCurrent keeps them equal;
+// STRIDE_WRITE_FUZZ_CORPUS=1 rewrites the files).
+func tokenizerFuzzSeeds(t testing.TB) map[string][]byte {
+	seeds := map[string][]byte{}
+	write := func(name string, kvs []KV) {
+		var buf bytes.Buffer
+		if err := Write(&buf, kvs, nil); err != nil {
+			t.Fatal(err)
+		}
+		seeds[name] = buf.Bytes()
+	}
+	write("llama", []KV{
+		{Key: "general.architecture", Value: MustValue("llama")},
+		{Key: "tokenizer.ggml.model", Value: MustValue("llama")},
+		{Key: "tokenizer.ggml.tokens", Value: MustValue([]string{"<unk>", "<s>", "</s>", "<0x0A>", "▁", "a", "▁a", "<|im_end|>"})},
+		{Key: "tokenizer.ggml.scores", Value: MustValue([]float32{0, 0, 0, 0, -3, -2, -1, 0})},
+		{Key: "tokenizer.ggml.token_type", Value: MustValue([]int32{2, 3, 3, 6, 1, 1, 1, 4})},
+		{Key: "tokenizer.ggml.bos_token_id", Value: MustValue(uint32(1))},
+		{Key: "tokenizer.ggml.add_space_prefix", Value: MustValue(true)},
+	})
+	write("gpt2", []KV{
+		{Key: "tokenizer.ggml.model", Value: MustValue("gpt2")},
+		{Key: "tokenizer.ggml.pre", Value: MustValue("llama-bpe")},
+		{Key: "tokenizer.ggml.tokens", Value: MustValue([]string{"a", "b", "ab", "Ġ", "Ġab", "<|eot_id|>"})},
+		{Key: "tokenizer.ggml.token_type", Value: MustValue([]int32{1, 1, 1, 1, 1, 3})},
+		{Key: "tokenizer.ggml.merges", Value: MustValue([]string{"a b", "Ġ ab"})},
+		{Key: "tokenizer.ggml.eos_token_id", Value: MustValue(uint32(0xFFFFFFFF))},
+	})
+	return seeds
+}
+
+func TestTokenizerFuzzCorpusCurrent(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzTokenizer")
+	for name, b := range tokenizerFuzzSeeds(t) {
+		want := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\nstring(%q)\n", strconv.Quote(string(b)), "a ab\n<|eot_id|>"))
+		if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("seed %s missing or stale (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestTokenizerFuzzCorpusCurrent)", name)
+		}
+	}
+}
+
+// TestTokenizerSeeds checks the seed vocabularies themselves: specials,
+// defaults and merges behave as llama.cpp's loader would.
+func TestTokenizerSeeds(t *testing.T) {
+	seeds := tokenizerFuzzSeeds(t)
+	f, err := Parse(seeds["llama"], "llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Tokenizer(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "a a\n": ▁a ▁a <0x0A>. <|im_end|> is stored user-defined, but as an
+	// end-of-generation text llama.cpp makes it a control token: parsed
+	// only when asked, and otherwise characters without pieces or byte
+	// pieces, so <unk>. EOS defaults to 2.
+	if got, _ := tk.EncodeWith("a a\n<|im_end|>", tokenizer.EncodeOptions{BOS: true, ParseSpecial: true}); !slices.Equal(got, []int{1, 6, 6, 3, 7}) {
+		t.Errorf("llama seed: %v", got)
+	}
+	if got, _ := tk.Encode("a<|im_end|>", false, false); tk.Type(7) != tokenizer.TypeControl || !slices.Equal(got, []int{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) {
+		t.Errorf("llama seed, <|im_end|> unparsed: %v (type %d)", got, tk.Type(7))
+	}
+	if tk.EOS() != 2 || tk.EOT() != 7 || !slices.Equal(tk.EndOfGeneration(), []int{2, 7}) {
+		t.Errorf("EOS %d EOT %d EOG %v", tk.EOS(), tk.EOT(), tk.EndOfGeneration())
+	}
+	g, err := Parse(seeds["gpt2"], "gpt2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk, err = Tokenizer(g); err != nil {
+		t.Fatal(err)
+	}
+	// llama-bpe: BOS added by default, but the default BOS (11) is outside
+	// this 6-token vocabulary: none. EOS 0xFFFFFFFF keeps the default 11:
+	// none either. <|eot_id|> is control: text unless parsed.
+	if tk.BOS() != -1 || tk.EOS() != -1 || tk.EOT() != 5 {
+		t.Errorf("BOS %d EOS %d EOT %d", tk.BOS(), tk.EOS(), tk.EOT())
+	}
+	if got, err := tk.EncodeWith(" ab<|eot_id|>", tokenizer.EncodeOptions{ParseSpecial: true}); err != nil || !slices.Equal(got, []int{4, 5}) {
+		t.Errorf("gpt2 seed: %v, %v", got, err)
+	}
+	if _, err := tk.Encode("ab", true, false); err == nil {
+		t.Error("BOS requested without a BOS id: no error")
+	}
+}
+
+// FuzzTokenizer: any GGUF bytes give an error or a tokenizer whose ids
+// stay inside its vocabulary.
+func FuzzTokenizer(f *testing.F) {
+	for _, b := range tokenizerFuzzSeeds(f) {
+		f.Add(b, "a ab\n<|eot_id|>")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		g, err := Parse(data, "fuzz")
+		if err != nil {
+			return
+		}
+		tk, err := Tokenizer(g)
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz") {
+				t.Fatalf("error without the file name: %v", err)
+			}
+			return
+		}
+		for _, ps := range []bool{false, true} {
+			ids, err := tk.EncodeWith(text, tokenizer.EncodeOptions{ParseSpecial: ps})
+			if err != nil {
+				continue
+			}
+			for _, id := range ids {
+				if id < 0 || id >= tk.VocabSize() {
+					t.Fatalf("id %d outside the %d-token vocabulary", id, tk.VocabSize())
+				}
+			}
+			_ = tk.DecodeAll(ids, ps)
+		}
+	})
 }

@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// tokFile builds a tokenizer.bin: int32 max_token_length, then per piece
+// tokBinFile builds a tokenizer.bin: int32 max_token_length, then per piece
 // float32 score, int32 length, bytes.
-func tokFile(maxLen int32, pieces []string, scores []float32) []byte {
+func tokBinFile(maxLen int32, pieces []string, scores []float32) []byte {
 	var b bytes.Buffer
 	le := binary.LittleEndian
 	binary.Write(&b, le, maxLen)
@@ -27,9 +27,9 @@ func tokFile(maxLen int32, pieces []string, scores []float32) []byte {
 	return b.Bytes()
 }
 
-// synthVocab is a small Llama-style vocabulary: the 3 specials, the 256
+// tokSynthVocab is a small Llama-style vocabulary: the 3 specials, the 256
 // byte pieces, then single characters and merges with rising scores.
-func synthVocab() ([]string, []float32) {
+func tokSynthVocab() ([]string, []float32) {
 	pieces := []string{"<unk>", "\n<s>\n", "\n</s>\n"}
 	for b := 0; b < 256; b++ {
 		pieces = append(pieces, fmt.Sprintf("<0x%02X>", b))
@@ -45,8 +45,8 @@ func synthVocab() ([]string, []float32) {
 }
 
 func TestLoadTokenizerErrors(t *testing.T) {
-	pieces, scores := synthVocab()
-	good := tokFile(8, pieces, scores)
+	pieces, scores := tokSynthVocab()
+	good := tokBinFile(8, pieces, scores)
 	n := len(pieces)
 	with := func(off int, v int32) []byte {
 		out := append([]byte(nil), good...)
@@ -95,13 +95,58 @@ func TestLoadTokenizerErrors(t *testing.T) {
 	}
 }
 
+// tokFuzzSeeds are FuzzTokenizerRead's seeds, also committed under
+// testdata/fuzz/FuzzTokenizerRead (TestTokenizerFuzzCorpusCurrent keeps
+// them equal; STRIDE_WRITE_FUZZ_CORPUS=1 rewrites the files).
+func tokFuzzSeeds() map[string][]byte {
+	pieces, scores := tokSynthVocab()
+	return map[string][]byte{
+		"synth":       tokBinFile(8, pieces, scores),
+		"small":       tokBinFile(5, []string{"<unk>", "<s>", "</s>", " ", "a"}, []float32{0, 0, 0, 0, 1}),
+		"empty":       {},
+		"huge-length": {1, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255},
+	}
+}
+
+func tokCorpusFile(data []byte, vocab uint16) []byte {
+	return []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\nuint16(%d)\n", strconv.Quote(string(data)), vocab))
+}
+
+func TestTokenizerFuzzCorpusCurrent(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzTokenizerRead")
+	pieces, _ := tokSynthVocab()
+	vocab := map[string]uint16{"synth": uint16(len(pieces)), "small": 5, "empty": 1, "huge-length": 1}
+	for name, data := range tokFuzzSeeds() {
+		want := tokCorpusFile(data, vocab[name])
+		if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("seed %s missing or stale (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestTokenizerFuzzCorpusCurrent)", name)
+		}
+	}
+}
+
+// FuzzTokenizerRead: any bytes give a clear error naming the file or a
+// tokenizer of exactly the asked size whose ids stay in the vocabulary;
+// reading to the end of the file (infer tokenize) never panics either.
 func FuzzTokenizerRead(f *testing.F) {
-	pieces, scores := synthVocab()
-	f.Add(tokFile(8, pieces, scores), uint16(len(pieces)))
-	f.Add(tokFile(5, []string{"<unk>", "<s>", "</s>", " ", "a"}, []float32{0, 0, 0, 0, 1}), uint16(5))
-	f.Add([]byte{}, uint16(1))
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255}, uint16(1))
+	pieces, _ := tokSynthVocab()
+	f.Add(tokFuzzSeeds()["synth"], uint16(len(pieces)))
+	f.Add(tokFuzzSeeds()["small"], uint16(5))
+	f.Add(tokFuzzSeeds()["empty"], uint16(1))
+	f.Add(tokFuzzSeeds()["huge-length"], uint16(1))
 	f.Fuzz(func(t *testing.T, data []byte, vocab uint16) {
+		if all, err := readTokenizer(bytes.NewReader(data), -1, "fuzz"); err == nil {
+			_, _ = all.Encode(string(data[:min(len(data), 16)]), true, false)
+		} else if !strings.HasPrefix(err.Error(), "tokenizer fuzz: ") {
+			t.Fatalf("error without the file name: %v", err)
+		}
 		tk, err := ReadTokenizer(bytes.NewReader(data), int(vocab), "fuzz")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "tokenizer fuzz: ") {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unicode"
 )
@@ -133,6 +134,74 @@ func TestSplittersMatchRegex(t *testing.T) {
 			if !slices.Equal(got, want[i]) {
 				t.Errorf("%s: text %d %q:\n got %q\nwant %q", name, i, text, got, want[i])
 			}
+		}
+	}
+}
+
+// tinyJSON is a small Llama 2 style tokenizer.json (merges with byte
+// fallback, Prepend/Replace normalizers, the SentencePiece decoder chain)
+// for the fuzz seeds and the unit tests.
+const tinyJSON = `{
+ "added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+  {"id": 2, "content": "</s>", "special": true}, {"id": 12, "content": "<tool>", "special": false, "rstrip": true}],
+ "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+  {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+ "pre_tokenizer": null,
+ "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+  "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+ "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+  {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+ "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>", "fuse_unk": true,
+  "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "<0xC3>": 4, "<0xA9>": 5, "▁": 6, "a": 7, "b": 8, "▁a": 9, "ab": 10, "▁ab": 11},
+  "merges": ["▁ a", "a b", "▁ ab", "▁a b"]}
+}`
+
+func TestTokenizerJSONTiny(t *testing.T) {
+	tk, err := FromJSON([]byte(tinyJSON), []byte(`{"add_eos_token": false, "chat_template": [{"name": "x", "template": "X"}, {"name": "default", "template": "D"}]}`), "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Kind() != MergesBPE || !tk.AddBOS() || tk.AddEOS() || tk.BOS() != 1 || tk.ChatTemplate() != "D" {
+		t.Fatalf("kind %v add_bos %v add_eos %v bos %d template %q", tk.Kind(), tk.AddBOS(), tk.AddEOS(), tk.BOS(), tk.ChatTemplate())
+	}
+	for _, tc := range []struct {
+		text    string
+		special bool
+		want    []int
+	}{
+		// "▁ab" by the merges "▁ a" (rank 0) then "▁a b" (rank 3).
+		{"ab", false, []int{1, 11}},
+		// é has no piece: its UTF-8 bytes C3 A9 by byte fallback; \n is <0x0A>.
+		{"aé\n", false, []int{1, 9, 4, 5, 3}},
+		// x: neither a piece nor byte pieces: <unk>.
+		{"x", false, []int{1, 6, 0}},
+		// <tool> is user-defined: matched without ParseSpecial, and it
+		// swallows the spaces after it (rstrip); <s> is text unless parsed.
+		{"a<tool>  b", false, []int{1, 9, 12, 6, 8}},
+		{"<s>", true, []int{1, 1}},
+	} {
+		got, err := tk.EncodeWith(tc.text, EncodeOptions{BOS: true, ParseSpecial: tc.special})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Encode(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+	if got := tk.DecodeAll([]int{1, 9, 4, 5, 3, 11}, false); got != "aé\n ab" {
+		t.Errorf("DecodeAll = %q", got)
+	}
+	for _, bad := range []struct{ json, want string }{
+		{`{`, "not a tokenizer.json"},
+		{`{"model": {"type": "Unigram"}}`, `model type "Unigram"`},
+		{`{"model": {"type": "BPE", "vocab": {"a": -1}}}`, "out of range"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a(?!b)"}, "behavior": "Isolated"}}`, "Go's regexp cannot run it"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Whitespace"}}`, `"Whitespace" is not supported`},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}}`, "not two pieces"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": "<unk>"}}`, "unk_token"},
+	} {
+		if _, err := FromJSON([]byte(bad.json), nil, "bad"); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.HasPrefix(err.Error(), "tokenizer bad: ") {
+			t.Errorf("%s: got %v, want %q", bad.json, err, bad.want)
 		}
 	}
 }
