@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
 )
 
 // oracle is testdata/transformersjs.json, recorded by
@@ -16,6 +15,7 @@ import (
 // pieces V8's regex engine cuts each text into with the raw patterns.
 type oracle struct {
 	Texts      []string `json:"texts"`
+	NFC        []string `json:"nfc"`
 	Tokenizers map[string]struct {
 		IDs        [][]int `json:"ids"`
 		IDsSpecial [][]int `json:"ids_special"`
@@ -63,15 +63,29 @@ func npmTokenizer(t *testing.T, name string) *Tokenizer {
 	return tk
 }
 
-// hasCombiningMark reports whether s holds a nonspacing mark, the case in
-// which NFC (not applied, see normalizer.normalize) may change the text.
-func hasCombiningMark(s string) bool {
-	for _, r := range s {
-		if unicode.Is(unicode.Mn, r) {
-			return true
+// TestNFCMatchesJS: nfc gives what JavaScript's String.normalize("NFC")
+// (ICU) gives on every recorded text.
+func TestNFCMatchesJS(t *testing.T) {
+	o := readOracle(t)
+	if len(o.NFC) != len(o.Texts) {
+		t.Fatalf("%d NFC rows for %d texts", len(o.NFC), len(o.Texts))
+	}
+	changed := 0
+	for i, text := range o.Texts {
+		if got := nfc(text); got != o.NFC[i] {
+			t.Errorf("nfc(%q) = %q, want %q", text, got, o.NFC[i])
+		}
+		if o.NFC[i] != text {
+			changed++
 		}
 	}
-	return false
+	if changed < 4 {
+		t.Fatalf("only %d texts change under NFC: the oracle does not test composition", changed)
+	}
+	// Bytes that are not UTF-8 stay, and the text around them is normalized.
+	if got := nfc("e\u0301\xffe\u0301"); got != "\u00e9\xff\u00e9" {
+		t.Errorf("nfc with an invalid byte = %q", got)
+	}
 }
 
 // TestTokenizerJSONMatchesTransformersJS: the Llama 3 and Qwen3
@@ -86,12 +100,8 @@ func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
 			if len(rec.IDs) != len(o.Texts) || len(rec.IDsSpecial) != len(o.Texts) {
 				t.Fatalf("oracle for %s has %d/%d rows for %d texts", name, len(rec.IDs), len(rec.IDsSpecial), len(o.Texts))
 			}
-			nfc := slices.ContainsFunc(tk.norm, func(n normalizer) bool { return n.op == "nfc" })
+			nfcNorm := slices.ContainsFunc(tk.norm, func(n normalizer) bool { return n.op == "nfc" })
 			for i, text := range o.Texts {
-				if nfc && hasCombiningMark(text) {
-					t.Logf("text %d %q: skipped, NFC is not applied (see normalizer.normalize)", i, text)
-					continue
-				}
 				// transformers.js always matches added tokens in the text.
 				got, err := tk.EncodeWith(text, EncodeOptions{ParseSpecial: true})
 				if err != nil {
@@ -108,7 +118,11 @@ func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
 				if !slices.Equal(got, rec.IDsSpecial[i]) {
 					t.Errorf("text %d %q with special tokens added:\n got %v\nwant %v", i, text, got, rec.IDsSpecial[i])
 				}
-				if back := tk.DecodeAll(rec.IDs[i], true); back != text {
+				want := text
+				if nfcNorm {
+					want = o.NFC[i] // what the normalizer made of it
+				}
+				if back := tk.DecodeAll(rec.IDs[i], true); back != want {
 					t.Errorf("text %d %q decodes to %q", i, text, back)
 				}
 			}

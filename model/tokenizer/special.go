@@ -82,11 +82,7 @@ type normalizer struct {
 	a, b string
 }
 
-// normalize applies the step. NFC is not applied: Go's standard library
-// has no Unicode composition tables and Stride takes no dependency for
-// them, so text that is not already in NFC (an accent typed as a base
-// letter plus a combining mark) can tokenize differently from the
-// reference. Keyboards and most files produce NFC already.
+// normalize applies the step.
 func (n normalizer) normalize(s string) string {
 	switch n.op {
 	case "prepend":
@@ -98,6 +94,8 @@ func (n normalizer) normalize(s string) string {
 		return strings.ReplaceAll(s, n.a, n.b)
 	case "lowercase":
 		return strings.ToLower(s)
+	case "nfc":
+		return nfc(s)
 	case "prefix-space": // ByteLevel's add_prefix_space, Metaspace's prepend
 		if s == "" || s[0] == ' ' {
 			return s

@@ -65,6 +65,11 @@ for (const t of [
   "tab\tseparated\tvalues\n1\t2\t3",
   "Mixed123Numbers456 and_underscores_here",
   "  \n  \n  ",
+  // NFC (Qwen's normalizer): composition, ordering, Hangul, exclusions.
+  "Tie\u0302\u0301ng Vie\u0323\u0302t, cafe\u0301, A\u030A vs \u212B, \u2126",
+  "\u1100\u1161\u11A8 \u1112\u1161\u11AB\u1100\u1173\u11AF \uAC00\u11A8",
+  "a\u0307\u0323 a\u0323\u0307 q\u0307\u0323 \u0958 \u0344 \u0F73 \u2ADC",
+  "\uF900 \uFA10 \u1E9B\u0323 \u0B47\u0B3E \u0DD9\u0DCF",
 ]) {
   add(t);
 }
@@ -77,7 +82,7 @@ function load(name) {
   });
 }
 
-const out = { texts, tokenizers: {}, splits: {} };
+const out = { texts, nfc: texts.map((t) => t.normalize("NFC")), tokenizers: {}, splits: {} };
 for (const name of ["llama3", "qwen3"]) {
   const tok = load(name);
   out.tokenizers[name] = {
