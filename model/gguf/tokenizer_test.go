@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -288,4 +289,109 @@ func FuzzTokenizer(f *testing.F) {
 			_ = tk.DecodeAll(ids, ps)
 		}
 	})
+}
+
+// TestLlama2StyleTokenizerJSON turns the llama-spm GGUF vocabulary into a
+// Llama 2 style tokenizer.json, the way Hugging Face converts SentencePiece
+// models (merges = every split of a piece into two pieces, ranked by the
+// merged piece's score; Prepend "▁" and Replace " " → "▁" normalizers,
+// byte fallback, the Replace/ByteFallback/Fuse/Strip decoder), and checks
+// that the merges-with-byte-fallback BPE gives llama.cpp's SentencePiece
+// vectors too.
+func TestLlama2StyleTokenizerJSON(t *testing.T) {
+	base := sharedFile(t, "tokenizers/llama.cpp-vocab/ggml-vocab-llama-spm.gguf")
+	f, err := Open(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores, err := f.Float32s("tokenizer.ggml.scores")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := f.Int32s("tokenizer.ggml.token_type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := map[string]int{}
+	for i, p := range tokens {
+		vocab[p] = i
+	}
+	type mg struct {
+		a, b   string
+		score  float32
+		ia, ib int
+	}
+	var merges []mg
+	for i, p := range tokens {
+		if types[i] != 1 {
+			continue
+		}
+		for k := 1; k < len(p); k++ {
+			ia, ok1 := vocab[p[:k]]
+			ib, ok2 := vocab[p[k:]]
+			if ok1 && ok2 {
+				merges = append(merges, mg{p[:k], p[k:], scores[i], ia, ib})
+			}
+		}
+	}
+	slices.SortStableFunc(merges, func(x, y mg) int {
+		switch {
+		case x.score != y.score:
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		case x.ia != y.ia:
+			return x.ia - y.ia
+		}
+		return x.ib - y.ib
+	})
+	pairs := make([][2]string, len(merges))
+	for i, m := range merges {
+		pairs[i] = [2]string{m.a, m.b}
+	}
+	doc := map[string]any{
+		"added_tokens": []map[string]any{{"id": 0, "content": "<unk>", "special": true},
+			{"id": 1, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true}},
+		"normalizer": map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Prepend", "prepend": "▁"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}}},
+		"pre_tokenizer": nil,
+		"decoder": map[string]any{"type": "Sequence", "decoders": []any{
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": "▁"}, "content": " "},
+			map[string]any{"type": "ByteFallback"}, map[string]any{"type": "Fuse"},
+			map[string]any{"type": "Strip", "content": " ", "start": 1, "stop": 0}}},
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": pairs, "byte_fallback": true,
+			"unk_token": "<unk>", "fuse_unk": true},
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.FromJSON(js, []byte(`{"add_bos_token": true, "bos_token": "<s>", "eos_token": "</s>"}`), "llama-spm.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Kind() != tokenizer.MergesBPE {
+		t.Fatalf("kind %v", tk.Kind())
+	}
+	texts, want := readVectors(t, base)
+	for i, text := range texts {
+		got, err := tk.Encode(text, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[i]) {
+			t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want[i])
+			continue
+		}
+		if back := tk.DecodeAll(got, false); back != text {
+			t.Errorf("text %d %q: decodes to %q", i, text, back)
+		}
+	}
 }
