@@ -13,6 +13,8 @@ import (
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
+	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -97,7 +99,7 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 // reports.
 type loadedModel struct {
 	m     *model.Model
-	codec model.TextCodec
+	codec tokenizer.Codec
 	name  string
 	// stop holds the ids generation stops at when the checkpoint names
 	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
@@ -156,14 +158,29 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			return nil, err
 		}
 	}
-	if path := a.getPath("tokenizer"); path != "" {
-		tok, err := model.LoadTokenizer(path, lm.m.Config.VocabSize)
+	tokPath := a.getPath("tokenizer")
+	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
+		if kind, _ := sniff(ckpt); kind == "gguf" {
+			tokPath = ckpt // a GGUF carries its tokenizer
+		}
+	}
+	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
+		tok, err := openTokenizer(tokPath)
+		if err != nil {
+			return nil, err
+		}
+		if tok.VocabSize() > lm.m.Config.VocabSize {
+			return nil, fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), lm.m.Config.VocabSize)
+		}
+		lm.codec = tok
+	} else if tokPath != "" {
+		tok, err := llama2c.LoadTokenizer(tokPath, lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, err
 		}
 		lm.codec = tok
 	} else {
-		bt, err := model.NewByteTokenizer(lm.m.Config.VocabSize)
+		bt, err := tokenizer.NewBytes(lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", lm.m.Config.VocabSize, err)
 		}

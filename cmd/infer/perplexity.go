@@ -113,9 +113,21 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	if nctx < 4 || nctx > c.SeqLen {
 		return fmt.Errorf("perplexity: --ctx %d must be in [4, seq_len=%d]", nctx, c.SeqLen)
 	}
-	tokens, err := lm.codec.Encode(string(text), true, false)
+	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
+	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
+	bos, addBOS := model.BOSID, true
+	if t, ok := lm.codec.(interface {
+		BOS() int
+		AddBOS() bool
+	}); ok {
+		bos, addBOS = t.BOS(), t.AddBOS() && t.BOS() >= 0
+	}
+	tokens, err := lm.codec.Encode(string(text), addBOS, false)
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
+	}
+	if !addBOS {
+		bos = -1
 	}
 	fmt.Fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
 		len(tokens), len(tokens)/nctx, nctx, nctx-1-nctx/2)
@@ -123,7 +135,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := perplexity(lm.m, tokens, nctx, model.BOSID, a.getInt("threads"), kvdt, stderr)
+	res, err := perplexity(lm.m, tokens, nctx, bos, a.getInt("threads"), kvdt, stderr)
 	if err != nil {
 		return err
 	}
@@ -140,7 +152,9 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 }
 
 // perplexity runs llama-perplexity's method (see the command's help) on
-// tokens, which start with BOS. progress receives "[i]ppl," after each
+// tokens, which start with BOS when bos >= 0; each chunk's first token is
+// replaced by bos, unless bos < 0 (a vocabulary without add_bos, as
+// llama.cpp does then). progress receives "[i]ppl," after each
 // chunk and a newline at the end.
 func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, kvdt tensor.DType, progress io.Writer) (pplResult, error) {
 	c := m.Config
@@ -193,7 +207,9 @@ func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, kvdt tenso
 	for i := 0; i < nChunks; i++ {
 		start := i * nctx
 		copy(chunk, tokens[start:start+nctx])
-		chunk[0] = bos
+		if bos >= 0 {
+			chunk[0] = bos
+		}
 		logits, err := f.Run(chunk, positions, b, caches, rows)
 		if err != nil {
 			return pplResult{}, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)

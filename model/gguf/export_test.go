@@ -21,7 +21,7 @@ func stories260K(t *testing.T) (*model.Model, *Vocab) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	tok, err := model.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
+	tok, err := llama2c.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}
