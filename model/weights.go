@@ -55,8 +55,9 @@ type Model struct {
 	// scales instead of the tensor (which then only describes the shape).
 	Quantized map[*tensor.Tensor]*kernels.Matrix
 
-	// source is the checkpoint FromSource built the weights from (they
-	// may view its mapping); nil for a synthesized model. Close closes it.
+	// source is the mapped checkpoint FromSource built the weights from
+	// (they view its mapping); nil when the weights are Go memory (read or
+	// synthesized). Close closes it.
 	source Source
 	// mapped is the size of source's mapping (0: the weights are Go
 	// memory) and copied the bytes FromSource copied out of it.

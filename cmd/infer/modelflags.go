@@ -127,11 +127,17 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A GGUF runs as stored unless a weight type was asked for: its
+		// F16, Q8_0, Q4_K... matrices stream as the file holds them.
+		_, isGGML := src.(model.GGMLSource)
+		if isGGML && asStoredDefault(a, weights) {
+			opts.AsStored = true
+		}
 		if st, ok := src.(interface{ StopTokens() []int }); ok {
 			lm.stop = st.StopTokens()
 		}
-		if st, ok := src.(interface{ StoredTypes() string }); ok && weights == "f32" {
-			lm.types = st.StoredTypes() // f32, the default, runs a GGUF as stored
+		if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
+			lm.types = st.StoredTypes()
 		}
 		m, err := model.FromSource(src, opts)
 		if err != nil {
@@ -187,6 +193,13 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		lm.codec = bt
 	}
 	return lm, nil
+}
+
+// asStoredDefault reports whether weights is the default f32 that nobody
+// asked for (neither --weights, its env or config key, nor bench's list),
+// which on a GGUF means "the stored types".
+func asStoredDefault(a *app, weights string) bool {
+	return weights == "f32" && a.source("weights") == "default" && strings.TrimSpace(a.getString("bench.weights")) == ""
 }
 
 // weightDType maps the weights key to a load dtype, and whether Q8_0

@@ -159,7 +159,7 @@ func TestOpenGGUFByMagic(t *testing.T) {
 		if mapped := s.MappedBytes() > 0; mapped == noMmap {
 			t.Errorf("NoMmap=%v: MappedBytes %d", noMmap, s.MappedBytes())
 		}
-		m, err := model.FromSource(src, model.LoadOptions{NoMmap: noMmap})
+		m, err := model.FromSource(src, model.LoadOptions{NoMmap: noMmap, AsStored: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,7 +116,7 @@ func TestExportRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := model.FromSource(s, model.LoadOptions{})
+		back, err := model.FromSource(s, model.LoadOptions{AsStored: true})
 		if err != nil {
 			t.Fatal(err)
 		}

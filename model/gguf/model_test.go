@@ -53,7 +53,7 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 		t.Fatal(err)
 	}
 	stops := s.StopTokens()
-	gm, err := model.FromSource(s, model.LoadOptions{})
+	gm, err := model.FromSource(s, model.LoadOptions{AsStored: true})
 	if err != nil {
 		t.Fatal(err)
 	}

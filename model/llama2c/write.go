@@ -157,18 +157,7 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 		return fail(err)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var hdr [v1HeaderSize]byte
-	le := binary.LittleEndian
-	le.PutUint32(hdr[0:], v1Magic)
-	le.PutUint32(hdr[4:], 2)
-	for i, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
-		le.PutUint32(hdr[8+4*i:], uint32(int32(v)))
-	}
-	if c.SharedClassifier {
-		hdr[8+legacyHeaderSize] = 1
-	}
-	le.PutUint32(hdr[v2GroupSizeAt:], uint32(int32(gs)))
-	if _, err := bw.Write(hdr[:]); err != nil {
+	if _, err := bw.Write(v2HeaderOf(c, gs)); err != nil {
 		return fail(err)
 	}
 	fw := &floatWriter{w: bw}
@@ -193,28 +182,7 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 			count = c.NLayers
 		}
 		for l := range count {
-			var t *tensor.Tensor
-			r0, rows := 0, 0
-			switch k {
-			case kindEmbedding:
-				t, rows = m.Weights.TokenEmbedding, c.VocabSize
-			case kindWQ:
-				t, r0, rows = L[l].QKVPart(c, 0)
-			case kindWK:
-				t, r0, rows = L[l].QKVPart(c, 1)
-			case kindWV:
-				t, r0, rows = L[l].QKVPart(c, 2)
-			case kindWO:
-				t, rows = L[l].WO, c.Dim
-			case kindW1:
-				t, rows = L[l].W1, c.HiddenDim
-			case kindW2:
-				t, rows = L[l].W2, c.Dim
-			case kindW3:
-				t, rows = L[l].W3, c.HiddenDim
-			case kindClassifier:
-				t, rows = m.Weights.Classifier, c.VocabSize
-			}
+			t, r0, rows := v2Rows(m, k, l)
 			qm, err := q8Rows(m, t, r0, r0+rows, gs)
 			if err != nil {
 				return fail(fmt.Errorf("%s: %w", k.label(l), err))
@@ -234,6 +202,48 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// v2Header is the 256-byte version-2 header of c with group size gs.
+func v2HeaderOf(c model.Config, gs int) []byte {
+	hdr := make([]byte, v1HeaderSize)
+	le := binary.LittleEndian
+	le.PutUint32(hdr[0:], v1Magic)
+	le.PutUint32(hdr[4:], 2)
+	for i, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
+		le.PutUint32(hdr[8+4*i:], uint32(int32(v)))
+	}
+	if c.SharedClassifier {
+		hdr[8+legacyHeaderSize] = 1
+	}
+	le.PutUint32(hdr[v2GroupSizeAt:], uint32(int32(gs)))
+	return hdr
+}
+
+// v2Rows is where matrix k of layer l is in m: rows [r0, r0+rows) of a
+// weight tensor (wq, wk and wv are row blocks of the fused WQKV).
+func v2Rows(m *model.Model, k kind, l int) (t *tensor.Tensor, r0, rows int) {
+	c := m.Config
+	w := m.Weights
+	switch k {
+	case kindEmbedding:
+		return w.TokenEmbedding, 0, c.VocabSize
+	case kindWQ:
+		return w.Layers[l].QKVPart(c, 0)
+	case kindWK:
+		return w.Layers[l].QKVPart(c, 1)
+	case kindWV:
+		return w.Layers[l].QKVPart(c, 2)
+	case kindWO:
+		return w.Layers[l].WO, 0, c.Dim
+	case kindW1:
+		return w.Layers[l].W1, 0, c.HiddenDim
+	case kindW2:
+		return w.Layers[l].W2, 0, c.Dim
+	case kindW3:
+		return w.Layers[l].W3, 0, c.HiddenDim
+	}
+	return w.Classifier, 0, c.VocabSize
 }
 
 // q8Rows returns rows [r0, r1) of the 2-D weight t as Q8_0 with group size
