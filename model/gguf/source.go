@@ -159,7 +159,7 @@ func ConfigOf(f *File) (model.Config, string, error) {
 		return model.Config{}, "", err
 	}
 	if !slices.Contains(Architectures, arch) {
-		return fail("architecture %q is not supported as a model (%v are; the file can still serve as a tokenizer)", arch, Architectures)
+		return fail("architecture %q is not supported as a model (%s are; the file can still serve as a tokenizer)", arch, strings.Join(Architectures, " and "))
 	}
 	var firstErr error
 	uintKey := func(key string, def int, required bool) int {
