@@ -168,6 +168,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 	}
 	f.grow(T, len(logitRows))
+	f.rope.grow(positions)
 	dim, hs := c.Dim, c.HeadDim()
 	qDim, kvDim := c.NHeads*hs, c.KVDim()
 	x := f.x[:T*dim]
