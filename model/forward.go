@@ -123,7 +123,7 @@ func (f *Forward) grow(T, rows int) {
 		f.xb = make([]float32, T*c.Dim)
 		f.xb2 = make([]float32, T*c.Dim)
 		f.qkv = make([]float32, T*c.QKVRows())
-		if f.proj == SeparateQKV {
+		if f.proj == SeparateQKV || f.mats.unfused {
 			f.q = make([]float32, T*c.NHeads*c.HeadDim())
 			f.k = make([]float32, T*c.KVDim())
 			f.v = make([]float32, T*c.KVDim())
@@ -168,6 +168,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 	}
 	f.grow(T, len(logitRows))
+	f.rope.grow(positions)
 	dim, hs := c.Dim, c.HeadDim()
 	qDim, kvDim := c.NHeads*hs, c.KVDim()
 	x := f.x[:T*dim]
@@ -192,6 +193,14 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 		switch f.proj {
 		case FusedQKV:
+			if lm.wqkv == nil {
+				// q, k, v stored in different types: three matmuls, their
+				// rows then laid side by side as the fused output.
+				if err := f.unfusedQKV(T, lm); err != nil {
+					return nil, err
+				}
+				break
+			}
 			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
 			if err := f.mats.matmul(f.qkv[:T*c.QKVRows()], f.xb[:T*dim], lm.wqkv, T); err != nil {
 				return nil, err
@@ -346,6 +355,29 @@ func contiguousF32(t *tensor.Tensor, n int) ([]float32, error) {
 		return nil, fmt.Errorf("forward: attention returned %v, want a contiguous F32 tensor of %d elements", t, n)
 	}
 	return t.Storage().Float32s()[t.Offset() : t.Offset()+n], nil
+}
+
+// unfusedQKV computes q, k and v of a layer whose projections are kept
+// apart into the separate buffers, then copies each token's [q | k | v]
+// into the fused buffer, where the views of the fused path read them.
+func (f *Forward) unfusedQKV(T int, lm *layerMatrices) error {
+	c := f.m.Config
+	dim, qDim, kvDim, rows := c.Dim, c.NHeads*c.HeadDim(), c.KVDim(), c.QKVRows()
+	for _, p := range []struct {
+		out []float32
+		m   *kernels.Matrix
+	}{{f.q[:T*qDim], lm.wq}, {f.k[:T*kvDim], lm.wk}, {f.v[:T*kvDim], lm.wv}} {
+		if err := f.mats.matmul(p.out, f.xb[:T*dim], p.m, T); err != nil {
+			return err
+		}
+	}
+	for t := 0; t < T; t++ {
+		row := f.qkv[t*rows : (t+1)*rows]
+		copy(row, f.q[t*qDim:(t+1)*qDim])
+		copy(row[qDim:], f.k[t*kvDim:(t+1)*kvDim])
+		copy(row[qDim+kvDim:], f.v[t*kvDim:(t+1)*kvDim])
+	}
+	return nil
 }
 
 // addQKVBias adds the q|k|v bias b to each token's projections, in the

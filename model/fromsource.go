@@ -27,6 +27,13 @@ type LoadOptions struct {
 	// or BF16 dequantize it (q·scale in float32, as the kernels compute
 	// it) and round it once.
 	WeightDType tensor.DType
+	// AsStored keeps every matrix in the type the file stores it in:
+	// F16 and BF16 are not widened and block-quantized types are not
+	// dequantized, so the bytes streamed per token are the file's
+	// (what a GGUF load wants by default). WeightDType is then ignored and
+	// Config.WeightDType reports the token embedding's dtype (F32 for a
+	// block type).
+	AsStored bool
 	// NoMmap makes a format read the file into Go memory instead of
 	// mapping it. By default (false) formats map the checkpoint where the
 	// platform has mmap and the host is little-endian, and the weights
@@ -45,9 +52,12 @@ type LoadOptions struct {
 var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // FromSource builds the runnable Model of an opened checkpoint, whatever
-// its format. It takes ownership of src: the Model keeps it (its weights
-// may view src's memory) and Model.Close closes it; on error FromSource
-// closes it. Errors read "checkpoint <src.Name()>: <problem>".
+// its format. It takes ownership of src: when src is a MappedSource with
+// a mapping, the Model keeps it (its weights view the mapping) and
+// Model.Close closes it; otherwise (the weights are Go memory) FromSource
+// closes it once the model is built, and on any error. So a Source whose
+// Data views memory that Close releases must implement MappedSource.
+// Errors read "checkpoint <src.Name()>: <problem>".
 //
 // What it does, tensor by tensor (names are the Tensor* constants):
 //   - Every weight matrix that needs no conversion is a zero-copy view of
@@ -70,7 +80,13 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 		src.Close()
 		return nil, fmt.Errorf("checkpoint %s: unknown weight dtype %d", name, opts.WeightDType)
 	}
-	b := &builder{src: src, dt: opts.WeightDType, led: opts.Ledger}
+	b := &builder{src: src, dt: opts.WeightDType, asStored: opts.AsStored, led: opts.Ledger}
+	if b.asStored {
+		b.dt = tensor.F32 // block types stay quantized; floats keep their own dtype
+	}
+	if gs, ok := src.(GGMLSource); ok && gs.GGML() {
+		b.ggml = true
+	}
 	if ms, ok := src.(MappedSource); ok {
 		b.mapped = ms.MappedBytes()
 	}
@@ -83,19 +99,29 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 		src.Close()
 		return nil, fmt.Errorf("checkpoint %s: %w", name, err)
 	}
+	if b.mapped == 0 {
+		// The weights are Go memory (RawTensor.Data of a source that
+		// reads is new memory): the file is not needed any more.
+		if err := src.Close(); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: close: %w", name, err)
+		}
+		return m, nil
+	}
 	m.source, m.mapped, m.copied = src, b.mapped, b.copied
 	return m, nil
 }
 
 // builder is the state of one FromSource.
 type builder struct {
-	src    Source
-	cfg    Config
-	dt     tensor.DType
-	led    *tensor.Ledger
-	mapped int64 // bytes src has mapped; 0 when its Data is Go memory
-	copied int64 // bytes copied out of the mapping so far
-	m      *Model
+	src      Source
+	cfg      Config
+	dt       tensor.DType // the dtype of float matrices (unless asStored)
+	asStored bool
+	ggml     bool // src is a GGMLSource: matrices run as ggml runs them
+	led      *tensor.Ledger
+	mapped   int64 // bytes src has mapped; 0 when its Data is Go memory
+	copied   int64 // bytes copied out of the mapping so far
+	m        *Model
 }
 
 func (b *builder) build() (*Model, error) {
@@ -136,7 +162,12 @@ func (b *builder) build() (*Model, error) {
 	// The biases come with the file (Qwen2), whatever its Config said.
 	c.QKVBias = w.Layers[0].BQKV != nil
 	b.m.Config = c
-	if b.m.Quantized == nil {
+	if b.asStored {
+		b.m.Config.WeightDType = tensor.F32
+		if _, quantized := b.m.Quantized[w.TokenEmbedding]; !quantized {
+			b.m.Config.WeightDType = w.TokenEmbedding.DType()
+		}
+	} else if b.m.Quantized == nil {
 		// Dequantized (or never quantized): the matrices are real tensors.
 		b.m.Config.WeightDType = b.dt
 	} else if b.dt != tensor.F32 {
@@ -155,7 +186,19 @@ func (b *builder) layer(l int, L *Layer) error {
 	if L.AttnNorm, err = b.vector(at(TensorAttnNorm), c.Dim); err != nil {
 		return err
 	}
-	if L.WQKV, err = b.fusedMatrix(c.Dim, []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}, []int{q, kv, kv}); err != nil {
+	qkv := []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}
+	if L.WQKV, err = b.fusedMatrix(c.Dim, qkv, []int{q, kv, kv}); errors.Is(err, errMixedQKV) {
+		// Different storage types (a Q4_K_M file's Q6_K attn_v): no one
+		// matrix holds them, so they stay three (Layer.WQ, WK, WV).
+		if L.WQ, err = b.matrix(qkv[0], q, c.Dim); err != nil {
+			return err
+		}
+		if L.WK, err = b.matrix(qkv[1], kv, c.Dim); err != nil {
+			return err
+		}
+		L.WV, err = b.matrix(qkv[2], kv, c.Dim)
+	}
+	if err != nil {
 		return err
 	}
 	if L.BQKV, err = b.fusedBias([]string{at(TensorAttnQBias), at(TensorAttnKBias), at(TensorAttnVBias)}, []int{q, kv, kv}); err != nil {
@@ -253,6 +296,14 @@ func (b *builder) kept(rt RawTensor) {
 	}
 }
 
+// floatDType is the dtype a float matrix stored as t becomes.
+func (b *builder) floatDType(t StorageType) tensor.DType {
+	if b.asStored {
+		return dtypeOf(t)
+	}
+	return b.dt
+}
+
 // vector returns the named 1-D tensor of n elements as float32.
 func (b *builder) vector(name string, n int) (*tensor.Tensor, error) {
 	rt, err := b.raw(name, n)
@@ -310,6 +361,20 @@ func (b *builder) view(rt RawTensor, dt tensor.DType, shape []int) *tensor.Tenso
 func convert(st *tensor.Storage, off int, rt RawTensor) {
 	le := binary.LittleEndian
 	d := rt.Data
+	if hostLittleEndian && dtypeOf(rt.Type) == st.DType() {
+		// Same dtype: the stored bytes are the host's, copy them as bytes
+		// (whatever their alignment).
+		var dst []byte
+		if st.DType() == tensor.F32 {
+			f := st.Float32s()[off:]
+			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+		} else {
+			h := st.Uint16s()[off:]
+			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), 2*len(h))
+		}
+		copy(dst, d)
+		return
+	}
 	switch {
 	case rt.Type == StorageF32 && st.DType() == tensor.F32:
 		dst := st.Float32s()[off:]
@@ -350,7 +415,10 @@ func (b *builder) matrix(name string, rows, cols int) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	if isFloat(rt.Type) {
-		return b.floats(rt, b.dt, rows, cols)
+		if b.ggmlHalf(rt.Type) {
+			return b.ggmlFloats(rt, rows, cols)
+		}
+		return b.floats(rt, b.floatDType(rt.Type), rows, cols)
 	}
 	mat, err := b.blockMatrix(rt, rows, cols)
 	if err != nil {
@@ -388,9 +456,15 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
+	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
+		// ggml's blocks, run in place: a decode token streams exactly
+		// the file's bytes.
+		typ, err := kernels.ParseGGMLType(string(rt.Type))
+		if err != nil {
+			return nil, err
+		}
+		return kernels.NewGGMLMatrix(typ, rows, cols, rt.Data)
 	}
-	// ggml's block types (StorageQ8_0, StorageQ4_0, StorageQ4_K,
-	// StorageQ6_K) get their case here once tensor/kernels runs them.
 	return nil, unsupported(rt)
 }
 
@@ -442,12 +516,31 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		}
 		total += rows[i]
 		if parts[i].Type != parts[0].Type || parts[i].GroupSize != parts[0].GroupSize {
+			if b.ggml {
+				return nil, errMixedQKV
+			}
 			return nil, fmt.Errorf("tensors %s (%s) and %s (%s) have different storage types: the fused QKV projection needs one",
 				names[0], parts[0].Type, name, parts[i].Type)
 		}
 	}
+	if isFloat(parts[0].Type) && b.ggmlHalf(parts[0].Type) {
+		fused, err := fuseBlocks(parts, total, cols)
+		if err != nil {
+			return nil, err
+		}
+		// The fused bytes are new memory: ggmlFloats keeps them as the
+		// weight's storage, and records them as allocated (kept) when the
+		// source reads instead of mapping; a mapped source's copy is
+		// recorded here.
+		if b.mapped > 0 {
+			b.led.RecordAlloc(int64(len(fused.Data)))
+		}
+		b.copiedOut(int64(len(fused.Data)))
+		fused.Name = names[0]
+		return b.ggmlFloats(fused, total, cols)
+	}
 	if isFloat(parts[0].Type) {
-		t, err := tensor.Empty(b.led, b.dt, total, cols)
+		t, err := tensor.Empty(b.led, b.floatDType(parts[0].Type), total, cols)
 		if err != nil {
 			return nil, err
 		}
@@ -472,6 +565,42 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		b.copiedOut(int64(len(fused.Data)))
 	}
 	return b.quantized(mat, fused.Name)
+}
+
+// errMixedQKV is fusedMatrix's signal that a GGMLSource stores q, k and v
+// in different types, which then stay three matrices.
+var errMixedQKV = errors.New("q, k, v in different storage types")
+
+// ggmlHalf reports whether a float matrix of type t runs as a ggml matrix:
+// an F16 or BF16 matrix of a GGMLSource kept as stored (AsStored).
+func (b *builder) ggmlHalf(t StorageType) bool {
+	return b.ggml && b.asStored && (t == StorageF16 || t == StorageBF16)
+}
+
+// ggmlFloats keeps an F16 or BF16 matrix as stored, as a ggml matrix
+// (Model.Quantized) over the tensor's bytes, so that its matmuls round the
+// activations to the weight's type as ggml does. The tensor itself views
+// the same bytes, for Row-free readers (export, Float32s).
+func (b *builder) ggmlFloats(rt RawTensor, rows, cols int) (*tensor.Tensor, error) {
+	dt := dtypeOf(rt.Type)
+	t, err := b.floats(rt, dt, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	typ := kernels.TypeF16
+	if dt == tensor.BF16 {
+		typ = kernels.TypeBF16
+	}
+	u := t.Storage().Uint16s()[t.Offset() : t.Offset()+rows*cols]
+	mat, err := kernels.NewGGMLMatrix(typ, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(u))), 2*len(u)))
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", rt.Name, err)
+	}
+	if b.m.Quantized == nil {
+		b.m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
+	}
+	b.m.Quantized[t] = mat
+	return t, nil
 }
 
 // fuseBlocks concatenates the rows of block-quantized tensors of one type

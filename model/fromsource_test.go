@@ -119,7 +119,12 @@ func TestFromSource(t *testing.T) {
 		if got.Weights.Layers[0].BQKV != nil || got.Weights.RopeFreqs != nil {
 			t.Fatal("biases or rope_freqs appeared from nowhere")
 		}
-		if err := got.Close(); err != nil || src.closed != 1 {
+		// The weights are Go memory (memSource maps nothing): the source
+		// is closed once the model is built, and the model keeps them.
+		if src.closed != 1 {
+			t.Fatalf("source closed %d times after FromSource, want 1", src.closed)
+		}
+		if err := got.Close(); err != nil || src.closed != 1 || got.Weights.TokenEmbedding == nil {
 			t.Fatalf("Close: %v, source closed %d times", err, src.closed)
 		}
 	}
@@ -155,6 +160,36 @@ func TestFromSourceConvert(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameModel(t, m, rounded)
+	}
+}
+
+// TestFromSourceAsStored: with AsStored, F16 and BF16 matrices stay as
+// the file stores them, as views of its bytes, whatever WeightDType says.
+func TestFromSourceAsStored(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
+		c := tinyConfig(false)
+		c.WeightDType = dt
+		m := mustSynth(t, c, 9)
+		typ := map[tensor.DType]StorageType{tensor.F16: StorageF16, tensor.BF16: StorageBF16}[dt]
+		src := sourceOf(t, m, typ)
+		led := tensor.NewLedger()
+		got, err := FromSource(src, LoadOptions{AsStored: true, WeightDType: tensor.F32, Ledger: led})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameModel(t, m, got)
+		w2 := got.Weights.Layers[1].W2
+		if got.Config.WeightDType != dt || w2.DType() != dt ||
+			unsafe.Pointer(&w2.Storage().Uint16s()[0]) != unsafePointer(src.tensors["blk.1.ffn_down.weight"].Data) {
+			t.Fatalf("%v: weight dtype %v, w2 %v: want the stored %v bytes themselves", dt, got.Config.WeightDType, w2.DType(), dt)
+		}
+		// A source that maps nothing hands over Go memory: every weight
+		// counts as allocated at its stored size (matrices 2 bytes, norms
+		// 4), the fused WQKV included, the q/k/v parts it copied not.
+		norms := int64(2*c.NLayers+1) * int64(c.Dim)
+		if a, want := led.Stats().BytesAllocated, (c.Params()-norms)*2+norms*4; a != want {
+			t.Fatalf("%v: allocated %d bytes, want %d", dt, a, want)
+		}
 	}
 }
 
@@ -259,18 +294,26 @@ func TestFromSourceErrors(t *testing.T) {
 			t.Fatalf("missing: %v does not wrap ErrTensorNotFound", err)
 		}
 	}
-	// A ggml block type FromSource has no kernel for yet: named, with the
-	// tensor, once its byte length is right.
+	// The ggml block types run as stored (a meta placeholder with its
+	// ggml kernel matrix); a type without a kernel is named, with the
+	// tensor.
 	c := Config{Dim: 256, HiddenDim: 256, NLayers: 1, NHeads: 4, NKVHeads: 4, VocabSize: 8, SeqLen: 4,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
 	src := sourceOf(t, mustSynth(t, c, 1), StorageF32)
 	for _, typ := range []StorageType{StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K} {
 		n, _ := typ.Bytes(256*256, 0)
 		src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: typ, Shape: []int{256, 256}, Data: make([]byte, n)}
-		want := "unsupported storage type " + string(typ) + " for tensor blk.0.ffn_up.weight"
-		if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: got %v", typ, err)
+		got, err := FromSource(src, LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
 		}
+		if q := got.Quantized[got.Weights.Layers[0].W3]; q == nil || !q.GGML || !got.Weights.Layers[0].W3.IsMeta() {
+			t.Fatalf("%s: ffn_up is not kept as a ggml matrix", typ)
+		}
+	}
+	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: "Q5_K", Shape: []int{256, 256}, Data: make([]byte, 176*256)}
+	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "unsupported storage type Q5_K for tensor blk.0.ffn_up.weight") {
+		t.Fatalf("Q5_K: got %v", err)
 	}
 	if _, err := FromSource(sourceOf(t, m, StorageF32), LoadOptions{WeightDType: 9}); err == nil || !strings.Contains(err.Error(), "dtype") {
 		t.Fatalf("bad dtype: got %v", err)

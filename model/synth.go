@@ -23,7 +23,7 @@ const maxSynthBytes = 16 << 30
 // logits of the (shared or own) classifier have a spread of about 1: the
 // sampled text is random but not uniform. Norm gains are 1 + U(-0.05, 0.05).
 // Matrices are stored in cfg.WeightDType (rounded once from float32), norms
-// in float32, as Read does.
+// in float32, as FromSource converts them.
 //
 // The same (cfg, seed) gives bit-identical weights on every machine: the
 // values come from integer hashing (splitmix64) and a single float64

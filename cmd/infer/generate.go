@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
@@ -95,7 +96,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			encodeErrs[i] = err
 			ids = []int{model.BOSID}
 		}
-		reqs = append(reqs, model.Request{Prompt: ids, Steps: steps,
+		reqs = append(reqs, model.Request{Prompt: ids, Steps: steps, StopTokens: lm.stop,
 			Sampler: model.NewSampler(c.VocabSize, float32(temp), float32(topp), seed)})
 	}
 	opts, err := engineOptions(a, nil)
@@ -180,7 +181,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 }
 
 // decodeAll turns the ids after BOS into text as run.c prints it.
-func decodeAll(codec model.TextCodec, ids []int) string {
+func decodeAll(codec tokenizer.Codec, ids []int) string {
 	var b []byte
 	prev := model.BOSID
 	for _, id := range ids {
@@ -195,15 +196,7 @@ func decodeAll(codec model.TextCodec, ids []int) string {
 // bytes, and every byte >= 0x80 from a <0xHH> byte piece) is dropped, so
 // the printed text is exactly run.c's.
 func appendPiece(b []byte, piece string) []byte {
-	if len(piece) == 1 {
-		c := piece[0]
-		printable := c >= 0x20 && c < 0x7f
-		space := c == ' ' || (c >= '\t' && c <= '\r')
-		if !printable && !space {
-			return b
-		}
-	}
-	return append(b, piece...)
+	return append(b, tokenizer.RunCPrintable(piece)...)
 }
 
 func writePiece(w io.Writer, piece string) {

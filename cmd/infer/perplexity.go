@@ -113,13 +113,29 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	if nctx < 4 || nctx > c.SeqLen {
 		return fmt.Errorf("perplexity: --ctx %d must be in [4, seq_len=%d]", nctx, c.SeqLen)
 	}
-	tokens, err := lm.codec.Encode(string(text), true, false)
+	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
+	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
+	bos, addBOS := model.BOSID, true
+	if t, ok := lm.codec.(interface {
+		BOS() int
+		AddBOS() bool
+	}); ok {
+		bos, addBOS = t.BOS(), t.AddBOS() && t.BOS() >= 0
+	}
+	tokens, err := lm.codec.Encode(string(text), addBOS, false)
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
+	if !addBOS {
+		bos = -1
+	}
 	fmt.Fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
 		len(tokens), len(tokens)/nctx, nctx, nctx-1-nctx/2)
-	res, err := perplexity(lm.m, tokens, nctx, model.BOSID, a.getInt("threads"), stderr)
+	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
+	if err != nil {
+		return err
+	}
+	res, err := perplexity(lm.m, tokens, nctx, bos, a.getInt("threads"), kvdt, stderr)
 	if err != nil {
 		return err
 	}
@@ -136,9 +152,11 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 }
 
 // perplexity runs llama-perplexity's method (see the command's help) on
-// tokens, which start with BOS. progress receives "[i]ppl," after each
+// tokens, which start with BOS when bos >= 0; each chunk's first token is
+// replaced by bos, unless bos < 0 (a vocabulary without add_bos, as
+// llama.cpp does then). progress receives "[i]ppl," after each
 // chunk and a newline at the end.
-func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, progress io.Writer) (pplResult, error) {
+func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, kvdt tensor.DType, progress io.Writer) (pplResult, error) {
 	c := m.Config
 	if len(tokens) < 2*nctx {
 		return pplResult{}, fmt.Errorf("perplexity: the text has %d tokens; a context of %d needs at least %d", len(tokens), nctx, 2*nctx)
@@ -161,11 +179,11 @@ func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, progress i
 	blocks := (nctx + bs - 1) / bs
 	caches := make([]model.LayerCache, c.NLayers)
 	for l := range caches {
-		k, err := tensor.Zeros(nil, tensor.F32, blocks, bs, c.NKVHeads, c.HeadDim())
+		k, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
 		if err != nil {
 			return pplResult{}, err
 		}
-		v, err := tensor.Zeros(nil, tensor.F32, blocks, bs, c.NKVHeads, c.HeadDim())
+		v, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
 		if err != nil {
 			return pplResult{}, err
 		}
@@ -189,7 +207,9 @@ func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, progress i
 	for i := 0; i < nChunks; i++ {
 		start := i * nctx
 		copy(chunk, tokens[start:start+nctx])
-		chunk[0] = bos
+		if bos >= 0 {
+			chunk[0] = bos
+		}
 		logits, err := f.Run(chunk, positions, b, caches, rows)
 		if err != nil {
 			return pplResult{}, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)

@@ -53,7 +53,7 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 		t.Fatal(err)
 	}
 	stops := s.StopTokens()
-	gm, err := model.FromSource(s, model.LoadOptions{})
+	gm, err := model.FromSource(s, model.LoadOptions{AsStored: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bm.Close()
-	tok, err := model.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
+	tok, err := llama2c.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}

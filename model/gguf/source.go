@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/stride-lm/stride/model"
 )
@@ -89,6 +90,10 @@ func (s *Source) Arch() string { return s.arch }
 // File is the underlying GGUF file (for its tokenizer metadata).
 func (s *Source) File() *File { return s.f }
 
+// GGML is true: a GGUF's weights are computed as ggml computes them (see
+// model.GGMLSource), F16 matrices included.
+func (s *Source) GGML() bool { return true }
+
 // Close unmaps the file.
 func (s *Source) Close() error { return s.f.Close() }
 
@@ -154,7 +159,7 @@ func ConfigOf(f *File) (model.Config, string, error) {
 		return model.Config{}, "", err
 	}
 	if !slices.Contains(Architectures, arch) {
-		return fail("architecture %q is not supported as a model (%v are; the file can still serve as a tokenizer)", arch, Architectures)
+		return fail("architecture %q is not supported as a model (%s are; the file can still serve as a tokenizer)", arch, strings.Join(Architectures, " and "))
 	}
 	var firstErr error
 	uintKey := func(key string, def int, required bool) int {
@@ -312,6 +317,30 @@ func (s *Source) checkTensors() error {
 		}
 	}
 	return nil
+}
+
+// StoredTypes names the storage types of the weight matrices (the 2-D
+// tensors), most frequent first, joined by "+": "Q8_0+F16" for a Q8_0
+// file whose ffn_down fell back to F16, "Q4_K+Q6_K" for a Q4_K_M one.
+// infer bench reports it as the weights column.
+func (s *Source) StoredTypes() string {
+	count := map[GGMLType]int{}
+	var order []GGMLType
+	for _, t := range s.f.Tensors {
+		if len(t.Shape) != 2 {
+			continue
+		}
+		if count[t.Type] == 0 {
+			order = append(order, t.Type)
+		}
+		count[t.Type]++
+	}
+	slices.SortStableFunc(order, func(a, b GGMLType) int { return count[b] - count[a] })
+	names := make([]string, len(order))
+	for i, t := range order {
+		names[i] = t.String()
+	}
+	return strings.Join(names, "+")
 }
 
 // StopTokens returns the ids generation stops at: the end-of-sequence and

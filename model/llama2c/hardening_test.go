@@ -169,13 +169,13 @@ func TestSeqLenSanity(t *testing.T) {
 		name string
 		data []byte
 	}{{"v1", writeV1(t, m)}, {"v2", v2Bytes(t, m, 8)}} {
-		c := m.Config
-		perPos := int64(2 * c.NLayers * c.KVDim() * 4)
-		limit := max(int64(minKVBound), maxKVPerFileByte*int64(len(f.data)))
-		fits := int(limit / perPos)
-		if fits >= 1<<20 {
-			t.Fatalf("test config too small: seq_len %d would fit", fits)
+		// By hand: K and V of 64 layers × kv_dim 64 float32s are 32 KiB per
+		// position; the files are a few MiB, so the bound is the 1 GiB
+		// floor, and 1 GiB / 32 KiB = 32768 positions fit.
+		if 16*len(f.data) >= 1<<30 {
+			t.Fatalf("%s: test file unexpectedly large (%d bytes)", f.name, len(f.data))
 		}
+		const fits = 32768
 		if _, err := read(bytes.NewReader(setSeqLen(f.data, fits)), int64(len(f.data)), "ok.bin", model.LoadOptions{}); err != nil {
 			t.Fatalf("%s: seq_len %d (the largest inside the bound) rejected: %v", f.name, fits, err)
 		}
@@ -184,6 +184,11 @@ func TestSeqLenSanity(t *testing.T) {
 		bad = setSeqLen(f.data, fits+1)
 		assertRejected(t, bad, int64(len(bad)), "seq_len "+strconv.Itoa(fits)+" fits")
 	}
+	// The legacy format stores RoPE tables of seq_len·head_dim floats, but
+	// 256 bytes of them per position do not pay for 32 KiB of KV cache:
+	// the same bound applies (a 13 MiB file claiming 40000 positions).
+	leg := legacyBytes(t, mustSynth(t, deepConfig(40000), 1))
+	assertRejected(t, leg, int64(len(leg)), "seq_len 40000 is implausible")
 }
 
 // TestGroupSizeHint: a group size that does not divide the widths gets a

@@ -47,15 +47,14 @@ func WriteLegacy(w io.Writer, m *model.Model) error {
 	}
 	fw := &floatWriter{w: bw, quant: m.Quantized}
 	L := m.Weights.Layers
-	hs := c.HeadDim()
-	q, kv := c.NHeads*hs, c.NKVHeads*hs
 	fw.rows(m.Weights.TokenEmbedding, 0, c.VocabSize)
 	for l := range L {
 		fw.rows(L[l].AttnNorm, 0, 1)
 	}
-	for _, r := range [][2]int{{0, q}, {q, q + kv}, {q + kv, q + 2*kv}} {
+	for part := range 3 {
 		for l := range L {
-			fw.rows(L[l].WQKV, r[0], r[1])
+			t, r0, n := L[l].QKVPart(c, part)
+			fw.rows(t, r0, r0+n)
 		}
 	}
 	for l := range L {
@@ -162,18 +161,7 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 		return fail(err)
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	var hdr [v1HeaderSize]byte
-	le := binary.LittleEndian
-	le.PutUint32(hdr[0:], v1Magic)
-	le.PutUint32(hdr[4:], 2)
-	for i, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
-		le.PutUint32(hdr[8+4*i:], uint32(int32(v)))
-	}
-	if c.SharedClassifier {
-		hdr[8+legacyHeaderSize] = 1
-	}
-	le.PutUint32(hdr[v2GroupSizeAt:], uint32(int32(gs)))
-	if _, err := bw.Write(hdr[:]); err != nil {
+	if _, err := bw.Write(v2HeaderOf(c, gs)); err != nil {
 		return fail(err)
 	}
 	fw := &floatWriter{w: bw}
@@ -188,8 +176,6 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 	if fw.err != nil {
 		return fail(fw.err)
 	}
-	hs := c.HeadDim()
-	q, kv := c.NHeads*hs, c.NKVHeads*hs
 	order := []kind{kindEmbedding, kindWQ, kindWK, kindWV, kindWO, kindW1, kindW2, kindW3}
 	if !c.SharedClassifier {
 		order = append(order, kindClassifier)
@@ -200,28 +186,7 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 			count = c.NLayers
 		}
 		for l := range count {
-			var t *tensor.Tensor
-			r0, rows := 0, 0
-			switch k {
-			case kindEmbedding:
-				t, rows = m.Weights.TokenEmbedding, c.VocabSize
-			case kindWQ:
-				t, rows = L[l].WQKV, q
-			case kindWK:
-				t, r0, rows = L[l].WQKV, q, kv
-			case kindWV:
-				t, r0, rows = L[l].WQKV, q+kv, kv
-			case kindWO:
-				t, rows = L[l].WO, c.Dim
-			case kindW1:
-				t, rows = L[l].W1, c.HiddenDim
-			case kindW2:
-				t, rows = L[l].W2, c.Dim
-			case kindW3:
-				t, rows = L[l].W3, c.HiddenDim
-			case kindClassifier:
-				t, rows = m.Weights.Classifier, c.VocabSize
-			}
+			t, r0, rows := v2Rows(m, k, l)
 			qm, err := q8Rows(m, t, r0, r0+rows, gs)
 			if err != nil {
 				return fail(fmt.Errorf("%s: %w", k.label(l), err))
@@ -241,6 +206,48 @@ func WriteV2(w io.Writer, m *model.Model, groupSize int) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// v2Header is the 256-byte version-2 header of c with group size gs.
+func v2HeaderOf(c model.Config, gs int) []byte {
+	hdr := make([]byte, v1HeaderSize)
+	le := binary.LittleEndian
+	le.PutUint32(hdr[0:], v1Magic)
+	le.PutUint32(hdr[4:], 2)
+	for i, v := range []int{c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen} {
+		le.PutUint32(hdr[8+4*i:], uint32(int32(v)))
+	}
+	if c.SharedClassifier {
+		hdr[8+legacyHeaderSize] = 1
+	}
+	le.PutUint32(hdr[v2GroupSizeAt:], uint32(int32(gs)))
+	return hdr
+}
+
+// v2Rows is where matrix k of layer l is in m: rows [r0, r0+rows) of a
+// weight tensor (wq, wk and wv are row blocks of the fused WQKV).
+func v2Rows(m *model.Model, k kind, l int) (t *tensor.Tensor, r0, rows int) {
+	c := m.Config
+	w := m.Weights
+	switch k {
+	case kindEmbedding:
+		return w.TokenEmbedding, 0, c.VocabSize
+	case kindWQ:
+		return w.Layers[l].QKVPart(c, 0)
+	case kindWK:
+		return w.Layers[l].QKVPart(c, 1)
+	case kindWV:
+		return w.Layers[l].QKVPart(c, 2)
+	case kindWO:
+		return w.Layers[l].WO, 0, c.Dim
+	case kindW1:
+		return w.Layers[l].W1, 0, c.HiddenDim
+	case kindW2:
+		return w.Layers[l].W2, 0, c.Dim
+	case kindW3:
+		return w.Layers[l].W3, 0, c.HiddenDim
+	}
+	return w.Classifier, 0, c.VocabSize
 }
 
 // q8Rows returns rows [r0, r1) of the 2-D weight t as Q8_0 with group size

@@ -46,15 +46,18 @@ func (s RopeStyle) String() string {
 }
 
 // rope is a model's rotation: its pair layout and, per position and pair,
-// cos and sin of the angle. It is self-contained so that how the tables
-// are sized (eagerly here, for every position) can change without
-// touching the rotation.
+// cos and sin of the angle. The tables cover only the positions used so
+// far (reserve, grow): a header may claim a seq_len of 2^20 while a run
+// uses a few hundred positions. Every entry is computed the same way
+// whatever the table's size, so the values do not depend on how it grew.
 type rope struct {
 	style    RopeStyle
 	headDim  int
 	half     int       // pairs per head: n_rot/2
 	freqs    []float32 // [half] angle per position of each pair
-	cos, sin []float32 // [positions, half]
+	maxPos   int       // seq_len: the tables never grow beyond it
+	n        int       // positions the tables cover now
+	cos, sin []float32 // [n, half]
 }
 
 // newRope builds the rotation of c. factors, when not nil, are the
@@ -75,7 +78,7 @@ func newRope(c Config, factors []float32) (*rope, error) {
 	if factors != nil && len(factors) != half {
 		return nil, fmt.Errorf("model: rope_freqs has %d factors, want n_rot/2 = %d", len(factors), half)
 	}
-	r := &rope{style: c.RopeStyle, headDim: hs, half: half, freqs: make([]float32, half)}
+	r := &rope{style: c.RopeStyle, headDim: hs, half: half, freqs: make([]float32, half), maxPos: c.SeqLen}
 	scale := float32(1)
 	if c.RopeScale > 0 && c.RopeScale != 1 {
 		scale = float32(1 / c.RopeScale)
@@ -90,12 +93,33 @@ func newRope(c Config, factors []float32) (*rope, error) {
 		}
 		r.freqs[j] = freq * scale
 	}
-	r.tables(c.SeqLen)
 	return r, nil
+}
+
+// reserve makes the tables cover positions 0 … n−1 (capped at seq_len),
+// so that steps over them allocate nothing.
+func (r *rope) reserve(n int) {
+	n = min(n, r.maxPos)
+	if n > r.n {
+		r.tables(n)
+	}
+}
+
+// grow makes the tables cover a step's positions, doubling them so that
+// a run that never reserved grows them O(log n) times.
+func (r *rope) grow(positions []int) {
+	top := 0
+	for _, p := range positions {
+		top = max(top, p+1)
+	}
+	if top > r.n {
+		r.reserve(max(top, 2*r.n))
+	}
 }
 
 // tables fills cos and sin for positions [0, n).
 func (r *rope) tables(n int) {
+	r.n = n
 	r.cos = make([]float32, n*r.half)
 	r.sin = make([]float32, n*r.half)
 	for j, freq := range r.freqs {
@@ -114,7 +138,8 @@ func (r *rope) tables(n int) {
 //	b' = a·sin + b·cos
 //
 // with (a, b) = (x[2j], x[2j+1]) for RopeNorm and (x[j], x[j+n_rot/2])
-// for RopeNeox, in place through the view's strides.
+// for RopeNeox, in place through the view's strides. The tables must cover
+// the positions (grow).
 func (r *rope) apply(x *tensor.Tensor, positions []int) {
 	heads, _ := x.Size(1)
 	st0, _ := x.Stride(0)

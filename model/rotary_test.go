@@ -74,6 +74,7 @@ func TestRopeAgainstFloat64(t *testing.T) {
 			full := tensor.Must(tensor.WrapFloat32(nil, buf, T, 2*heads*hs))
 			nar := tensor.Must(full.Narrow(1, 0, heads*hs))
 			x := tensor.Must(nar.View(T, heads, hs))
+			r.grow(positions)
 			r.apply(x, positions)
 			scale := 1.0
 			if tc.scale > 0 {
@@ -129,6 +130,8 @@ func TestRopeNeoxIsPermutedNorm(t *testing.T) {
 	}
 	a := tensor.Must(tensor.WrapFloat32(nil, x, 1, 1, hs))
 	b := tensor.Must(tensor.WrapFloat32(nil, perm, 1, 1, hs))
+	neox.grow([]int{37})
+	norm.grow([]int{37})
 	neox.apply(a, []int{37})
 	norm.apply(b, []int{37})
 	for j := 0; j < hs/2; j++ {
@@ -168,6 +171,27 @@ func TestLlama3FreqFactors(t *testing.T) {
 	}
 	if f[0] != 1 || f[63] != 8 {
 		t.Errorf("ends %g, %g", f[0], f[63])
+	}
+}
+
+// Tables grown step by step hold the entries of tables built at once for
+// every position, bit for bit, and never grow beyond seq_len.
+func TestRopeTablesGrow(t *testing.T) {
+	c := Config{Dim: 16, HiddenDim: 8, NLayers: 1, NHeads: 2, NKVHeads: 2, VocabSize: 8, SeqLen: 100, RopeTheta: 10000, NormEps: 1e-5}
+	full, _ := newRope(c, nil)
+	full.reserve(c.SeqLen)
+	grown, _ := newRope(c, nil)
+	for p := 0; p < c.SeqLen; p += 7 {
+		grown.grow([]int{p})
+	}
+	grown.grow([]int{c.SeqLen - 1})
+	if grown.n != c.SeqLen {
+		t.Fatalf("grown to %d positions, seq_len %d", grown.n, c.SeqLen)
+	}
+	for i := range full.cos {
+		if full.cos[i] != grown.cos[i] || full.sin[i] != grown.sin[i] {
+			t.Fatalf("entry %d differs", i)
+		}
 	}
 }
 
