@@ -116,7 +116,7 @@ func TestStories260KGeneratesLikeLlama2c(t *testing.T) {
 	golden := goldenIDs(t)
 	dir := sharedFile(t, "models/hf/stories260K")
 	bm := loadBin(t)
-	tok, err := model.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
+	tok, err := llama2c.LoadTokenizer(sharedFile(t, "models/tok512.bin"), 512)
 	if err != nil {
 		t.Fatal(err)
 	}
