@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -187,7 +188,8 @@ func TestHFDirectoryPerplexity(t *testing.T) {
 }
 
 // export --checkpoint DIR writes a llama2.c file that generates what the
-// directory generates.
+// directory generates, and (with tok512.bin as the vocabulary) a GGUF
+// that is llama.cpp's own conversion of stories260K byte for byte.
 func TestHFDirectoryExport(t *testing.T) {
 	models := sharedModels(t)
 	dir := filepath.Join(models, "hf", "stories260K")
@@ -210,6 +212,19 @@ func TestHFDirectoryExport(t *testing.T) {
 	if got := idsOf(t, a); len(got) == 0 || !slices.Equal(got, w) {
 		t.Fatalf("export generates differently:\n dir    %v\n export %v", got, w)
 	}
+	gg := filepath.Join(t.TempDir(), "from-hf.gguf")
+	if code, stdout, errs := cli(t, "export", "--checkpoint", dir, "--tokenizer", filepath.Join(models, "tok512.bin"),
+		"--format", "gguf", "--out", gg); code != 0 {
+		t.Fatalf("export gguf: exit %d: %s %s", code, stdout, errs)
+	}
+	got, _ := os.ReadFile(gg)
+	want, err := os.ReadFile(filepath.Join(models, "gguf", "stories260K-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || !bytes.Equal(got, want) {
+		t.Errorf("the directory's GGUF export (%d bytes) is not llama.cpp's stories260K-f32.gguf (%d bytes)", len(got), len(want))
+	}
 }
 
 // A broken directory is one line and exit status 1.
@@ -221,5 +236,31 @@ func TestHFDirectoryBad(t *testing.T) {
 	code, _, errs := cli(t, "generate", "--checkpoint", dir, "--steps", "4")
 	if code != 1 || !strings.Contains(errs, "architecture [GPT2LMHeadModel] is not supported") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+// A directory with a tokenizer.json (and tokenizer_config.json) uses it
+// when no --tokenizer is given: a two-merge BPE turns "abab" into two
+// "ab" tokens (id 5) after its BOS, which generate feeds as the prompt.
+func TestHFDirectoryTokenizerJSON(t *testing.T) {
+	models := sharedModels(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
+		}
+	}
+	tj := `{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},` +
+		`{"id":2,"content":"</s>","special":true}],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"<s>":1,"</s>":2,"a":3,"b":4,"ab":5},"merges":["a b"]}}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token":true,"bos_token":"<s>"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli(t, "generate", "--checkpoint", dir, "--prompt", "abab", "--steps", "6", "--temperature", "0", "--output", "ids")
+	if ids := idsOf(t, out); code != 0 || len(ids) != 6 || ids[0] != 5 || ids[1] != 5 {
+		t.Fatalf("exit %d (%s): ids %v, want the prompt [5 5] first", code, errs, ids)
 	}
 }

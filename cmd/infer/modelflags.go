@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -168,6 +169,8 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
 		if kind, _ := sniff(ckpt); kind == "gguf" {
 			tokPath = ckpt // a GGUF carries its tokenizer
+		} else if _, err := os.Stat(filepath.Join(ckpt, "tokenizer.json")); kind == "dir" && err == nil {
+			tokPath = ckpt // a Hugging Face directory's tokenizer.json
 		}
 	}
 	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
