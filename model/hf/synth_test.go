@@ -378,3 +378,30 @@ func TestSyntheticMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// With --weights equal to the stored dtype, every weight matrix but the
+// fused q/k/v is a view of the mapping: the bytes copied out of it are
+// exactly the fused WQKV (and the fused q/k/v biases, and the norms
+// when they must be widened to float32), for F32, F16 and BF16 files.
+func TestMatricesAreViews(t *testing.T) {
+	for _, c := range []struct {
+		dt  safetensors.DType
+		wdt tensor.DType
+	}{{safetensors.F32, tensor.F32}, {safetensors.F16, tensor.F16}, {safetensors.BF16, tensor.BF16}} {
+		spec := qwen2Spec
+		spec.dtype = c.dt
+		dir, _ := writeSynth(t, spec)
+		m, src := load(t, dir, RotaryAuto, model.LoadOptions{WeightDType: c.wdt})
+		size := int64(c.dt.Size())
+		hd := spec.dim / spec.heads
+		qkvRows := int64((spec.heads + 2*spec.kvHeads) * hd)
+		want := int64(spec.layers) * (qkvRows*int64(spec.dim)*size + qkvRows*4) // WQKV, BQKV (float32)
+		if c.dt != safetensors.F32 {
+			want += int64(2*spec.layers+1) * int64(spec.dim) * 4 // norms widened to float32
+		}
+		mapped, copied := m.MappedBytes()
+		if mapped != src.MappedBytes() || mapped == 0 || copied != want {
+			t.Errorf("%s: mapped %d (source %d), copied %d, want %d", c.dt, mapped, src.MappedBytes(), copied, want)
+		}
+	}
+}
