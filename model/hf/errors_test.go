@@ -2,12 +2,14 @@ package hf
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/mapfile"
 	"github.com/stride-lm/stride/model/safetensors"
 )
 
@@ -219,5 +221,36 @@ func TestNoMmap(t *testing.T) {
 	}
 	if d := maxDiff(logits(t, a, tokens), logits(t, b, tokens)); d != 0 {
 		t.Errorf("read and mapped logits differ by %g", d)
+	}
+}
+
+// A shard truncated by another process after Open faults when FromSource
+// touches its mapping: a one-line error, not SIGBUS, through both
+// rotary routes (the un-permuting copy reads the mapping too).
+func TestTruncatedWhileMapped(t *testing.T) {
+	if !mapfile.Supported {
+		t.Skip("skipping: no mmap on this platform")
+	}
+	for _, rot := range []Rotary{RotaryNeox, RotaryUnpermute} {
+		dir, _ := writeSynth(t, qwen2Spec)
+		src, err := Open(dir, model.LoadOptions{}, Options{Rotary: rot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.MappedBytes() == 0 {
+			t.Skip("skipping: the file was read, not mapped")
+		}
+		if err := os.Truncate(filepath.Join(dir, WeightsFile), 0); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.FromSource(src, model.LoadOptions{})
+		if err == nil {
+			m.Close()
+			t.Fatal("built a model from a file truncated under its mapping")
+		}
+		var fault *mapfile.FaultError
+		if !errors.As(err, &fault) || !strings.HasPrefix(err.Error(), "checkpoint "+dir+": ") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("rotary %d: got %v, want a one-line memory fault error", rot, err)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -72,13 +71,6 @@ type tensorRef struct {
 	// heads is the head count whose rows RotaryUnpermute reorders (q:
 	// num_attention_heads, k: num_key_value_heads), 0 for other tensors.
 	heads int
-}
-
-// IsCheckpointDir reports whether dir looks like a Hugging Face
-// checkpoint (it has a config.json).
-func IsCheckpointDir(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, ConfigFile))
-	return err == nil && st.Mode().IsRegular()
 }
 
 // Open opens the checkpoint directory dir: config.json (and
