@@ -148,9 +148,15 @@ func TestHFDirectoryCompareTraceBench(t *testing.T) {
 		t.Fatalf("bench rows %v %s", err, out)
 	}
 	for _, r := range rows {
-		if r.Mean <= 0 || r.Params != 260032 {
+		if r.Mean <= 0 || r.Params != 260032 || r.Weights != "F32" {
 			t.Errorf("bench row %+v", r)
 		}
+	}
+	// The bf16 directory runs (and is reported) as stored.
+	code, out, errs = cli(t, "bench", "--checkpoint", filepath.Join(models, "hf", "stories260K-bf16"), "--tests", "tg4", "--reps", "1",
+		"--threads", "1", "--output", "json")
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 1 || rows[0].Weights != "BF16" {
+		t.Errorf("bench on the bf16 directory: exit %d (%s), rows %+v", code, errs, rows)
 	}
 }
 
@@ -182,6 +188,10 @@ func TestHFDirectoryPerplexity(t *testing.T) {
 	}
 	bf := ppl("stories260K-bf16", 64, "--weights", "bf16")
 	t.Logf("stories260K-bf16 perplexity at ctx 64: %.4f (float32: %.4f)", bf, llamaCppPPL[0].ppl)
+	// Without --weights a directory runs as stored: bf16, the same figure.
+	if def := ppl("stories260K-bf16", 64); def != bf {
+		t.Errorf("bf16 directory: PPL %.4f by default, %.4f with --weights bf16", def, bf)
+	}
 	if rel := (bf - llamaCppPPL[0].ppl) / llamaCppPPL[0].ppl; rel < -0.01 || rel > 0.03 {
 		t.Errorf("bf16 PPL %.4f is %.2f%% from float32's %.4f", bf, 100*rel, llamaCppPPL[0].ppl)
 	}

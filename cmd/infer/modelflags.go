@@ -14,6 +14,7 @@ import (
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
+	"github.com/stride-lm/stride/model/hf"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
@@ -129,9 +130,11 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			return nil, err
 		}
 		// A GGUF runs as stored unless a weight type was asked for: its
-		// F16, Q8_0, Q4_K... matrices stream as the file holds them.
+		// F16, Q8_0, Q4_K... matrices stream as the file holds them. So
+		// does a Hugging Face directory (its torch_dtype, as vLLM runs it).
 		_, isGGML := src.(model.GGMLSource)
-		if isGGML && asStoredDefault(a, weights) {
+		_, isHF := src.(*hf.Source)
+		if (isGGML || isHF) && asStoredDefault(a, weights) {
 			opts.AsStored = true
 		}
 		if st, ok := src.(interface{ StopTokens() []int }); ok {

@@ -428,3 +428,36 @@ func (s *Source) Close() error {
 	s.files = nil
 	return errors.Join(errs...)
 }
+
+// StoredTypes names the stored dtypes of the weight matrices (the 2-D
+// tensors the model uses), most frequent first, joined by "+" as for a
+// GGUF ("BF16", "F32+BF16"). infer bench reports it as the weights
+// column when the directory runs as stored.
+func (s *Source) StoredTypes() string {
+	count := map[model.StorageType]int{}
+	var order []model.StorageType
+	for _, ref := range s.where {
+		if len(ref.info.Shape) != 2 {
+			continue
+		}
+		st, err := storageType(ref.info)
+		if err != nil {
+			continue
+		}
+		if count[st] == 0 {
+			order = append(order, st)
+		}
+		count[st]++
+	}
+	slices.SortFunc(order, func(a, b model.StorageType) int {
+		if count[a] != count[b] {
+			return count[b] - count[a]
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	names := make([]string, len(order))
+	for i, t := range order {
+		names[i] = string(t)
+	}
+	return strings.Join(names, "+")
+}
