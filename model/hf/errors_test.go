@@ -38,6 +38,11 @@ func TestOpenRejects(t *testing.T) {
 		want  string
 	}{
 		{"no config.json", qwen2Spec, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, ConfigFile)) }, "is a directory without config.json"},
+		{"not a directory", qwen2Spec, func(t *testing.T, dir string) {
+			os.RemoveAll(dir)
+			os.WriteFile(dir, []byte("{}"), 0o644)
+		}, "not a directory"},
+		{"no directory", qwen2Spec, func(t *testing.T, dir string) { os.RemoveAll(dir) }, "no such file or directory"},
 		{"unsupported architecture", qwen2Spec, func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["architectures"] = []string{"MistralForCausalLM"} })
 		}, "architecture [MistralForCausalLM] is not supported"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -90,6 +91,11 @@ func Open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
 func open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
 	if opts.Rotary < RotaryAuto || opts.Rotary > RotaryUnpermute {
 		return nil, fmt.Errorf("unknown rotary option %d", opts.Rotary)
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !st.IsDir() {
+		return nil, errors.New("not a directory")
 	}
 	var raw rawConfig
 	if err := readJSON(filepath.Join(dir, ConfigFile), &raw); err != nil {
