@@ -24,6 +24,11 @@ var configSeeds = map[string]string{
 	"linear": `{"architectures":["LlamaForCausalLM"],"hidden_size":32,"intermediate_size":64,"num_hidden_layers":1,` +
 		`"num_attention_heads":4,"vocab_size":10,"max_position_embeddings":8,"rms_norm_eps":1e-6,"rope_scaling":{"type":"linear","factor":2}}`,
 	"mistral": `{"architectures":["MistralForCausalLM"]}`,
+	"smollm2": `{"architectures":["LlamaForCausalLM"],"attention_bias":false,"bos_token_id":0,"eos_token_id":0,"head_dim":64,` +
+		`"hidden_act":"silu","hidden_size":576,"intermediate_size":1536,"max_position_embeddings":8192,"mlp_bias":false,` +
+		`"model_type":"llama","num_attention_heads":9,"num_hidden_layers":30,"num_key_value_heads":3,"pretraining_tp":1,` +
+		`"rms_norm_eps":1e-05,"rope_interleaved":false,"rope_scaling":null,"rope_theta":100000,"tie_word_embeddings":true,` +
+		`"torch_dtype":"bfloat16","vocab_size":49152}`,
 }
 
 // FuzzParseConfig feeds arbitrary config.json bytes to ParseConfig. It
@@ -74,7 +79,8 @@ func TestFuzzCorpusCurrent(t *testing.T) {
 
 // The seeds parse as their real counterparts: Llama 3.2 1B's factors
 // leave the fastest pair alone and slow the slowest by 32; Qwen2.5 0.5B
-// has biases and rotates halves.
+// has biases; SmolLM2-135M (head_dim 64 = 576/9, BOS = EOS = 0) stops at
+// id 0 only.
 func TestParseRealConfigs(t *testing.T) {
 	c, err := ParseConfig([]byte(configSeeds["llama3"]))
 	if err != nil {
@@ -90,6 +96,14 @@ func TestParseRealConfigs(t *testing.T) {
 	}
 	if !q.Model.QKVBias || q.Architecture != "Qwen2ForCausalLM" || q.Model.NHeads != 14 || q.Model.NormEps != 1e-6 {
 		t.Errorf("qwen2: %+v", q)
+	}
+	sm, err := ParseConfig([]byte(configSeeds["smollm2"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sm.Model.Dim != 576 || sm.Model.HeadDim() != 64 || sm.Model.NKVHeads != 3 || sm.Model.RopeTheta != 100000 ||
+		!sm.Tied || sm.Model.QKVBias || !slicesEqual(stopTokens(sm, nil, sm.Model.VocabSize), []int{0}) {
+		t.Errorf("smollm2: %+v", sm)
 	}
 	l, err := ParseConfig([]byte(configSeeds["linear"]))
 	if err != nil || l.Model.RopeScale != 2 || l.Model.NKVHeads != 4 || l.Tied {
