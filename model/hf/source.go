@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -156,7 +157,8 @@ func (s *Source) openWeights(noMmap bool) error {
 		if len(index.WeightMap) == 0 {
 			return fmt.Errorf("%s has no weight_map", IndexFile)
 		}
-		for name, shard := range index.WeightMap {
+		for _, name := range slices.Sorted(maps.Keys(index.WeightMap)) {
+			shard := index.WeightMap[name]
 			if !shardName.MatchString(shard) || shard == "." || shard == ".." {
 				return fmt.Errorf("%s: tensor %q is in %q, which is not a .safetensors file of the directory", IndexFile, name, shard)
 			}
@@ -202,8 +204,10 @@ func (s *Source) openWeights(noMmap bool) error {
 		return nil
 	}
 	// Only the shard the index names counts for each tensor; a tensor the
-	// index names must be in that shard.
-	for name, shard := range weightMap {
+	// index names must be in that shard. (Sorted, so that of several
+	// problems the same one is reported every time.)
+	for _, name := range slices.Sorted(maps.Keys(weightMap)) {
+		shard := weightMap[name]
 		f := byShard[shard]
 		ti, ok := f.Tensor(name)
 		if !ok {
