@@ -171,10 +171,11 @@ func parseHeader(buf []byte, size int64) (*Header, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
 		return nil, fmt.Errorf("header JSON object is not closed: %v", err)
 	}
-	// After the object only the padding spaces may follow.
+	// After the object only padding may follow: writers pad with spaces;
+	// like the reference's JSON parser, any JSON whitespace is accepted.
 	rest := buf[dec.InputOffset():]
-	if len(bytes.TrimRight(rest, " ")) != 0 {
-		return nil, fmt.Errorf("header has %d bytes after its JSON object that are not padding spaces", len(rest))
+	if len(bytes.TrimRight(rest, " \t\r\n")) != 0 {
+		return nil, fmt.Errorf("header has %d bytes after its JSON object that are not padding", len(rest))
 	}
 	return h, checkTiling(h.Tensors, h.DataOffset, bufLen)
 }

@@ -103,7 +103,7 @@ func TestBadHeaders(t *testing.T) {
 		{"header length past the file", past, "exceeds the 8 bytes"},
 		{"not an object", header(`[1,2]  `, 0), "does not start with '{'"},
 		{"bad JSON", header(`{"a":`, 0), "tensor \"a\""},
-		{"trailing junk", header(`{}x`, 0), "not padding"},
+		{"trailing junk", header(`{} x`, 0), "not padding"},
 		{"unknown dtype", header(`{"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}}`, 4), "unknown dtype"},
 		{"missing field", header(`{"a":{"dtype":"F32","shape":[1]}}`, 4), "needs dtype"},
 		{"negative dimension", header(`{"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, 4), "out of range"},
@@ -125,6 +125,10 @@ func TestBadHeaders(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+	// Trailing JSON whitespace is padding too.
+	if _, err := ParseHeader(header("{}\n\t ", 0)); err != nil {
+		t.Errorf("newline padding: %v", err)
 	}
 	// A valid header with padding and a scalar passes.
 	if _, err := ParseHeader(header(`{"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]}}   `, 8)); err != nil {
