@@ -7,6 +7,8 @@
 //	generation_config.json           (optional) eos_token_id: the stop ids
 //
 // as a model.Source, so model.FromSource runs them like any other format.
+// The directory's tokenizer.json is not read here: package model/tokenizer
+// reads it (infer uses it when no --tokenizer is given).
 //
 // # Architectures
 //
