@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -19,6 +20,21 @@ type Config struct {
 
 	RopeTheta float64 // RoPE base, 10000 in llama2.c
 	NormEps   float64 // RMSNorm epsilon, 1e-5 in llama2.c
+
+	// RopeStyle is the pair layout of the rotation: RopeNorm (consecutive
+	// pairs, llama2.c and GGUF llama) or RopeNeox (halves, GGUF qwen2).
+	RopeStyle RopeStyle
+	// RopeDim is the number of dimensions of each head that RoPE rotates
+	// (GGUF rope.dimension_count); 0 means all of them (HeadDim).
+	RopeDim int
+	// RopeScale is the linear position scaling factor (GGUF
+	// rope.scaling.factor with rope.scaling.type "linear"): positions are
+	// divided by it. 0 or 1 means no scaling. Llama 3's per-frequency
+	// scaling is Weights.RopeFreqs instead.
+	RopeScale float64
+	// QKVBias is true when the q, k and v projections add a bias
+	// (Qwen2: blk.N.attn_q/k/v.bias), held in Layer.BQKV.
+	QKVBias bool
 
 	// SharedClassifier is true when the classifier reuses the token
 	// embedding (a positive vocab_size in a legacy header).
@@ -41,6 +57,14 @@ func (c Config) KVDim() int { return c.NKVHeads * c.HeadDim() }
 // QKVRows is the row count of the fused QKV weight:
 // (NHeads + 2·NKVHeads) · HeadDim.
 func (c Config) QKVRows() int { return (c.NHeads + 2*c.NKVHeads) * c.HeadDim() }
+
+// RopeDims is the rotated width of a head: RopeDim, or HeadDim when 0.
+func (c Config) RopeDims() int {
+	if c.RopeDim == 0 {
+		return c.HeadDim()
+	}
+	return c.RopeDim
+}
 
 // Group is the number of query heads sharing one KV head.
 func (c Config) Group() int { return c.NHeads / c.NKVHeads }
@@ -71,6 +95,15 @@ func (c Config) Validate() error {
 	if c.RopeTheta <= 0 {
 		return fmt.Errorf("config: rope_theta must be > 0 (got %g)", c.RopeTheta)
 	}
+	if c.RopeStyle != RopeNorm && c.RopeStyle != RopeNeox {
+		return fmt.Errorf("config: unknown rope style %d", int(c.RopeStyle))
+	}
+	if r := c.RopeDims(); r < 0 || r > c.HeadDim() || r%2 != 0 {
+		return fmt.Errorf("config: rope dimension count %d must be even and at most head_dim (%d)", r, c.HeadDim())
+	}
+	if c.RopeScale < 0 || math.IsNaN(c.RopeScale) || math.IsInf(c.RopeScale, 0) {
+		return fmt.Errorf("config: rope scaling factor must be finite and >= 0 (got %g)", c.RopeScale)
+	}
 	if c.NormEps <= 0 {
 		return fmt.Errorf("config: norm_eps must be > 0 (got %g)", c.NormEps)
 	}
@@ -85,6 +118,9 @@ func (c Config) Validate() error {
 func (c Config) Params() int64 {
 	d, h, l, v := int64(c.Dim), int64(c.HiddenDim), int64(c.NLayers), int64(c.VocabSize)
 	per := 2*d + int64(c.QKVRows())*d + d*int64(c.NHeads*c.HeadDim()) + 3*d*h
+	if c.QKVBias {
+		per += int64(c.QKVRows())
+	}
 	n := v*d + l*per + d
 	if !c.SharedClassifier {
 		n += v * d

@@ -44,11 +44,9 @@ type Forward struct {
 	mats  *matrices
 	trace *tensor.Trace
 
-	// RoPE tables: cos/sin of pos·freq_j for positions 0 … ropeLen−1 and
-	// every pair j, [ropeLen, head_dim/2], computed as run.c does (float32
-	// powf, cosf). They grow with the positions used (rope.go).
-	ropeCos, ropeSin []float32
-	ropeLen          int
+	// rope is the rotation of q and k: pair layout and cos/sin tables of
+	// pos·freq_j (see rope.go).
+	rope *rope
 
 	cap int       // tokens the buffers below can hold
 	x   []float32 // [T, dim]      residual stream
@@ -96,6 +94,17 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 		return nil, err
 	}
 	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, led: opts.Ledger, mats: mats}
+	var factors []float32
+	if rf := m.Weights.RopeFreqs; rf != nil {
+		if factors, err = rf.Float32s(); err != nil {
+			mats.close()
+			return nil, fmt.Errorf("forward: rope_freqs: %w", err)
+		}
+	}
+	if f.rope, err = newRope(c, factors); err != nil {
+		mats.close()
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -106,26 +115,6 @@ func (f *Forward) Close() { f.mats.close() }
 // into tr (nil turns tracing off).
 func (f *Forward) SetTrace(tr *tensor.Trace) { f.trace = tr }
 
-// ropeTables precomputes run.c's rotation for positions 0 … n−1: for pair
-// j of a head (dims 2j, 2j+1), freq = 1/θ^(2j/head_dim) and the angle at
-// pos is pos·freq, all in float32 as run.c computes it (powf, then
-// pos*freq, then cosf/sinf).
-func ropeTables(c Config, n int) (cos, sin []float32) {
-	hs := c.HeadDim()
-	half := hs / 2
-	cos = make([]float32, n*half)
-	sin = make([]float32, n*half)
-	for j := 0; j < half; j++ {
-		freq := float32(1.0 / float32(math.Pow(c.RopeTheta, float64(float32(2*j)/float32(hs)))))
-		for pos := 0; pos < n; pos++ {
-			val := float32(pos) * freq
-			cos[pos*half+j] = float32(math.Cos(float64(val)))
-			sin[pos*half+j] = float32(math.Sin(float64(val)))
-		}
-	}
-	return cos, sin
-}
-
 func (f *Forward) grow(T, rows int) {
 	c := f.m.Config
 	if T > f.cap {
@@ -134,7 +123,7 @@ func (f *Forward) grow(T, rows int) {
 		f.xb = make([]float32, T*c.Dim)
 		f.xb2 = make([]float32, T*c.Dim)
 		f.qkv = make([]float32, T*c.QKVRows())
-		if f.proj == SeparateQKV {
+		if f.proj == SeparateQKV || f.mats.unfused {
 			f.q = make([]float32, T*c.NHeads*c.HeadDim())
 			f.k = make([]float32, T*c.KVDim())
 			f.v = make([]float32, T*c.KVDim())
@@ -179,7 +168,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 	}
 	f.grow(T, len(logitRows))
-	f.growRope(positions)
+	f.rope.grow(positions)
 	dim, hs := c.Dim, c.HeadDim()
 	qDim, kvDim := c.NHeads*hs, c.KVDim()
 	x := f.x[:T*dim]
@@ -204,6 +193,14 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 		switch f.proj {
 		case FusedQKV:
+			if lm.wqkv == nil {
+				// q, k, v stored in different types: three matmuls, their
+				// rows then laid side by side as the fused output.
+				if err := f.unfusedQKV(T, lm); err != nil {
+					return nil, err
+				}
+				break
+			}
 			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
 			if err := f.mats.matmul(f.qkv[:T*c.QKVRows()], f.xb[:T*dim], lm.wqkv, T); err != nil {
 				return nil, err
@@ -221,10 +218,15 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 			}
 		}
 
-		// RoPE: rotate each (even, odd) pair of every q and k head by
-		// pos·freq_j, in place through the views' strides.
-		f.rope(q, positions)
-		f.rope(k, positions)
+		// q += bq, k += bk, v += bv   (Qwen2; BQKV: ((H+2·KVH)·D))
+		if f.mats.bqkv != nil && f.mats.bqkv[l] != nil {
+			f.addQKVBias(T, f.mats.bqkv[l])
+		}
+
+		// RoPE: rotate each pair of every q and k head by pos·freq_j, in
+		// place through the views' strides.
+		f.rope.apply(q, positions)
+		f.rope.apply(k, positions)
 
 		// out = attention(q, k, v) over the paged cache → [T, H·D]
 		var tr *tensor.Trace
@@ -355,29 +357,46 @@ func contiguousF32(t *tensor.Tensor, n int) ([]float32, error) {
 	return t.Storage().Float32s()[t.Offset() : t.Offset()+n], nil
 }
 
-// rope rotates, for every token row t and head h of x ([T, heads, D], any
-// strides, F32), the pairs (x[t,h,2j], x[t,h,2j+1]) by the angle
-// positions[t]·freq_j — run.c's rotation of adjacent pairs.
-func (f *Forward) rope(x *tensor.Tensor, positions []int) {
-	heads, _ := x.Size(1)
-	hs, _ := x.Size(2)
-	st0, _ := x.Stride(0)
-	st1, _ := x.Stride(1)
-	st2, _ := x.Stride(2)
-	half := hs / 2
-	data := x.Storage().Float32s()
-	for t, pos := range positions {
-		cs := f.ropeCos[pos*half : (pos+1)*half]
-		sn := f.ropeSin[pos*half : (pos+1)*half]
-		for h := 0; h < heads; h++ {
-			base := x.Offset() + t*st0 + h*st1
-			for j := 0; j < half; j++ {
-				i0, i1 := base+2*j*st2, base+(2*j+1)*st2
-				v0, v1 := data[i0], data[i1]
-				data[i0] = v0*cs[j] - v1*sn[j]
-				data[i1] = v0*sn[j] + v1*cs[j]
-			}
+// unfusedQKV computes q, k and v of a layer whose projections are kept
+// apart into the separate buffers, then copies each token's [q | k | v]
+// into the fused buffer, where the views of the fused path read them.
+func (f *Forward) unfusedQKV(T int, lm *layerMatrices) error {
+	c := f.m.Config
+	dim, qDim, kvDim, rows := c.Dim, c.NHeads*c.HeadDim(), c.KVDim(), c.QKVRows()
+	for _, p := range []struct {
+		out []float32
+		m   *kernels.Matrix
+	}{{f.q[:T*qDim], lm.wq}, {f.k[:T*kvDim], lm.wk}, {f.v[:T*kvDim], lm.wv}} {
+		if err := f.mats.matmul(p.out, f.xb[:T*dim], p.m, T); err != nil {
+			return err
 		}
+	}
+	for t := 0; t < T; t++ {
+		row := f.qkv[t*rows : (t+1)*rows]
+		copy(row, f.q[t*qDim:(t+1)*qDim])
+		copy(row[qDim:], f.k[t*kvDim:(t+1)*kvDim])
+		copy(row[qDim+kvDim:], f.v[t*kvDim:(t+1)*kvDim])
+	}
+	return nil
+}
+
+// addQKVBias adds the q|k|v bias b to each token's projections, in the
+// fused buffer ([T, (H+2·KVH)·D], the bias's own layout) or in the three
+// separate ones.
+func (f *Forward) addQKVBias(T int, b []float32) {
+	c := f.m.Config
+	if f.proj == FusedQKV {
+		rows := c.QKVRows()
+		for t := 0; t < T; t++ {
+			addInPlace(f.qkv[t*rows:(t+1)*rows], b)
+		}
+		return
+	}
+	qDim, kvDim := c.NHeads*c.HeadDim(), c.KVDim()
+	for t := 0; t < T; t++ {
+		addInPlace(f.q[t*qDim:(t+1)*qDim], b[:qDim])
+		addInPlace(f.k[t*kvDim:(t+1)*kvDim], b[qDim:qDim+kvDim])
+		addInPlace(f.v[t*kvDim:(t+1)*kvDim], b[qDim+kvDim:])
 	}
 }
 

@@ -84,6 +84,9 @@ func FromSource(src Source, opts LoadOptions) (*Model, error) {
 	if b.asStored {
 		b.dt = tensor.F32 // block types stay quantized; floats keep their own dtype
 	}
+	if gs, ok := src.(GGMLSource); ok && gs.GGML() {
+		b.ggml = true
+	}
 	if ms, ok := src.(MappedSource); ok {
 		b.mapped = ms.MappedBytes()
 	}
@@ -114,6 +117,7 @@ type builder struct {
 	cfg      Config
 	dt       tensor.DType // the dtype of float matrices (unless asStored)
 	asStored bool
+	ggml     bool // src is a GGMLSource: matrices run as ggml runs them
 	led      *tensor.Ledger
 	mapped   int64 // bytes src has mapped; 0 when its Data is Go memory
 	copied   int64 // bytes copied out of the mapping so far
@@ -150,11 +154,13 @@ func (b *builder) build() (*Model, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	if w.RopeFreqs, err = b.vector(TensorRopeFreqs, c.HeadDim()/2); errors.Is(err, ErrTensorNotFound) {
+	if w.RopeFreqs, err = b.vector(TensorRopeFreqs, c.RopeDims()/2); errors.Is(err, ErrTensorNotFound) {
 		w.RopeFreqs = nil
 	} else if err != nil {
 		return nil, err
 	}
+	// The biases come with the file (Qwen2), whatever its Config said.
+	c.QKVBias = w.Layers[0].BQKV != nil
 	b.m.Config = c
 	if b.asStored {
 		b.m.Config.WeightDType = tensor.F32
@@ -180,7 +186,19 @@ func (b *builder) layer(l int, L *Layer) error {
 	if L.AttnNorm, err = b.vector(at(TensorAttnNorm), c.Dim); err != nil {
 		return err
 	}
-	if L.WQKV, err = b.fusedMatrix(c.Dim, []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}, []int{q, kv, kv}); err != nil {
+	qkv := []string{at(TensorAttnQ), at(TensorAttnK), at(TensorAttnV)}
+	if L.WQKV, err = b.fusedMatrix(c.Dim, qkv, []int{q, kv, kv}); errors.Is(err, errMixedQKV) {
+		// Different storage types (a Q4_K_M file's Q6_K attn_v): no one
+		// matrix holds them, so they stay three (Layer.WQ, WK, WV).
+		if L.WQ, err = b.matrix(qkv[0], q, c.Dim); err != nil {
+			return err
+		}
+		if L.WK, err = b.matrix(qkv[1], kv, c.Dim); err != nil {
+			return err
+		}
+		L.WV, err = b.matrix(qkv[2], kv, c.Dim)
+	}
+	if err != nil {
 		return err
 	}
 	if L.BQKV, err = b.fusedBias([]string{at(TensorAttnQBias), at(TensorAttnKBias), at(TensorAttnVBias)}, []int{q, kv, kv}); err != nil {
@@ -397,6 +415,9 @@ func (b *builder) matrix(name string, rows, cols int) (*tensor.Tensor, error) {
 		return nil, err
 	}
 	if isFloat(rt.Type) {
+		if b.ggmlHalf(rt.Type) {
+			return b.ggmlFloats(rt, rows, cols)
+		}
 		return b.floats(rt, b.floatDType(rt.Type), rows, cols)
 	}
 	mat, err := b.blockMatrix(rt, rows, cols)
@@ -435,9 +456,15 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
+	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
+		// ggml's blocks, run in place: a decode token streams exactly
+		// the file's bytes.
+		typ, err := kernels.ParseGGMLType(string(rt.Type))
+		if err != nil {
+			return nil, err
+		}
+		return kernels.NewGGMLMatrix(typ, rows, cols, rt.Data)
 	}
-	// ggml's block types (StorageQ8_0, StorageQ4_0, StorageQ4_K,
-	// StorageQ6_K) get their case here once tensor/kernels runs them.
 	return nil, unsupported(rt)
 }
 
@@ -489,9 +516,28 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		}
 		total += rows[i]
 		if parts[i].Type != parts[0].Type || parts[i].GroupSize != parts[0].GroupSize {
+			if b.ggml {
+				return nil, errMixedQKV
+			}
 			return nil, fmt.Errorf("tensors %s (%s) and %s (%s) have different storage types: the fused QKV projection needs one",
 				names[0], parts[0].Type, name, parts[i].Type)
 		}
+	}
+	if isFloat(parts[0].Type) && b.ggmlHalf(parts[0].Type) {
+		fused, err := fuseBlocks(parts, total, cols)
+		if err != nil {
+			return nil, err
+		}
+		// The fused bytes are new memory: ggmlFloats keeps them as the
+		// weight's storage, and records them as allocated (kept) when the
+		// source reads instead of mapping; a mapped source's copy is
+		// recorded here.
+		if b.mapped > 0 {
+			b.led.RecordAlloc(int64(len(fused.Data)))
+		}
+		b.copiedOut(int64(len(fused.Data)))
+		fused.Name = names[0]
+		return b.ggmlFloats(fused, total, cols)
 	}
 	if isFloat(parts[0].Type) {
 		t, err := tensor.Empty(b.led, b.floatDType(parts[0].Type), total, cols)
@@ -519,6 +565,42 @@ func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Ten
 		b.copiedOut(int64(len(fused.Data)))
 	}
 	return b.quantized(mat, fused.Name)
+}
+
+// errMixedQKV is fusedMatrix's signal that a GGMLSource stores q, k and v
+// in different types, which then stay three matrices.
+var errMixedQKV = errors.New("q, k, v in different storage types")
+
+// ggmlHalf reports whether a float matrix of type t runs as a ggml matrix:
+// an F16 or BF16 matrix of a GGMLSource kept as stored (AsStored).
+func (b *builder) ggmlHalf(t StorageType) bool {
+	return b.ggml && b.asStored && (t == StorageF16 || t == StorageBF16)
+}
+
+// ggmlFloats keeps an F16 or BF16 matrix as stored, as a ggml matrix
+// (Model.Quantized) over the tensor's bytes, so that its matmuls round the
+// activations to the weight's type as ggml does. The tensor itself views
+// the same bytes, for Row-free readers (export, Float32s).
+func (b *builder) ggmlFloats(rt RawTensor, rows, cols int) (*tensor.Tensor, error) {
+	dt := dtypeOf(rt.Type)
+	t, err := b.floats(rt, dt, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	typ := kernels.TypeF16
+	if dt == tensor.BF16 {
+		typ = kernels.TypeBF16
+	}
+	u := t.Storage().Uint16s()[t.Offset() : t.Offset()+rows*cols]
+	mat, err := kernels.NewGGMLMatrix(typ, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(u))), 2*len(u)))
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", rt.Name, err)
+	}
+	if b.m.Quantized == nil {
+		b.m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
+	}
+	b.m.Quantized[t] = mat
+	return t, nil
 }
 
 // fuseBlocks concatenates the rows of block-quantized tensors of one type

@@ -194,8 +194,8 @@ func TestFromSourceAsStored(t *testing.T) {
 }
 
 // TestFromSourceOptional: q/k/v biases fuse into BQKV in q|k|v order,
-// rope_freqs becomes RopeFreqs, and the forward pass refuses them until
-// it applies them.
+// rope_freqs becomes RopeFreqs, Config.QKVBias says so, and the forward
+// pass takes them (rope_test.go checks what it computes with them).
 func TestFromSourceOptional(t *testing.T) {
 	m := mustSynth(t, tinyConfig(true), 3)
 	src := sourceOf(t, m, StorageF32)
@@ -233,8 +233,11 @@ func TestFromSourceOptional(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := newForwardErr(got); err == nil || !strings.Contains(err.Error(), "biases") {
-		t.Fatalf("NewForward on a model with biases: got %v", err)
+	if !got.Config.QKVBias {
+		t.Error("Config.QKVBias is false on a model with biases")
+	}
+	if err := newForwardErr(got); err != nil {
+		t.Fatalf("NewForward on a model with biases and rope_freqs: %v", err)
 	}
 	delete(src.tensors, fmt.Sprintf(TensorAttnVBias, 1))
 	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "has 2 of the biases") {
@@ -289,18 +292,26 @@ func TestFromSourceErrors(t *testing.T) {
 			t.Fatalf("missing: %v does not wrap ErrTensorNotFound", err)
 		}
 	}
-	// A ggml block type FromSource has no kernel for yet: named, with the
-	// tensor, once its byte length is right.
+	// The ggml block types run as stored (a meta placeholder with its
+	// ggml kernel matrix); a type without a kernel is named, with the
+	// tensor.
 	c := Config{Dim: 256, HiddenDim: 256, NLayers: 1, NHeads: 4, NKVHeads: 4, VocabSize: 8, SeqLen: 4,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
 	src := sourceOf(t, mustSynth(t, c, 1), StorageF32)
 	for _, typ := range []StorageType{StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K} {
 		n, _ := typ.Bytes(256*256, 0)
 		src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: typ, Shape: []int{256, 256}, Data: make([]byte, n)}
-		want := "unsupported storage type " + string(typ) + " for tensor blk.0.ffn_up.weight"
-		if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: got %v", typ, err)
+		got, err := FromSource(src, LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
 		}
+		if q := got.Quantized[got.Weights.Layers[0].W3]; q == nil || !q.GGML || !got.Weights.Layers[0].W3.IsMeta() {
+			t.Fatalf("%s: ffn_up is not kept as a ggml matrix", typ)
+		}
+	}
+	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: "Q5_K", Shape: []int{256, 256}, Data: make([]byte, 176*256)}
+	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "unsupported storage type Q5_K for tensor blk.0.ffn_up.weight") {
+		t.Fatalf("Q5_K: got %v", err)
 	}
 	if _, err := FromSource(sourceOf(t, m, StorageF32), LoadOptions{WeightDType: 9}); err == nil || !strings.Contains(err.Error(), "dtype") {
 		t.Fatalf("bad dtype: got %v", err)

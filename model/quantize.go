@@ -53,7 +53,10 @@ func QuantizeQ8_0(m *Model, groupSize int) error {
 		for _, p := range []struct {
 			name string
 			t    *tensor.Tensor
-		}{{"wqkv", lw.WQKV}, {"wo", lw.WO}, {"w1", lw.W1}, {"w2", lw.W2}, {"w3", lw.W3}} {
+		}{{"wqkv", lw.WQKV}, {"wq", lw.WQ}, {"wk", lw.WK}, {"wv", lw.WV}, {"wo", lw.WO}, {"w1", lw.W1}, {"w2", lw.W2}, {"w3", lw.W3}} {
+			if p.t == nil {
+				continue // WQKV, or WQ/WK/WV, whichever the layer does not use
+			}
 			if err := quant(fmt.Sprintf("layer %d %s", l, p.name), p.t); err != nil {
 				return err
 			}

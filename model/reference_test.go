@@ -16,6 +16,8 @@ type refModel struct {
 	finalNorm         []float64
 	wq, wk, wv, wo    [][][]float64
 	w1, w2, w3        [][][]float64
+	bq, bk, bv        [][]float64 // per layer, nil without Config.QKVBias
+	ropeFreqs         []float32
 }
 
 func refMatrix(t *testing.T, w *tensor.Tensor, rows, cols, rowStart int) [][]float64 {
@@ -64,6 +66,18 @@ func newRefModel(t *testing.T, m *Model) *refModel {
 		r.w1 = append(r.w1, refMatrix(t, l.W1, c.HiddenDim, c.Dim, 0))
 		r.w2 = append(r.w2, refMatrix(t, l.W2, c.Dim, c.HiddenDim, 0))
 		r.w3 = append(r.w3, refMatrix(t, l.W3, c.HiddenDim, c.Dim, 0))
+		if c.QKVBias {
+			b := refVector(t, l.BQKV)
+			r.bq = append(r.bq, b[:c.NHeads*hs])
+			r.bk = append(r.bk, b[c.NHeads*hs:c.NHeads*hs+c.KVDim()])
+			r.bv = append(r.bv, b[c.NHeads*hs+c.KVDim():])
+		}
+	}
+	if rf := m.Weights.RopeFreqs; rf != nil {
+		var err error
+		if r.ropeFreqs, err = rf.Float32s(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return r
 }
@@ -99,7 +113,6 @@ func refRMSNorm(x, w []float64, eps float64) []float64 {
 func (r *refModel) forward(tokens []int) [][]float64 {
 	c := r.c
 	hs := c.HeadDim()
-	kvDim := c.KVDim()
 	group := c.NHeads / c.NKVHeads
 	kc := make([][][]float64, c.NLayers) // [layer][pos][kvDim]
 	vc := make([][][]float64, c.NLayers)
@@ -111,19 +124,26 @@ func (r *refModel) forward(tokens []int) [][]float64 {
 			q := refMatvec(r.wq[l], xb)
 			k := refMatvec(r.wk[l], xb)
 			v := refMatvec(r.wv[l], xb)
-			for i := 0; i < c.Dim; i += 2 {
-				j := i % hs
-				freq := 1 / math.Pow(c.RopeTheta, float64(j)/float64(hs))
-				a := float64(pos) * freq
-				cs, sn := math.Cos(a), math.Sin(a)
-				rot := func(vec []float64) {
-					v0, v1 := vec[i], vec[i+1]
-					vec[i], vec[i+1] = v0*cs-v1*sn, v0*sn+v1*cs
+			if c.QKVBias {
+				for i := range q {
+					q[i] += r.bq[l][i]
 				}
-				rot(q)
-				if i < kvDim {
-					rot(k)
+				for i := range k {
+					k[i] += r.bk[l][i]
+					v[i] += r.bv[l][i]
 				}
+			}
+			// RoPE per head (ropeRef in rope_test.go: the style's pairs,
+			// the first RopeDims dimensions, the frequency factors).
+			scale := 1.0
+			if c.RopeScale > 0 {
+				scale = 1 / c.RopeScale
+			}
+			for h := 0; h < c.NHeads; h++ {
+				copy(q[h*hs:], ropeRef(q[h*hs:(h+1)*hs], pos, c.RopeStyle, c.RopeDims(), c.RopeTheta, scale, r.ropeFreqs))
+			}
+			for h := 0; h < c.NKVHeads; h++ {
+				copy(k[h*hs:], ropeRef(k[h*hs:(h+1)*hs], pos, c.RopeStyle, c.RopeDims(), c.RopeTheta, scale, r.ropeFreqs))
 			}
 			kc[l] = append(kc[l], k)
 			vc[l] = append(vc[l], v)

@@ -7,31 +7,12 @@ package model
 // to position n computes O(n) entries in O(log n) growths, and a caller
 // that knows how far it will go (the engine, from a request's Steps)
 // reserves that once, so its decode steps never allocate. Every entry is
-// computed by ropeTables the same way whatever the table's size, so the
+// computed the same way whatever the table's size (rotary.go), so the
 // values are bit-identical to tables built for seq_len up front.
 
 // RoPEPositions is the number of positions the RoPE tables cover now.
-func (f *Forward) RoPEPositions() int { return f.ropeLen }
+func (f *Forward) RoPEPositions() int { return f.rope.n }
 
 // ReservePositions makes the RoPE tables cover positions 0 … n−1 (capped
 // at seq_len), so that steps over those positions allocate nothing.
-func (f *Forward) ReservePositions(n int) {
-	n = min(n, f.m.Config.SeqLen)
-	if n <= f.ropeLen {
-		return
-	}
-	f.ropeCos, f.ropeSin = ropeTables(f.m.Config, n)
-	f.ropeLen = n
-}
-
-// growRope makes the tables cover the positions of a step, doubling them
-// so that a run that never reserved grows them O(log n) times.
-func (f *Forward) growRope(positions []int) {
-	top := 0
-	for _, p := range positions {
-		top = max(top, p+1)
-	}
-	if top > f.ropeLen {
-		f.ReservePositions(max(top, 2*f.ropeLen))
-	}
-}
+func (f *Forward) ReservePositions(n int) { f.rope.reserve(n) }

@@ -44,6 +44,18 @@ type MappedSource interface {
 	MappedBytes() int64
 }
 
+// GGMLSource is a Source whose file was written for ggml (a GGUF file).
+// FromSource then builds every matrix it does not convert as a ggml
+// matrix (kernels.NewGGMLMatrix), whose matmuls round the activations as
+// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0 and Q4_0, Q8_K
+// blocks for the K-quants), so that logits, and perplexity, agree with
+// llama.cpp's on the same file.
+type GGMLSource interface {
+	Source
+	// GGML reports whether the tensors are to be computed as ggml does.
+	GGML() bool
+}
+
 // ErrTensorNotFound is wrapped by Source.Tensor's error when the file has
 // no tensor of that name.
 var ErrTensorNotFound = errors.New("no such tensor")

@@ -17,6 +17,12 @@ type Layer struct {
 	// the rows of wq, then of wk, then of wv. One matmul yields a token's
 	// [q | k | v]; heads are then cut out of it by views.
 	WQKV *tensor.Tensor
+	// WQ, WK, WV are the q, k and v projections, (n_heads·head_dim, dim)
+	// and (n_kv_heads·head_dim, dim), held apart instead of WQKV (which is
+	// then nil) when the file stores them in different types, which no
+	// single matrix can hold: a Q4_K_M GGUF keeps some layers' attn_v in
+	// Q6_K. nil when WQKV is set.
+	WQ, WK, WV *tensor.Tensor
 	// BQKV is the fused bias of WQKV, ((n_heads + 2·n_kv_heads)·head_dim):
 	// the q, k and v biases of architectures that have them (Qwen2), nil
 	// for Llama.
@@ -104,7 +110,7 @@ func (m *Model) Validate() error {
 		p := fmt.Sprintf("layer %d ", l)
 		errs = append(errs,
 			check(L.AttnNorm, p+"attention norm", c.Dim),
-			check(L.WQKV, p+"WQKV", c.QKVRows(), c.Dim),
+			checkQKV(check, L, p, c),
 			check(L.WO, p+"WO", c.Dim, c.NHeads*c.HeadDim()),
 			check(L.FFNNorm, p+"FFN norm", c.Dim),
 			check(L.W1, p+"W1", c.HiddenDim, c.Dim),
@@ -115,7 +121,7 @@ func (m *Model) Validate() error {
 		}
 	}
 	if w.RopeFreqs != nil {
-		errs = append(errs, check(w.RopeFreqs, "RoPE frequency factors", c.HeadDim()/2))
+		errs = append(errs, check(w.RopeFreqs, "RoPE frequency factors", c.RopeDims()/2))
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -123,6 +129,27 @@ func (m *Model) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkQKV checks the fused WQKV, or the three separate projections when
+// it is nil.
+func checkQKV(check func(*tensor.Tensor, string, ...int) error, L Layer, p string, c Config) error {
+	if L.WQKV != nil || (L.WQ == nil && L.WK == nil && L.WV == nil) {
+		return check(L.WQKV, p+"WQKV", c.QKVRows(), c.Dim)
+	}
+	return errors.Join(check(L.WQ, p+"WQ", c.NHeads*c.HeadDim(), c.Dim),
+		check(L.WK, p+"WK", c.KVDim(), c.Dim), check(L.WV, p+"WV", c.KVDim(), c.Dim))
+}
+
+// QKVPart returns the tensor holding the rows of projection part (0 = q,
+// 1 = k, 2 = v) of the layer and where they start in it: a row block of
+// WQKV, or the whole of WQ, WK or WV when the layer keeps them apart.
+func (L *Layer) QKVPart(c Config, part int) (t *tensor.Tensor, row0, rows int) {
+	q, kv := c.NHeads*c.HeadDim(), c.KVDim()
+	if L.WQKV == nil {
+		return [3]*tensor.Tensor{L.WQ, L.WK, L.WV}[part], 0, [3]int{q, kv, kv}[part]
+	}
+	return L.WQKV, [3]int{0, q, q + kv}[part], [3]int{q, kv, kv}[part]
 }
 
 // describe is c's shape in one line, for errors.

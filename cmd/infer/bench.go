@@ -212,7 +212,10 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 		}
 		r.models = append(r.models, lm.m)
 		weights := w
-		if len(lm.m.Quantized) > 0 {
+		switch {
+		case lm.types != "":
+			weights = lm.types // a GGUF's stored types, as it runs them
+		case len(lm.m.Quantized) > 0:
 			weights = "q8_0" // quantized at load, or read from a version-2 file
 		}
 		for _, path := range p.paths {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
@@ -130,7 +131,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			continue
 		}
 		index = append(index, i)
-		reqs = append(reqs, engine.Request{Prompt: ids[i], Steps: steps,
+		reqs = append(reqs, engine.Request{Prompt: ids[i], Steps: steps, StopTokens: lm.stop,
 			Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)})
 	}
 	g.stream = g.format == "text" && len(ps) == 1 && len(reqs) == 1
@@ -259,7 +260,7 @@ func (g *generation) failures() error {
 }
 
 // decodeAll turns the ids after BOS into text as run.c prints it.
-func decodeAll(codec model.TextCodec, ids []int) string {
+func decodeAll(codec tokenizer.Codec, ids []int) string {
 	var b []byte
 	prev := model.BOSID
 	for _, id := range ids {
@@ -274,15 +275,7 @@ func decodeAll(codec model.TextCodec, ids []int) string {
 // bytes, and every byte >= 0x80 from a <0xHH> byte piece) is dropped, so
 // the printed text is exactly run.c's.
 func appendPiece(b []byte, piece string) []byte {
-	if len(piece) == 1 {
-		c := piece[0]
-		printable := c >= 0x20 && c < 0x7f
-		space := c == ' ' || (c >= '\t' && c <= '\r')
-		if !printable && !space {
-			return b
-		}
-	}
-	return append(b, piece...)
+	return append(b, tokenizer.RunCPrintable(piece)...)
 }
 
 // writePiece writes one streamed piece as run.c's safe_printf would.

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +15,9 @@ import (
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/hf"
+	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -96,9 +101,15 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 // loadedModel is a model with its text codec and a description for
 // reports.
 type loadedModel struct {
-	m        *model.Model
-	codec    model.TextCodec
-	name     string
+	m     *model.Model
+	codec tokenizer.Codec
+	name  string
+	// stop holds the ids generation stops at when the checkpoint names
+	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
+	stop []int
+	// types names the stored weight types when the checkpoint reports
+	// them (a GGUF: "Q8_0+F16"); empty otherwise.
+	types    string
 	maxPiece int // see maxPieceBytes; 0 until computed
 }
 
@@ -115,7 +126,26 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
-		m, err := checkpoint.Load(path, model.LoadOptions{WeightDType: wdt})
+		opts := model.LoadOptions{WeightDType: wdt}
+		src, err := checkpoint.Open(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		// A GGUF runs as stored unless a weight type was asked for: its
+		// F16, Q8_0, Q4_K... matrices stream as the file holds them. So
+		// does a Hugging Face directory (its torch_dtype, as vLLM runs it).
+		_, isGGML := src.(model.GGMLSource)
+		_, isHF := src.(*hf.Source)
+		if (isGGML || isHF) && asStoredDefault(a, weights) {
+			opts.AsStored = true
+		}
+		if st, ok := src.(interface{ StopTokens() []int }); ok {
+			lm.stop = st.StopTokens()
+		}
+		if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
+			lm.types = st.StoredTypes()
+		}
+		m, err := model.FromSource(src, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -143,20 +173,44 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			return nil, err
 		}
 	}
-	if path := a.getPath("tokenizer"); path != "" {
-		tok, err := model.LoadTokenizer(path, lm.m.Config.VocabSize)
+	tokPath := a.getPath("tokenizer")
+	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
+		if kind, _ := sniff(ckpt); kind == "gguf" {
+			tokPath = ckpt // a GGUF carries its tokenizer
+		} else if _, err := os.Stat(filepath.Join(ckpt, "tokenizer.json")); kind == "dir" && err == nil {
+			tokPath = ckpt // a Hugging Face directory's tokenizer.json
+		}
+	}
+	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
+		tok, err := openTokenizer(tokPath)
+		if err != nil {
+			return nil, err
+		}
+		if tok.VocabSize() > lm.m.Config.VocabSize {
+			return nil, fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), lm.m.Config.VocabSize)
+		}
+		lm.codec = tok
+	} else if tokPath != "" {
+		tok, err := llama2c.LoadTokenizer(tokPath, lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, err
 		}
 		lm.codec = tok
 	} else {
-		bt, err := model.NewByteTokenizer(lm.m.Config.VocabSize)
+		bt, err := tokenizer.NewBytes(lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", lm.m.Config.VocabSize, err)
 		}
 		lm.codec = bt
 	}
 	return lm, nil
+}
+
+// asStoredDefault reports whether weights is the default f32 that nobody
+// asked for (neither --weights, its env or config key, nor bench's list),
+// which on a GGUF means "the stored types".
+func asStoredDefault(a *app, weights string) bool {
+	return weights == "f32" && a.source("weights") == "default" && strings.TrimSpace(a.getString("bench.weights")) == ""
 }
 
 // weightDType maps the weights key to a load dtype, and whether Q8_0

@@ -10,12 +10,11 @@ import (
 	"fmt"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/model/hf"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/mapfile"
 )
-
-// ggufMagic is the first four bytes of every GGUF file.
-const ggufMagic = "GGUF"
 
 // Open opens the checkpoint at path as a model.Source. The path must be a
 // regular file or a directory: it is opened non-blocking and fstat'ed, so
@@ -28,12 +27,20 @@ func Open(path string, opts model.LoadOptions) (model.Source, error) {
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("checkpoint %s: is a directory; Hugging Face checkpoint directories are not supported yet", path)
+		src, err := hf.Open(path, opts, hf.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
 	}
 	var magic [4]byte
-	if n, _ := f.ReadAt(magic[:], 0); n == len(magic) && string(magic[:]) == ggufMagic {
-		f.Close()
-		return nil, fmt.Errorf("checkpoint %s: a GGUF file, which is not supported yet", path)
+	if n, _ := f.ReadAt(magic[:], 0); n == len(magic) && string(magic[:]) == gguf.Magic {
+		defer f.Close() // the mapping outlives the descriptor
+		src, err := gguf.OpenSourceFile(f, path, opts)
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return src, nil
 	}
 	src, err := llama2c.OpenFile(f, path, opts)
 	if err != nil {

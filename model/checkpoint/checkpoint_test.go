@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/mapfile"
 )
@@ -111,7 +112,7 @@ func TestOpenRejects(t *testing.T) {
 		fifo = ""
 	}
 	cases := map[string]string{
-		dir:                          "is a directory; Hugging Face checkpoint directories are not supported yet",
+		dir:                          "is a directory without config.json, so not a Hugging Face checkpoint",
 		filepath.Join(dir, "absent"): "no such file",
 		write(t, "junk.bin", []byte("this is not a checkpoint at all")): "invalid llama2.c legacy header",
 		write(t, "empty.bin", nil):                                      "too short for a header",
@@ -127,6 +128,46 @@ func TestOpenRejects(t *testing.T) {
 		}
 		if path == fifo && !errors.Is(err, mapfile.ErrNotRegular) {
 			t.Fatalf("FIFO: %v does not wrap mapfile.ErrNotRegular", err)
+		}
+	}
+}
+
+// TestOpenGGUFByMagic: a GGUF file opens as a gguf.Source whatever its
+// name, mapped or (NoMmap) read, and Load builds the model it holds.
+func TestOpenGGUFByMagic(t *testing.T) {
+	dir := os.Getenv("STRIDE_SHARED")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "models", "gguf", "stories260K-f32.gguf"))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skipf("skipping: shared fixture not available: %v", err)
+	}
+	p := write(t, "weights.bin", data)
+	for _, noMmap := range []bool{false, true} {
+		src, err := Open(p, model.LoadOptions{NoMmap: noMmap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := src.(*gguf.Source)
+		if !ok {
+			t.Fatalf("opened as %T, want *gguf.Source", src)
+		}
+		if mapped := s.MappedBytes() > 0; mapped == noMmap {
+			t.Errorf("NoMmap=%v: MappedBytes %d", noMmap, s.MappedBytes())
+		}
+		m, err := model.FromSource(src, model.LoadOptions{NoMmap: noMmap, AsStored: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := m.Config; c.Dim != 64 || c.NLayers != 5 || c.NKVHeads != 4 || c.VocabSize != 512 {
+			t.Errorf("config %+v", c)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

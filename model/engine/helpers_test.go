@@ -10,6 +10,8 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
+	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 // findShared locates the shared read-only fixtures: the value of
@@ -77,7 +79,7 @@ func readGoldenIDs(t *testing.T, path string) []int {
 }
 
 // stories260K loads the shared stories260K checkpoint and its tokenizer.
-func stories260K(t testing.TB) (*model.Model, *model.Tokenizer) {
+func stories260K(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	dir := sharedDir(t)
 	m, err := checkpoint.Load(filepath.Join(dir, "models", "stories260K.bin"), model.LoadOptions{})
@@ -85,7 +87,7 @@ func stories260K(t testing.TB) (*model.Model, *model.Tokenizer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	tok, err := model.LoadTokenizer(filepath.Join(dir, "models", "tok512.bin"), m.Config.VocabSize)
+	tok, err := llama2c.LoadTokenizer(filepath.Join(dir, "models", "tok512.bin"), m.Config.VocabSize)
 	if err != nil {
 		t.Fatal(err)
 	}

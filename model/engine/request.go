@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stride-lm/stride/model"
@@ -18,6 +19,20 @@ type Request struct {
 	Steps int
 	// Sampler picks each generated token; it is used by this request only.
 	Sampler *model.Sampler
+	// StopTokens, when not nil, are the ids that end the sequence
+	// (FinishEOS, the id not included): a GGUF or Hugging Face model's
+	// EOS/EOT ids and its BOS. The prompt then need not start with BOSID,
+	// since such a vocabulary has its own BOS (or none). nil keeps run.c's
+	// rule: the prompt starts with BOSID and generation stops at BOSID.
+	StopTokens []int
+}
+
+// stops reports whether id ends the request's sequence.
+func (r *Request) stops(id int) bool {
+	if r.StopTokens == nil {
+		return id == model.BOSID
+	}
+	return slices.Contains(r.StopTokens, id)
 }
 
 // Event is one token of one sequence, streamed while generating.
@@ -32,7 +47,8 @@ type Event struct {
 type Result struct {
 	// Tokens are the `next` ids of every step, as run.c would feed them:
 	// the prompt's tokens after BOS, then the generated ones. Generation
-	// stops at BOS (not included) or after Steps ids.
+	// stops at BOS (Request.StopTokens when set; not included) or after
+	// Steps ids.
 	Tokens []int
 	// Err is set when the request was rejected (a prompt longer than
 	// seq_len, or larger than the whole KV pool); other requests go on.
@@ -88,7 +104,9 @@ type Stats struct {
 // whose cache holds at most what fits reports, or nil.
 func validate(i int, r Request, c model.Config, fits func(n int) error) error {
 	switch {
-	case len(r.Prompt) == 0 || r.Prompt[0] != model.BOSID:
+	case len(r.Prompt) == 0:
+		return fmt.Errorf("request %d: empty prompt", i)
+	case r.StopTokens == nil && r.Prompt[0] != model.BOSID:
 		return fmt.Errorf("request %d: prompt must start with BOS (%d)", i, model.BOSID)
 	case r.Sampler == nil:
 		return fmt.Errorf("request %d: no sampler", i)

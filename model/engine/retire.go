@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/stride-lm/stride/model"
-
 // retire finishes the step: each running sequence commits the positions
 // it computed (registering full blocks for prefix sharing), samples its
 // next token from its row of logits and streams it, and a sequence that
@@ -49,7 +47,7 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)
 	}
 	next := q.req.Sampler.Sample(row)
-	if next == model.BOSID {
+	if q.req.stops(next) {
 		return true, FinishEOS, nil
 	}
 	prev := q.tokens[len(q.tokens)-1]

@@ -47,15 +47,14 @@ func WriteLegacy(w io.Writer, m *model.Model) error {
 	}
 	fw := &floatWriter{w: bw, quant: m.Quantized}
 	L := m.Weights.Layers
-	hs := c.HeadDim()
-	q, kv := c.NHeads*hs, c.NKVHeads*hs
 	fw.rows(m.Weights.TokenEmbedding, 0, c.VocabSize)
 	for l := range L {
 		fw.rows(L[l].AttnNorm, 0, 1)
 	}
-	for _, r := range [][2]int{{0, q}, {q, q + kv}, {q + kv, q + 2*kv}} {
+	for part := range 3 {
 		for l := range L {
-			fw.rows(L[l].WQKV, r[0], r[1])
+			t, r0, n := L[l].QKVPart(c, part)
+			fw.rows(t, r0, r0+n)
 		}
 	}
 	for l := range L {
@@ -90,10 +89,14 @@ func WriteLegacy(w io.Writer, m *model.Model) error {
 }
 
 // checkWritable is Model.Validate plus what llama2.c's formats cannot
-// hold: biases and RoPE frequency factors.
+// hold: biases, RoPE frequency factors, and q/k rows laid out for
+// rotate-half RoPE (run.c rotates consecutive pairs).
 func checkWritable(m *model.Model) error {
 	if err := m.Validate(); err != nil {
 		return err
+	}
+	if m.Config.RopeStyle != model.RopeNorm {
+		return fmt.Errorf("the model rotates with %v RoPE; llama2.c files hold q/k for consecutive pairs (norm) only", m.Config.RopeStyle)
 	}
 	if m.Weights.RopeFreqs != nil {
 		return fmt.Errorf("the model has RoPE frequency factors, which llama2.c files cannot hold")
@@ -225,17 +228,16 @@ func v2HeaderOf(c model.Config, gs int) []byte {
 // weight tensor (wq, wk and wv are row blocks of the fused WQKV).
 func v2Rows(m *model.Model, k kind, l int) (t *tensor.Tensor, r0, rows int) {
 	c := m.Config
-	q, kv := c.NHeads*c.HeadDim(), c.KVDim()
 	w := m.Weights
 	switch k {
 	case kindEmbedding:
 		return w.TokenEmbedding, 0, c.VocabSize
 	case kindWQ:
-		return w.Layers[l].WQKV, 0, q
+		return w.Layers[l].QKVPart(c, 0)
 	case kindWK:
-		return w.Layers[l].WQKV, q, kv
+		return w.Layers[l].QKVPart(c, 1)
 	case kindWV:
-		return w.Layers[l].WQKV, q + kv, kv
+		return w.Layers[l].QKVPart(c, 2)
 	case kindWO:
 		return w.Layers[l].WO, 0, c.Dim
 	case kindW1:

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/tokenizer"
+)
+
+func init() {
+	registerKeys(
+		configKey{Name: "tokenize.output", Kind: kindString, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
+		configKey{Name: "tokenize.no_bos", Kind: kindBool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
+		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match special tokens written in the text (e.g. <|eot_id|>); with --detokenize, print them"},
+		configKey{Name: "tokenize.detokenize", Kind: kindBool, Default: false, Help: "read ids and print their text"},
+	)
+	register(newTokenizeCmd)
+}
+
+// maxTokenizeInput caps the text (or ids) read from stdin.
+const maxTokenizeInput = 16 << 20
+
+// tokenizeStdin, when set, replaces the command's stdin (tests).
+var tokenizeStdin io.Reader
+
+func newTokenizeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tokenize [TEXT]",
+		Short: "Print the token ids of a text (or, with --detokenize, the text of ids)",
+		Long: `tokenize runs a model's tokenizer alone, like llama.cpp's llama-tokenize.
+
+The tokenizer comes from --tokenizer FILE or from the --checkpoint FILE:
+  - a GGUF file (any: a model or a vocab-only file), by its magic;
+  - a Hugging Face tokenizer.json (or a directory holding one), with the
+    tokenizer_config.json beside it when present;
+  - otherwise a llama2.c tokenizer.bin, which has no magic.
+--tokenizer wins when both are given; a llama2.c checkpoint carries no
+tokenizer, so it needs --tokenizer.
+
+The text is the argument, or with no argument all of stdin, read verbatim
+(no newline stripped). The ids are printed space-separated on one line;
+--output json prints {"ids": [...], "pieces": [...]} with the pieces as the
+vocabulary stores them ("▁", "Ġ" included).
+
+BOS is added when the tokenizer asks for it (llama2.c: always; GGUF:
+tokenizer.ggml.add_bos_token; tokenizer.json: its post-processor or
+add_bos_token), and --no-bos leaves it out; EOS likewise follows the file.
+Special tokens written in the text (<|eot_id|>, <s>) are plain text unless
+--parse-special.
+
+--detokenize reads ids instead (the argument or stdin, separated by spaces,
+commas or newlines, brackets allowed) and prints their text and a newline.
+Control tokens print as "" unless --parse-special.`,
+		Example: `  infer tokenize --tokenizer tok512.bin "Once upon a time"
+  infer tokenize --checkpoint model.gguf --output json "Hello world"
+  echo -n "Hi" | infer tokenize --tokenizer tokenizer.json --no-bos
+  infer tokenize --tokenizer tok512.bin --detokenize "1 403 407 261 378"`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runTokenize(a, cmd, args) },
+	}
+	a.flag(cmd, "checkpoint", "checkpoint", "checkpoint whose tokenizer to use (GGUF or model directory)")
+	a.flag(cmd, "tokenizer", "tokenizer", "tokenizer file: GGUF, tokenizer.json or llama2.c tokenizer.bin")
+	a.flag(cmd, "output", "tokenize.output", "output format")
+	a.flag(cmd, "no-bos", "tokenize.no_bos", "leave out BOS")
+	a.flag(cmd, "parse-special", "tokenize.parse_special", "parse special tokens in the text")
+	a.flag(cmd, "detokenize", "tokenize.detokenize", "ids in, text out")
+	return cmd
+}
+
+func runTokenize(a *app, cmd *cobra.Command, args []string) error {
+	tk, err := tokenizerFor(a.getPath("tokenizer"), a.getPath("checkpoint"))
+	if err != nil {
+		return err
+	}
+	var input string
+	if len(args) == 1 {
+		input = args[0]
+	} else {
+		in := tokenizeStdin
+		if in == nil {
+			in = cmd.InOrStdin()
+		}
+		b, err := io.ReadAll(io.LimitReader(in, maxTokenizeInput+1))
+		if err != nil {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+		if len(b) > maxTokenizeInput {
+			return fmt.Errorf("stdin holds more than %d bytes, the most tokenize reads", maxTokenizeInput)
+		}
+		input = string(b)
+	}
+	parseSpecial := a.getBool("tokenize.parse_special")
+	var out bytes.Buffer
+	if a.getBool("tokenize.detokenize") {
+		ids, err := parseIDs(input, tk.VocabSize())
+		if err != nil {
+			return err
+		}
+		out.WriteString(tk.DecodeAll(ids, parseSpecial))
+		out.WriteByte('\n')
+	} else {
+		ids, err := tk.EncodeWith(input, tokenizer.EncodeOptions{
+			BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
+		if err != nil {
+			return err
+		}
+		if a.getString("tokenize.output") == "json" {
+			pieces := make([]string, len(ids))
+			for i, id := range ids {
+				pieces[i] = tk.Piece(id)
+			}
+			if ids == nil {
+				ids = []int{}
+			}
+			// Pieces as stored: no HTML escaping of <, >, &.
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(struct {
+				IDs    []int    `json:"ids"`
+				Pieces []string `json:"pieces"`
+			}{ids, pieces}); err != nil {
+				return err
+			}
+		} else {
+			for i, id := range ids {
+				if i > 0 {
+					out.WriteByte(' ')
+				}
+				out.WriteString(strconv.Itoa(id))
+			}
+			out.WriteByte('\n')
+		}
+	}
+	if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return nil
+}
+
+// parseIDs reads token ids separated by whitespace or commas (a JSON array
+// is fine) and checks each against the vocabulary.
+func parseIDs(s string, vocab int) ([]int, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool {
+		return r == ',' || r == '[' || r == ']' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	})
+	ids := make([]int, 0, len(fields))
+	for i, f := range fields {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("id %d: %q is not an integer", i+1, f)
+		}
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("id %d: %d is outside the %d-token vocabulary", i+1, id, vocab)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// tokenizerFor opens the tokenizer of infer tokenize: tokPath if given,
+// else the one the checkpoint carries.
+func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
+	switch {
+	case tokPath != "":
+		return openTokenizer(tokPath)
+	case ckpt == "":
+		return nil, errors.New("tokenize needs --tokenizer FILE or --checkpoint FILE")
+	}
+	kind, err := sniff(ckpt)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "gguf", "json", "dir":
+		return openTokenizer(ckpt)
+	}
+	return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which carries no tokenizer: give --tokenizer tokenizer.bin", ckpt)
+}
+
+// sniff tells a GGUF file (by its magic), a JSON file (its first
+// non-blank byte is '{'), a directory, and anything else ("bin").
+func sniff(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return "dir", nil
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var head [64]byte
+	n, _ := io.ReadFull(f, head[:])
+	b := head[:n]
+	if bytes.HasPrefix(b, []byte("GGUF")) {
+		return "gguf", nil
+	}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return "json", nil
+	}
+	return "bin", nil
+}
+
+// maxTokenizerJSON caps the tokenizer.json read (Llama 3's is 9 MB).
+const maxTokenizerJSON = 256 << 20
+
+// openTokenizer opens a tokenizer file of any supported format.
+func openTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	kind, err := sniff(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	switch kind {
+	case "gguf":
+		return gguf.OpenTokenizer(path)
+	case "dir":
+		return openTokenizerJSON(filepath.Join(path, "tokenizer.json"))
+	case "json":
+		return openTokenizerJSON(path)
+	}
+	return llama2c.LoadTokenizerFile(path)
+}
+
+// openTokenizerJSON reads a tokenizer.json and the tokenizer_config.json
+// beside it, if any.
+func openTokenizerJSON(path string) (*tokenizer.Tokenizer, error) {
+	read := func(p string) ([]byte, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", p)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxTokenizerJSON+1))
+		if err == nil && len(b) > maxTokenizerJSON {
+			err = fmt.Errorf("%s is larger than %d bytes", p, maxTokenizerJSON)
+		}
+		return b, err
+	}
+	tj, err := read(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var cj []byte
+	cpath := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
+	if _, err := os.Stat(cpath); err == nil {
+		if cj, err = read(cpath); err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+	}
+	return tokenizer.FromJSON(tj, cj, path)
+}

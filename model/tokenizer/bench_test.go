@@ -1,0 +1,127 @@
+package tokenizer
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// longPrompt is a ~300 KB story-like text: the size of prompts file that
+// took run.c's O(n²) merging minutes.
+func longPrompt() string {
+	words := []string{"Once", " upon", " a", " time", ",", " there", " was", " a", " little", " girl", " named",
+		" Lily", ".", " She", " liked", " to", " play", " in", " the", " park", "\n", " 😀", " 你好"}
+	r := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	for sb.Len() < 300<<10 {
+		sb.WriteString(words[r.IntN(len(words))])
+	}
+	return sb.String()
+}
+
+// BenchmarkEncodeLong encodes a 300 KB prompt with tok512 (or the
+// synthetic vocabulary without the fixtures): O(n log n) merging makes
+// this milliseconds, where run.c's rescans took minutes.
+//
+//	go test ./model/tokenizer -run '^$' -bench EncodeLong -benchtime 3x
+func BenchmarkEncodeLong(b *testing.B) {
+	var tk *Tokenizer
+	if dir, _ := findShared(); dir != "" {
+		tk = readBin(b, "models/tok512.bin", 512)
+	} else {
+		tk = synthTokenizer(b)
+	}
+	text := longPrompt()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := tk.Encode(text, true, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestEncodeLongMatchesReference checks the queue against run.c's rescans
+// on a text long enough for many stale queue entries (3 KB keeps the
+// O(n²) reference fast enough).
+func TestEncodeLongMatchesReference(t *testing.T) {
+	tk := synthTokenizer(t)
+	if dir, _ := findShared(); dir != "" {
+		tk = readBin(t, "models/tok512.bin", 512)
+	}
+	text := longPrompt()[:3<<10]
+	if testing.Short() {
+		text = text[:1<<10]
+	}
+	got, err := tk.Encode(text, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := newRefTok(tk).encode(text, true, false); !slices.Equal(got, want) {
+		t.Fatalf("long text: %d ids, reference %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestMergeTiesRandom: random vocabularies whose scores take only three
+// values, so that nearly every merge round has ties, match run.c's
+// leftmost-best rule on random texts over a small alphabet.
+func TestMergeTiesRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", "c", " "}
+	for v := 0; v < 40; v++ {
+		pieces, scores := synthVocab()
+		seen := map[string]bool{}
+		for _, p := range pieces {
+			seen[p] = true
+		}
+		for _, a := range alphabet {
+			if !seen[a] {
+				pieces, scores, seen[a] = append(pieces, a), append(scores, 0), true
+			}
+		}
+		for k := 0; k < 30; k++ {
+			var sb strings.Builder
+			for n := 2 + r.IntN(4); n > 0; n-- {
+				sb.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			if p := sb.String(); !seen[p] {
+				pieces, scores, seen[p] = append(pieces, p), append(scores, float32(r.IntN(3))), true
+			}
+		}
+		tk := mustLlama2c(t, 8, pieces, scores)
+		ref := newRefTok(tk)
+		for k := 0; k < 50; k++ {
+			var sb strings.Builder
+			for n := r.IntN(40); n > 0; n-- {
+				sb.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			got, err := tk.Encode(sb.String(), true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ref.encode(sb.String(), true, false); !slices.Equal(got, want) {
+				t.Fatalf("vocab %d, Encode(%q) = %v, reference %v", v, sb.String(), got, want)
+			}
+		}
+	}
+}
+
+func TestRunCPrintable(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"a", "a"}, {" ", " "}, {"\n", "\n"}, {"\t", "\t"}, {"\r", "\r"}, {"\x00", ""}, {"\x07", ""},
+		{"\x7f", ""}, {"\x80", ""}, {"\xff", ""}, {"ab", "ab"}, {"\xe4\xbd\xa0", "\xe4\xbd\xa0"}, {"", ""},
+	} {
+		if got := RunCPrintable(tc.in); got != tc.want {
+			t.Errorf("RunCPrintable(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

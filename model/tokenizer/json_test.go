@@ -1,0 +1,221 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// oracle is testdata/transformersjs.json, recorded by
+// scripts/tokenizer-oracle/record.mjs: transformers.js's ids for each text
+// with add_special_tokens false (ids) and true (ids_special), and the
+// pieces V8's regex engine cuts each text into with the raw patterns.
+type oracle struct {
+	Texts      []string `json:"texts"`
+	NFC        []string `json:"nfc"`
+	Tokenizers map[string]struct {
+		IDs        [][]int `json:"ids"`
+		IDsSpecial [][]int `json:"ids_special"`
+	} `json:"tokenizers"`
+	Splits map[string][][]string `json:"splits"`
+}
+
+func readOracle(t *testing.T) *oracle {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "transformersjs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o oracle
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Texts) < 50 {
+		t.Fatalf("oracle has only %d texts", len(o.Texts))
+	}
+	return &o
+}
+
+// npmTokenizer loads a tokenizer.json fetched by
+// scripts/fetch-test-tokenizers.sh, skipping when absent (failing under
+// CI=true, where .ci/run fetches them).
+func npmTokenizer(t *testing.T, name string) *Tokenizer {
+	t.Helper()
+	dir := filepath.Join("testdata", "npm", name, "models")
+	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %v (run scripts/fetch-test-tokenizers.sh)", err)
+		}
+		t.Skipf("skipping: %v (run scripts/fetch-test-tokenizers.sh)", err)
+	}
+	cj, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := FromJSON(tj, cj, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// TestNFCMatchesJS: nfc gives what JavaScript's String.normalize("NFC")
+// (ICU) gives on every recorded text.
+func TestNFCMatchesJS(t *testing.T) {
+	o := readOracle(t)
+	if len(o.NFC) != len(o.Texts) {
+		t.Fatalf("%d NFC rows for %d texts", len(o.NFC), len(o.Texts))
+	}
+	changed := 0
+	for i, text := range o.Texts {
+		if got := nfc(text); got != o.NFC[i] {
+			t.Errorf("nfc(%q) = %q, want %q", text, got, o.NFC[i])
+		}
+		if o.NFC[i] != text {
+			changed++
+		}
+	}
+	if changed < 4 {
+		t.Fatalf("only %d texts change under NFC: the oracle does not test composition", changed)
+	}
+	// Bytes that are not UTF-8 stay, and the text around them is normalized.
+	if got := nfc("e\u0301\xffe\u0301"); got != "\u00e9\xff\u00e9" {
+		t.Errorf("nfc with an invalid byte = %q", got)
+	}
+}
+
+// TestTokenizerJSONMatchesTransformersJS: the Llama 3 and Qwen3
+// tokenizer.json files give transformers.js's ids on every recorded text,
+// with and without the special tokens added, and decode back to the text.
+func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
+	o := readOracle(t)
+	for _, name := range []string{"llama3", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			tk := npmTokenizer(t, name)
+			rec := o.Tokenizers[name]
+			if len(rec.IDs) != len(o.Texts) || len(rec.IDsSpecial) != len(o.Texts) {
+				t.Fatalf("oracle for %s has %d/%d rows for %d texts", name, len(rec.IDs), len(rec.IDsSpecial), len(o.Texts))
+			}
+			nfcNorm := slices.ContainsFunc(tk.norm, func(n normalizer) bool { return n.op == "nfc" })
+			for i, text := range o.Texts {
+				// transformers.js always matches added tokens in the text.
+				got, err := tk.EncodeWith(text, EncodeOptions{ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, rec.IDs[i]) {
+					t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, rec.IDs[i])
+					continue
+				}
+				got, err = tk.EncodeWith(text, EncodeOptions{BOS: tk.AddBOS(), EOS: tk.AddEOS(), ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, rec.IDsSpecial[i]) {
+					t.Errorf("text %d %q with special tokens added:\n got %v\nwant %v", i, text, got, rec.IDsSpecial[i])
+				}
+				want := text
+				if nfcNorm {
+					want = o.NFC[i] // what the normalizer made of it
+				}
+				if back := tk.DecodeAll(rec.IDs[i], true); back != want {
+					t.Errorf("text %d %q decodes to %q", i, text, back)
+				}
+			}
+		})
+	}
+}
+
+// TestSplittersMatchRegex: the hand-written splitters cut every recorded
+// text exactly where V8 running the real pattern (lookahead included) cuts
+// it.
+func TestSplittersMatchRegex(t *testing.T) {
+	o := readOracle(t)
+	for name, sp := range map[string]splitter{"gpt-2": splitGPT2, "llama-bpe": splitLlama3(3), "qwen2": splitLlama3(1)} {
+		want := o.Splits[name]
+		if len(want) != len(o.Texts) {
+			t.Fatalf("%s: %d splits for %d texts", name, len(want), len(o.Texts))
+		}
+		for i, text := range o.Texts {
+			got := split([]splitter{sp}, text)
+			if len(want[i]) == 0 {
+				want[i] = nil
+			}
+			if !slices.Equal(got, want[i]) {
+				t.Errorf("%s: text %d %q:\n got %q\nwant %q", name, i, text, got, want[i])
+			}
+		}
+	}
+}
+
+// tinyJSON is a small Llama 2 style tokenizer.json (merges with byte
+// fallback, Prepend/Replace normalizers, the SentencePiece decoder chain)
+// for the fuzz seeds and the unit tests.
+const tinyJSON = `{
+ "added_tokens": [{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true},
+  {"id": 2, "content": "</s>", "special": true}, {"id": 12, "content": "<tool>", "special": false, "rstrip": true}],
+ "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+  {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+ "pre_tokenizer": null,
+ "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+  "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+ "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+  {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+ "model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>", "fuse_unk": true,
+  "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0x0A>": 3, "<0xC3>": 4, "<0xA9>": 5, "▁": 6, "a": 7, "b": 8, "▁a": 9, "ab": 10, "▁ab": 11},
+  "merges": ["▁ a", "a b", "▁ ab", "▁a b"]}
+}`
+
+func TestTokenizerJSONTiny(t *testing.T) {
+	tk, err := FromJSON([]byte(tinyJSON), []byte(`{"add_eos_token": false, "chat_template": [{"name": "x", "template": "X"}, {"name": "default", "template": "D"}]}`), "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Kind() != MergesBPE || !tk.AddBOS() || tk.AddEOS() || tk.BOS() != 1 || tk.ChatTemplate() != "D" {
+		t.Fatalf("kind %v add_bos %v add_eos %v bos %d template %q", tk.Kind(), tk.AddBOS(), tk.AddEOS(), tk.BOS(), tk.ChatTemplate())
+	}
+	for _, tc := range []struct {
+		text    string
+		special bool
+		want    []int
+	}{
+		// "▁ab" by the merges "▁ a" (rank 0) then "▁a b" (rank 3).
+		{"ab", false, []int{1, 11}},
+		// é has no piece: its UTF-8 bytes C3 A9 by byte fallback; \n is <0x0A>.
+		{"aé\n", false, []int{1, 9, 4, 5, 3}},
+		// x: neither a piece nor byte pieces: <unk>.
+		{"x", false, []int{1, 6, 0}},
+		// <tool> is user-defined: matched without ParseSpecial, and it
+		// swallows the spaces after it (rstrip); <s> is text unless parsed.
+		{"a<tool>  b", false, []int{1, 9, 12, 6, 8}},
+		{"<s>", true, []int{1, 1}},
+	} {
+		got, err := tk.EncodeWith(tc.text, EncodeOptions{BOS: true, ParseSpecial: tc.special})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("Encode(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+	if got := tk.DecodeAll([]int{1, 9, 4, 5, 3, 11}, false); got != "aé\n ab" {
+		t.Errorf("DecodeAll = %q", got)
+	}
+	for _, bad := range []struct{ json, want string }{
+		{`{`, "not a tokenizer.json"},
+		{`{"model": {"type": "Unigram"}}`, `model type "Unigram"`},
+		{`{"model": {"type": "BPE", "vocab": {"a": -1}}}`, "out of range"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a(?!b)"}, "behavior": "Isolated"}}`, "Go's regexp cannot run it"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Whitespace"}}`, `"Whitespace" is not supported`},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}}`, "not two pieces"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": "<unk>"}}`, "unk_token"},
+	} {
+		if _, err := FromJSON([]byte(bad.json), nil, "bad"); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.HasPrefix(err.Error(), "tokenizer bad: ") {
+			t.Errorf("%s: got %v, want %q", bad.json, err, bad.want)
+		}
+	}
+}
