@@ -357,7 +357,11 @@ func jsonPreTokenizers(n *jsonNode) ([]splitter, []normalizer, error) {
 			r = "▁"
 		}
 		norm := []normalizer{{op: "replace", a: " ", b: r}}
-		if n.PrependScheme != "never" {
+		switch n.PrependScheme {
+		case "first":
+			norm = append([]normalizer{{op: "prefix-space-first"}}, norm...)
+		case "never":
+		default: // "always", and older files' add_prefix_space
 			norm = append([]normalizer{{op: "prefix-space"}}, norm...)
 		}
 		if n.Split != nil && *n.Split {

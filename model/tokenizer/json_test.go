@@ -219,3 +219,33 @@ func TestTokenizerJSONTiny(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaspace: a Metaspace pre-tokenizer (TinyLlama, Mistral style)
+// writes spaces as ▁, prepends one to the first fragment ("first") or to
+// every fragment ("always"), and splits before each ▁.
+func TestMetaspace(t *testing.T) {
+	for _, tc := range []struct {
+		scheme string
+		want   []int // "a b<s>a"
+		text   string
+	}{{"first", []int{3, 6, 1, 2}, "a ba"}, {"always", []int{3, 6, 1, 3}, "a b a"}, {"never", []int{2, 6, 1, 2}, "a ba"}} {
+		js := `{"added_tokens": [{"id": 1, "content": "<s>", "special": true}],
+ "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "` + tc.scheme + `", "split": true},
+ "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "` + tc.scheme + `"},
+ "model": {"type": "BPE", "vocab": {"<unk>": 0, "<s>": 1, "a": 2, "▁a": 3, "▁": 4, "b": 5, "▁b": 6}, "merges": ["▁ a", "▁ b"], "unk_token": "<unk>"}}`
+		tk, err := FromJSON([]byte(js), nil, "metaspace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tk.EncodeWith("a b<s>a", EncodeOptions{ParseSpecial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.scheme, got, tc.want)
+		}
+		if back := tk.DecodeAll(got, false); back != tc.text {
+			t.Errorf("%s: decodes to %q, want %q", tc.scheme, back, tc.text)
+		}
+	}
+}

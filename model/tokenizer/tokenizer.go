@@ -227,7 +227,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 	}
 	var err error
 	prevSpecial := true
-	for _, f := range t.partition(text, o.ParseSpecial) {
+	for i, f := range t.partition(text, o.ParseSpecial) {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
 			prevSpecial = true
@@ -239,7 +239,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		case t.kind == SentencePiece:
 			toks, err = t.encodeSPM(toks, f.text, prevSpecial)
 		default:
-			toks, err = t.encodeBPE(toks, f.text)
+			toks, err = t.encodeBPE(toks, f.text, i == 0)
 		}
 		if err != nil {
 			return nil, err
