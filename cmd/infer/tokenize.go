@@ -22,7 +22,7 @@ func init() {
 	registerKeys(
 		configKey{Name: "tokenize.output", Kind: kindString, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
 		configKey{Name: "tokenize.no_bos", Kind: kindBool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
-		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match special tokens written in the text (e.g. <|eot_id|>); with --detokenize, print them"},
+		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
 		configKey{Name: "tokenize.detokenize", Kind: kindBool, Default: false, Help: "read ids and print their text"},
 	)
 	register(newTokenizeCmd)

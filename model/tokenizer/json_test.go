@@ -130,18 +130,23 @@ func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
 	}
 }
 
-// TestSplittersMatchRegex: the hand-written splitters cut every recorded
-// text exactly where V8 running the real pattern (lookahead included) cuts
-// it.
+// TestSplittersMatchRegex: the hand-written pre-tokenizers cut every
+// recorded text exactly where V8 cuts it running the real patterns
+// (lookahead included), and llama.cpp's pattern lists (starcoder, default)
+// applied in turn.
 func TestSplittersMatchRegex(t *testing.T) {
 	o := readOracle(t)
-	for name, sp := range map[string]splitter{"gpt-2": splitGPT2, "llama-bpe": splitLlama3(3), "qwen2": splitLlama3(1)} {
+	for _, name := range []string{"gpt-2", "llama-bpe", "qwen2", "starcoder", "default"} {
+		pre, _, err := preTokenizer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := o.Splits[name]
 		if len(want) != len(o.Texts) {
 			t.Fatalf("%s: %d splits for %d texts", name, len(want), len(o.Texts))
 		}
 		for i, text := range o.Texts {
-			got := split([]splitter{sp}, text)
+			got := split(pre, text)
 			if len(want[i]) == 0 {
 				want[i] = nil
 			}
