@@ -254,3 +254,59 @@ func TestMetaspace(t *testing.T) {
 		}
 	}
 }
+
+// vocabOf writes a tokenizer.json tokenizer as the GGUF metadata
+// llama.cpp's converter would (tokens, token types, "a b" merges by rank).
+func vocabOf(t *testing.T, tk *Tokenizer, pre string) Vocab {
+	t.Helper()
+	merges := make([]string, len(tk.ranks))
+	for k, m := range tk.ranks {
+		merges[m.rank] = tk.pieces[k[0]] + " " + tk.pieces[k[1]]
+	}
+	for i, m := range merges {
+		if m == "" {
+			t.Fatalf("merge rank %d missing (a merge was skipped at load)", i)
+		}
+	}
+	bos, eos := tk.bos, tk.eos
+	return Vocab{Model: "gpt2", Pre: pre, Tokens: tk.pieces, Types: tk.types, Merges: merges,
+		BOS: &bos, EOS: &eos, AddBOS: &tk.addBOS, AddEOS: &tk.addEOS}
+}
+
+// TestGGUFPreTokenizersOnRealVocabs: the GGUF byte-level path
+// (FromVocab with tokenizer.ggml.pre "llama-bpe" and "qwen2") gives
+// transformers.js's ids for the Llama 3 and Qwen3 vocabularies, except on
+// texts that NFC changes: llama.cpp does not normalize, and neither does
+// the GGUF path.
+func TestGGUFPreTokenizersOnRealVocabs(t *testing.T) {
+	o := readOracle(t)
+	for _, tc := range []struct{ name, pre string }{{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}} {
+		t.Run(tc.pre, func(t *testing.T) {
+			js := npmTokenizer(t, tc.name)
+			tk, err := FromVocab(vocabOf(t, js, tc.pre))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.ignoreMerges != (tc.pre == "llama-bpe") {
+				t.Fatalf("ignore_merges %v for %s", tk.ignoreMerges, tc.pre)
+			}
+			n := 0
+			for i, text := range o.Texts {
+				if o.NFC[i] != text {
+					continue
+				}
+				got, err := tk.EncodeWith(text, EncodeOptions{ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := o.Tokenizers[tc.name].IDs[i]; !slices.Equal(got, want) {
+					t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want)
+				}
+				n++
+			}
+			if n < 60 {
+				t.Fatalf("only %d texts compared", n)
+			}
+		})
+	}
+}
