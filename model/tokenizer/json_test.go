@@ -279,6 +279,9 @@ func vocabOf(t *testing.T, tk *Tokenizer, pre string) Vocab {
 // texts that NFC changes: llama.cpp does not normalize, and neither does
 // the GGUF path.
 func TestGGUFPreTokenizersOnRealVocabs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: loading both vocabularies twice is slow under -race; the full run covers it")
+	}
 	o := readOracle(t)
 	for _, tc := range []struct{ name, pre string }{{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}} {
 		t.Run(tc.pre, func(t *testing.T) {
