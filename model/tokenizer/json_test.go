@@ -214,6 +214,7 @@ func TestTokenizerJSONTiny(t *testing.T) {
 		{`{`, "not a tokenizer.json"},
 		{`{"model": {"type": "Unigram"}}`, `model type "Unigram"`},
 		{`{"model": {"type": "BPE", "vocab": {"a": -1}}}`, "out of range"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 4000000}}}`, "ids reach 4000000 but only 1 tokens are defined"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a(?!b)"}, "behavior": "Isolated"}}`, "Go's regexp cannot run it"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Whitespace"}}`, `"Whitespace" is not supported`},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}}`, "not two pieces"},

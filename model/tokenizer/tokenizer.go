@@ -39,6 +39,7 @@ const (
 	MergesBPE
 )
 
+// String names the kind.
 func (k Kind) String() string {
 	switch k {
 	case SentencePiece:
