@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stride-lm/stride/attention"
@@ -157,6 +158,20 @@ type Request struct {
 	Steps int
 	// Sampler picks each generated token; it is used by this request only.
 	Sampler *Sampler
+	// StopTokens, when not nil, are the ids that end the sequence
+	// (FinishEOS, the id not included): a GGUF model's EOS/EOT ids and its
+	// BOS. The prompt then need not start with BOSID, since such a
+	// vocabulary has its own BOS (or none). nil keeps run.c's rule: the
+	// prompt starts with BOSID and generation stops at BOSID.
+	StopTokens []int
+}
+
+// stops reports whether id ends the request's sequence.
+func (r *Request) stops(id int) bool {
+	if r.StopTokens == nil {
+		return id == BOSID
+	}
+	return slices.Contains(r.StopTokens, id)
 }
 
 // Event is one token of one sequence, streamed while generating.
@@ -171,7 +186,8 @@ type Event struct {
 type Result struct {
 	// Tokens are the `next` ids of every step, as run.c would feed them:
 	// the prompt's tokens after BOS, then the generated ones. Generation
-	// stops at BOS (not included) or after Steps ids.
+	// stops at BOS (Request.StopTokens when set; not included) or after
+	// Steps ids.
 	Tokens []int
 	// Err is set when the request was rejected (a prompt longer than
 	// seq_len, or larger than the whole KV pool); other requests go on.
@@ -267,7 +283,9 @@ func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result
 	for i, r := range reqs {
 		s := &seqState{idx: i, req: r, res: &results[i]}
 		switch {
-		case len(r.Prompt) == 0 || r.Prompt[0] != BOSID:
+		case len(r.Prompt) == 0:
+			s.res.Err = fmt.Errorf("request %d: empty prompt", i)
+		case r.StopTokens == nil && r.Prompt[0] != BOSID:
 			s.res.Err = fmt.Errorf("request %d: prompt must start with BOS (%d)", i, BOSID)
 		case r.Sampler == nil:
 			s.res.Err = fmt.Errorf("request %d: no sampler", i)
@@ -402,7 +420,7 @@ func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result
 				e.opts.OnLogits(s.idx, len(s.tokens)-1, row)
 			}
 			next := s.req.Sampler.Sample(row)
-			done, why := next == BOSID, FinishEOS
+			done, why := s.req.stops(next), FinishEOS
 			if !done {
 				prev := s.tokens[len(s.tokens)-1]
 				s.tokens = append(s.tokens, next)

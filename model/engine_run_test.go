@@ -96,3 +96,39 @@ func TestRunInterrupted(t *testing.T) {
 		t.Errorf("blocks held after interrupt: %d free of %d", e.Cache().FreeBlocks(), e.Cache().NumBlocks())
 	}
 }
+
+// TestRunStopTokens: a request with StopTokens ends at the first of them
+// (not included, FinishEOS) instead of at BOS, and its prompt may start
+// with another id (a GGUF vocabulary's own BOS, or none).
+func TestRunStopTokens(t *testing.T) {
+	m := tinyGQA(t)
+	e := newEngine(t, m, EngineOptions{})
+	greedy := func(prompt []int, stops []int) Result {
+		res, _, err := e.Run(context.Background(), []Request{{Prompt: prompt, Steps: 20,
+			Sampler: NewSampler(m.Config.VocabSize, 0, 0.9, 1), StopTokens: stops}}, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	free := greedy([]int{1, 5, 6}, nil)
+	if free.Err != nil || len(free.Tokens) < 6 {
+		t.Fatalf("unstopped run: %v, %d tokens", free.Err, len(free.Tokens))
+	}
+	// Stop at the id generated fourth (after the 2 forced prompt tokens);
+	// an absent id in the list changes nothing.
+	stop := free.Tokens[4]
+	cut := slices.Index(free.Tokens[2:], stop) + 2
+	got := greedy([]int{1, 5, 6}, []int{m.Config.VocabSize + 7, stop})
+	if got.FinishReason != FinishEOS || !slices.Equal(got.Tokens, free.Tokens[:cut]) {
+		t.Errorf("with stop %d: %v (%s), want %v (eos)", stop, got.Tokens, got.FinishReason, free.Tokens[:cut])
+	}
+	// A prompt not starting with BOSID is accepted with StopTokens, refused
+	// without.
+	if r := greedy([]int{5, 6}, []int{}); r.Err != nil || len(r.Tokens) == 0 {
+		t.Errorf("prompt without BOS, StopTokens set: %v", r.Err)
+	}
+	if r := greedy([]int{5, 6}, nil); r.Err == nil {
+		t.Error("prompt without BOS accepted under run.c's rule")
+	}
+}

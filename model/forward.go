@@ -94,7 +94,14 @@ func NewForward(m *Model, opts ForwardOptions) (*Forward, error) {
 		return nil, err
 	}
 	f := &Forward{m: m, proj: opts.Projection, path: opts.Path, led: opts.Ledger, mats: mats}
-	if f.rope, err = newRope(c, m.Weights.RopeFreqs); err != nil {
+	var factors []float32
+	if rf := m.Weights.RopeFreqs; rf != nil {
+		if factors, err = rf.Float32s(); err != nil {
+			mats.close()
+			return nil, fmt.Errorf("forward: rope_freqs: %w", err)
+		}
+	}
+	if f.rope, err = newRope(c, factors); err != nil {
 		mats.close()
 		return nil, err
 	}
@@ -116,7 +123,7 @@ func (f *Forward) grow(T, rows int) {
 		f.xb = make([]float32, T*c.Dim)
 		f.xb2 = make([]float32, T*c.Dim)
 		f.qkv = make([]float32, T*c.QKVRows())
-		if f.proj == SeparateQKV {
+		if f.proj == SeparateQKV || f.mats.unfused {
 			f.q = make([]float32, T*c.NHeads*c.HeadDim())
 			f.k = make([]float32, T*c.KVDim())
 			f.v = make([]float32, T*c.KVDim())
@@ -185,6 +192,14 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 		switch f.proj {
 		case FusedQKV:
+			if lm.wqkv == nil {
+				// q, k, v stored in different types: three matmuls, their
+				// rows then laid side by side as the fused output.
+				if err := f.unfusedQKV(T, lm); err != nil {
+					return nil, err
+				}
+				break
+			}
 			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
 			if err := f.mats.matmul(f.qkv[:T*c.QKVRows()], f.xb[:T*dim], lm.wqkv, T); err != nil {
 				return nil, err
@@ -203,7 +218,7 @@ func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []Laye
 		}
 
 		// q += bq, k += bk, v += bv   (Qwen2; BQKV: ((H+2·KVH)·D))
-		if f.mats.bqkv != nil {
+		if f.mats.bqkv != nil && f.mats.bqkv[l] != nil {
 			f.addQKVBias(T, f.mats.bqkv[l])
 		}
 
@@ -339,6 +354,29 @@ func contiguousF32(t *tensor.Tensor, n int) ([]float32, error) {
 		return nil, fmt.Errorf("forward: attention returned %v, want a contiguous F32 tensor of %d elements", t, n)
 	}
 	return t.Storage().Float32s()[t.Offset() : t.Offset()+n], nil
+}
+
+// unfusedQKV computes q, k and v of a layer whose projections are kept
+// apart into the separate buffers, then copies each token's [q | k | v]
+// into the fused buffer, where the views of the fused path read them.
+func (f *Forward) unfusedQKV(T int, lm *layerMatrices) error {
+	c := f.m.Config
+	dim, qDim, kvDim, rows := c.Dim, c.NHeads*c.HeadDim(), c.KVDim(), c.QKVRows()
+	for _, p := range []struct {
+		out []float32
+		m   *kernels.Matrix
+	}{{f.q[:T*qDim], lm.wq}, {f.k[:T*kvDim], lm.wk}, {f.v[:T*kvDim], lm.wv}} {
+		if err := f.mats.matmul(p.out, f.xb[:T*dim], p.m, T); err != nil {
+			return err
+		}
+	}
+	for t := 0; t < T; t++ {
+		row := f.qkv[t*rows : (t+1)*rows]
+		copy(row, f.q[t*qDim:(t+1)*qDim])
+		copy(row[qDim:], f.k[t*kvDim:(t+1)*kvDim])
+		copy(row[qDim+kvDim:], f.v[t*kvDim:(t+1)*kvDim])
+	}
+	return nil
 }
 
 // addQKVBias adds the q|k|v bias b to each token's projections, in the

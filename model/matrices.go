@@ -20,6 +20,7 @@ type matrices struct {
 	layers            []layerMatrices
 	attnNorm, ffnNorm [][]float32
 	bqkv              [][]float32 // per layer, nil unless Config.QKVBias
+	unfused           bool        // some layer has wq, wk, wv but no wqkv
 	finalNorm         []float32
 	emb               *kernels.Matrix
 	classifier        *kernels.Matrix
@@ -31,6 +32,14 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 	w := &m.Weights
 	if len(w.Layers) != c.NLayers {
 		return nil, fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
+	}
+	// The q/k/v biases run when the weights have them; a config that
+	// declares them without the tensors would silently compute another
+	// model.
+	for l := range w.Layers {
+		if c.QKVBias && w.Layers[l].BQKV == nil {
+			return nil, fmt.Errorf("model: config has q/k/v biases but layer %d has none", l)
+		}
 	}
 	ms := &matrices{pool: pool}
 	if pool == nil {
@@ -65,25 +74,41 @@ func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
 	for l := range w.Layers {
 		lw := &w.Layers[l]
 		lm := layerMatrices{
-			wqkv: mat("wqkv", lw.WQKV, c.QKVRows(), c.Dim),
-			wo:   mat("wo", lw.WO, c.Dim, qDim),
-			w1:   mat("w1", lw.W1, c.HiddenDim, c.Dim),
-			w2:   mat("w2", lw.W2, c.Dim, c.HiddenDim),
-			w3:   mat("w3", lw.W3, c.HiddenDim, c.Dim),
+			wo: mat("wo", lw.WO, c.Dim, qDim),
+			w1: mat("w1", lw.W1, c.HiddenDim, c.Dim),
+			w2: mat("w2", lw.W2, c.Dim, c.HiddenDim),
+			w3: mat("w3", lw.W3, c.HiddenDim, c.Dim),
+		}
+		if lw.WQKV == nil {
+			// q, k, v kept apart (different storage types): the fused
+			// projection runs them as three matmuls (see Forward.Run).
+			lm.wq = mat("wq", lw.WQ, qDim, c.Dim)
+			lm.wk = mat("wk", lw.WK, kvDim, c.Dim)
+			lm.wv = mat("wv", lw.WV, kvDim, c.Dim)
+			ms.unfused = true
+		} else {
+			lm.wqkv = mat("wqkv", lw.WQKV, c.QKVRows(), c.Dim)
 		}
 		if err != nil {
 			ms.close()
 			return nil, fmt.Errorf("layer %d: %w", l, err)
 		}
-		// wq, wk, wv are row blocks of WQKV: windows of the same data.
-		lm.wq = rowBlock(lm.wqkv, 0, qDim)
-		lm.wk = rowBlock(lm.wqkv, qDim, kvDim)
-		lm.wv = rowBlock(lm.wqkv, qDim+kvDim, kvDim)
+		if lm.wqkv != nil {
+			// wq, wk, wv are row blocks of WQKV: windows of the same data.
+			lm.wq = rowBlock(lm.wqkv, 0, qDim)
+			lm.wk = rowBlock(lm.wqkv, qDim, kvDim)
+			lm.wv = rowBlock(lm.wqkv, qDim+kvDim, kvDim)
+		}
 		ms.layers = append(ms.layers, lm)
 		ms.attnNorm = append(ms.attnNorm, vec("attn_norm", lw.AttnNorm, c.Dim))
 		ms.ffnNorm = append(ms.ffnNorm, vec("ffn_norm", lw.FFNNorm, c.Dim))
-		if c.QKVBias {
+		if lw.BQKV != nil {
+			if ms.bqkv == nil {
+				ms.bqkv = make([][]float32, l, c.NLayers) // layers before l have none
+			}
 			ms.bqkv = append(ms.bqkv, vec("bqkv", lw.BQKV, c.QKVRows()))
+		} else if ms.bqkv != nil {
+			ms.bqkv = append(ms.bqkv, nil)
 		}
 	}
 	ms.finalNorm = vec("final_norm", w.FinalNorm, c.Dim)
@@ -152,6 +177,12 @@ func rowBlock(m *kernels.Matrix, start, n int) *kernels.Matrix {
 	case kernels.Q8_0:
 		b.Q = m.Q[lo:hi]
 		b.Scales = m.Scales[lo/m.GroupSize : hi/m.GroupSize]
+	default:
+		// ggml blocks: whole rows of blocks, RowBytes each.
+		if m.Blocks != nil {
+			rb := len(m.Blocks) / m.Rows
+			b.Blocks = m.Blocks[start*rb : (start+n)*rb]
+		}
 	}
 	return &b
 }

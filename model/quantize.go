@@ -17,7 +17,7 @@ import (
 func QuantizeQ8_0(m *Model, groupSize int) error {
 	c := m.Config
 	if groupSize == 0 {
-		groupSize = Q8GroupSize(c, 64)
+		groupSize = Q8GroupSize(c, defaultGroupSize)
 	}
 	if m.Quantized == nil {
 		m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
@@ -53,11 +53,32 @@ func QuantizeQ8_0(m *Model, groupSize int) error {
 		for _, p := range []struct {
 			name string
 			t    *tensor.Tensor
-		}{{"wqkv", lw.WQKV}, {"wo", lw.WO}, {"w1", lw.W1}, {"w2", lw.W2}, {"w3", lw.W3}} {
+		}{{"wqkv", lw.WQKV}, {"wq", lw.WQ}, {"wk", lw.WK}, {"wv", lw.WV}, {"wo", lw.WO}, {"w1", lw.W1}, {"w2", lw.W2}, {"w3", lw.W3}} {
+			if p.t == nil {
+				continue // WQKV, or WQ/WK/WV, whichever the layer does not use
+			}
 			if err := quant(fmt.Sprintf("layer %d %s", l, p.name), p.t); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// defaultGroupSize is llama2.c export.py's default Q8_0 group size.
+const defaultGroupSize = 64
+
+// Q8GroupSize returns the Q8_0 group size to use for c: want (64 when
+// want ≤ 0) halved until it divides dim and hidden_dim, which is
+// export.py's backoff extended to hidden_dim (export.py checks only dim,
+// which would let w2's groups straddle rows when hidden_dim is not a
+// multiple). It is at least 1. stories260K (dim 64, hidden_dim 172) gets 4.
+func Q8GroupSize(c Config, want int) int {
+	if want <= 0 {
+		want = defaultGroupSize
+	}
+	for want > 1 && (c.Dim%want != 0 || c.HiddenDim%want != 0) {
+		want /= 2
+	}
+	return want
 }

@@ -73,7 +73,12 @@ func newRefModel(t *testing.T, m *Model) *refModel {
 			r.bv = append(r.bv, b[c.NHeads*hs+c.KVDim():])
 		}
 	}
-	r.ropeFreqs = m.Weights.RopeFreqs
+	if rf := m.Weights.RopeFreqs; rf != nil {
+		var err error
+		if r.ropeFreqs, err = rf.Float32s(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return r
 }
 

@@ -226,7 +226,8 @@ func TestForwardVariantsMatchFloat64Reference(t *testing.T) {
 				}
 			}
 			if tc.factors {
-				m.Weights.RopeFreqs = Llama3FreqFactors(c.RopeTheta, c.HeadDim(), 8, 1, 4, 8)
+				f := Llama3FreqFactors(c.RopeTheta, c.HeadDim(), 8, 1, 4, 8)
+				m.Weights.RopeFreqs = tensor.Must(tensor.WrapFloat32(nil, f, len(f)))
 			}
 			tokens := []int{1, 5, 9, 13, 2, 7, 30, 3, 11, 17, 23, 29}
 			ref := newRefModel(t, m).forward(tokens)

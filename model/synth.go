@@ -23,7 +23,7 @@ const maxSynthBytes = 16 << 30
 // logits of the (shared or own) classifier have a spread of about 1: the
 // sampled text is random but not uniform. Norm gains are 1 + U(-0.05, 0.05).
 // Matrices are stored in cfg.WeightDType (rounded once from float32), norms
-// in float32, as Read does.
+// in float32, as FromSource converts them.
 //
 // The same (cfg, seed) gives bit-identical weights on every machine: the
 // values come from integer hashing (splitmix64) and a single float64
@@ -39,15 +39,14 @@ func SynthesizeIn(led *tensor.Ledger, cfg Config, seed uint64) (*Model, error) {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
 	// Bound the bytes with overflow-safe arithmetic before allocating.
-	// fileLayout sizes the float32 file; half-precision weights need at
-	// most that much.
-	_, need, err := fileLayout(FormatV1, cfg)
+	// The float32 bytes; half-precision weights need at most that much.
+	need, err := float32Bytes(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
 	if need > maxSynthBytes {
 		return nil, fmt.Errorf("synthesize: %s needs about %s of weights, beyond the %s limit",
-			describe(cfg), humanBytes(need), humanBytes(maxSynthBytes))
+			describe(cfg), HumanBytes(need), HumanBytes(maxSynthBytes))
 	}
 	m, err := allocWeights(led, cfg)
 	if err != nil {

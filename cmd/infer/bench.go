@@ -202,7 +202,10 @@ func runBench(a *app, cmd *cobra.Command) error {
 		models = append(models, lm.m)
 		c := lm.m.Config
 		weights := w
-		if len(lm.m.Quantized) > 0 {
+		switch {
+		case lm.types != "":
+			weights = lm.types // a GGUF's stored types, as it runs them
+		case len(lm.m.Quantized) > 0:
 			weights = "q8_0" // quantized at load, or read from a version-2 file
 		}
 		for _, path := range paths {

@@ -217,7 +217,7 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []mod
 	return func() []model.Request {
 		reqs := make([]model.Request, len(prompts))
 		for i, p := range prompts {
-			reqs[i] = model.Request{Prompt: p, Steps: steps, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
+			reqs[i] = model.Request{Prompt: p, Steps: steps, StopTokens: lm.stop, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
 		}
 		return reqs
 	}, nil

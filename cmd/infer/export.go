@@ -9,13 +9,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/model/llama2c"
 )
 
 func init() {
 	registerKeys(
 		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
-		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2"},
-			Help: "checkpoint format: legacy (float32, run.c) or v2 (Q8_0, runq.c)"},
+		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
+			Help: "checkpoint format: legacy (float32, run.c), v2 (Q8_0, runq.c) or gguf (llama.cpp)"},
+		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0"},
+			Help: "gguf weight type: f32, f16 or q8_0 (ggml blocks of 32 with an fp16 scale)"},
 		configKey{Name: "export.group_size", Kind: kindInt, Default: 0,
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
@@ -41,6 +45,13 @@ that no group straddles two rows; 0 picks 64 and halves it until it does
 (stories260K, hidden_dim 172, gets 4). A v2 checkpoint re-exported with its
 own group size is copied byte for byte.
 
+--format gguf writes a GGUF file (version 3) that llama.cpp loads, with
+--type f32, f16 or q8_0 weight matrices (Q8_0 as llama-quantize makes it,
+with its F16 fallback for rows that are not whole blocks of 32; norms stay
+F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin) or of the
+GGUF being re-exported. stories260K.bin with tok512.bin as f32 is, byte for
+byte, the file llama.cpp's llama-convert-llama2c-to-ggml writes.
+
 The file is written to a temporary name beside --out and renamed at the
 end, so a failed export never leaves a truncated checkpoint behind.`,
 		Example: `  infer export --out tiny.bin
@@ -61,6 +72,9 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 			if format != "v2" && gs != 0 {
 				return fmt.Errorf("export: --group-size applies to --format v2 only")
 			}
+			if format != "gguf" && a.getString("export.type") != "f32" {
+				return fmt.Errorf("export: --type applies to --format gguf only")
+			}
 			lm, err := loadModel(a)
 			if err != nil {
 				return err
@@ -68,13 +82,21 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 			defer lm.m.Close()
 			c := lm.m.Config
 			desc := "llama2.c legacy, float32"
-			write := func(w *bufio.Writer) error { return model.WriteLegacy(w, lm.m) }
+			write := func(w *bufio.Writer) error { return llama2c.WriteLegacy(w, lm.m) }
 			if format == "v2" {
 				if gs == 0 {
 					gs = model.Q8GroupSize(c, 0)
 				}
 				desc = fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs)
-				write = func(w *bufio.Writer) error { return model.WriteV2(w, lm.m, gs) }
+				write = func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }
+			}
+			if format == "gguf" {
+				opts, err := ggufExportOptions(a, lm)
+				if err != nil {
+					return err
+				}
+				desc = "GGUF, " + opts.Type.String()
+				write = func(w *bufio.Writer) error { return gguf.WriteModel(w, lm.m, opts) }
 			}
 			if err := writeCheckpoint(out, write); err != nil {
 				return err
@@ -92,8 +114,60 @@ end, so a failed export never leaves a truncated checkpoint behind.`,
 	a.flag(cmd, "out", "export.out", "output file")
 	a.flag(cmd, "format", "export.format", "checkpoint format")
 	a.flag(cmd, "group-size", "export.group_size", "Q8_0 group size of --format v2; 0 = auto")
+	a.flag(cmd, "type", "export.type", "weight type of --format gguf")
+	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin to embed in a GGUF")
 	syntheticFlags(a, cmd)
 	return cmd
+}
+
+// ggufExportOptions reads --type and finds the vocabulary to embed: the
+// --tokenizer file (llama2.c), else the tokenizer keys of the GGUF being
+// re-exported. llama.cpp does not load a model file without one.
+func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
+	typ := map[string]gguf.GGMLType{"f32": gguf.TypeF32, "f16": gguf.TypeF16, "q8_0": gguf.TypeQ8_0}[a.getString("export.type")]
+	opts := gguf.ExportOptions{Type: typ}
+	if tok, ok := lm.codec.(interface {
+		VocabSize() int
+		Piece(int) string
+		Score(int) float32
+	}); ok && a.getPath("tokenizer") != "" {
+		n := tok.VocabSize()
+		pieces, scores := make([]string, n), make([]float32, n)
+		for i := range pieces {
+			pieces[i], scores[i] = tok.Piece(i), tok.Score(i)
+		}
+		v, err := gguf.VocabFromLlama2c(pieces, scores)
+		if err != nil {
+			return opts, fmt.Errorf("export: %w", err)
+		}
+		opts.Vocab = v
+		return opts, nil
+	}
+	if path := a.getPath("checkpoint"); path != "" && isGGUF(path) {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return opts, fmt.Errorf("export: %w", err)
+		}
+		defer f.Close()
+		opts.TokenizerKV = f.Metadata
+		if name, err := f.String("general.name"); err == nil {
+			opts.Name = name
+		}
+		return opts, nil
+	}
+	return opts, fmt.Errorf("export: --format gguf needs a vocabulary: give --tokenizer (a llama2.c tokenizer.bin) or a GGUF --checkpoint")
+}
+
+// isGGUF reports whether the file at path starts with GGUF's magic.
+func isGGUF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return n == 4 && string(magic[:]) == gguf.Magic
 }
 
 // writeCheckpoint runs write over a temporary file beside path and renames

@@ -96,7 +96,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			encodeErrs[i] = err
 			ids = []int{model.BOSID}
 		}
-		reqs = append(reqs, model.Request{Prompt: ids, Steps: steps,
+		reqs = append(reqs, model.Request{Prompt: ids, Steps: steps, StopTokens: lm.stop,
 			Sampler: model.NewSampler(c.VocabSize, float32(temp), float32(topp), seed)})
 	}
 	opts, err := engineOptions(a, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
@@ -100,6 +101,12 @@ type loadedModel struct {
 	m     *model.Model
 	codec tokenizer.Codec
 	name  string
+	// stop holds the ids generation stops at when the checkpoint names
+	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
+	stop []int
+	// types names the stored weight types when the checkpoint reports
+	// them (a GGUF: "Q8_0+F16"); empty otherwise.
+	types string
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -115,7 +122,24 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
-		m, err := model.Load(path, model.LoadOptions{WeightDType: wdt})
+		opts := model.LoadOptions{WeightDType: wdt}
+		src, err := checkpoint.Open(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		// A GGUF runs as stored unless a weight type was asked for: its
+		// F16, Q8_0, Q4_K... matrices stream as the file holds them.
+		_, isGGML := src.(model.GGMLSource)
+		if isGGML && asStoredDefault(a, weights) {
+			opts.AsStored = true
+		}
+		if st, ok := src.(interface{ StopTokens() []int }); ok {
+			lm.stop = st.StopTokens()
+		}
+		if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
+			lm.types = st.StoredTypes()
+		}
+		m, err := model.FromSource(src, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -140,8 +164,23 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			return nil, err
 		}
 	}
-	if path := a.getPath("tokenizer"); path != "" {
-		tok, err := llama2c.LoadTokenizer(path, lm.m.Config.VocabSize)
+	tokPath := a.getPath("tokenizer")
+	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
+		if kind, _ := sniff(ckpt); kind == "gguf" {
+			tokPath = ckpt // a GGUF carries its tokenizer
+		}
+	}
+	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
+		tok, err := openTokenizer(tokPath)
+		if err != nil {
+			return nil, err
+		}
+		if tok.VocabSize() > lm.m.Config.VocabSize {
+			return nil, fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), lm.m.Config.VocabSize)
+		}
+		lm.codec = tok
+	} else if tokPath != "" {
+		tok, err := llama2c.LoadTokenizer(tokPath, lm.m.Config.VocabSize)
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +193,13 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		lm.codec = bt
 	}
 	return lm, nil
+}
+
+// asStoredDefault reports whether weights is the default f32 that nobody
+// asked for (neither --weights, its env or config key, nor bench's list),
+// which on a GGUF means "the stored types".
+func asStoredDefault(a *app, weights string) bool {
+	return weights == "f32" && a.source("weights") == "default" && strings.TrimSpace(a.getString("bench.weights")) == ""
 }
 
 // weightDType maps the weights key to a load dtype, and whether Q8_0

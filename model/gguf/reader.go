@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"unicode/utf8"
+
+	"github.com/stride-lm/stride/model/mapfile"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -74,35 +76,70 @@ func (f *File) Name() string { return f.name }
 func (f *File) Size() int64 { return int64(len(f.data)) }
 
 // Open maps the GGUF file at path and parses its header. Tensor data stays
-// in the mapping; Close releases it.
+// in the mapping; Close releases it. The path must name a regular file: a
+// FIFO or a device is refused at once (mapfile.Open).
 func Open(path string) (*File, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	defer fd.Close()
-	st, err := fd.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("gguf: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("gguf: %s is not a regular file", path)
-	}
-	if st.Size() < headerSize {
-		return nil, fmt.Errorf("gguf: %s: %d bytes is too short for a GGUF header", path, st.Size())
-	}
-	data, unmap, err := mapFile(fd, st.Size())
+	fd, _, err := mapfile.Open(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", path, err)
 	}
-	f, err := Parse(data, path)
+	defer fd.Close()
+	return OpenFile(fd, path, false)
+}
+
+// OpenFile parses the GGUF file fd, named name in errors: mapped, or read
+// into memory when noMmap is set or the platform cannot map. fd may be
+// closed afterwards. The header is parsed under mapfile.CatchFault, so a
+// file truncated while it is read is an error, not a SIGBUS.
+func OpenFile(fd *os.File, name string, noMmap bool) (*File, error) {
+	st, err := fd.Stat()
 	if err != nil {
-		_ = unmap(data)
+		return nil, fmt.Errorf("gguf: %s: %w", name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gguf: %s: %w", name, mapfile.ErrNotRegular)
+	}
+	if st.Size() < headerSize {
+		return nil, fmt.Errorf("gguf: %s: %d bytes is too short for a GGUF header", name, st.Size())
+	}
+	var data []byte
+	mapped := !noMmap && mapfile.Supported
+	if mapped {
+		if data, err = mapfile.Map(fd, st.Size()); err != nil {
+			return nil, fmt.Errorf("gguf: %s: %w", name, err)
+		}
+	} else {
+		if st.Size() > math.MaxInt {
+			return nil, fmt.Errorf("gguf: %s: %d bytes do not fit in memory", name, st.Size())
+		}
+		data = make([]byte, st.Size())
+		if _, err := fd.ReadAt(data, 0); err != nil {
+			return nil, fmt.Errorf("gguf: %s: %w", name, err)
+		}
+	}
+	var f *File
+	err = mapfile.CatchFault(func() (err error) {
+		f, err = Parse(data, name)
+		return err
+	})
+	if err != nil {
+		if mapped {
+			_ = mapfile.Unmap(data)
+		}
+		if _, ok := err.(*mapfile.FaultError); ok {
+			err = fmt.Errorf("gguf: %s: %w", name, err)
+		}
 		return nil, err
 	}
-	f.unmap = unmap
+	if mapped {
+		f.unmap = mapfile.Unmap
+	}
 	return f, nil
 }
+
+// Mapped reports whether the file's bytes are a memory mapping (rather
+// than memory it read).
+func (f *File) Mapped() bool { return f.unmap != nil }
 
 // Close releases the mapping. Every tensor view the File returned is
 // invalid afterwards; metadata values stay valid (they are copies).

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/stride-lm/stride/model"
 )
@@ -30,12 +32,36 @@ func OpenSource(path string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sourceOf(f)
+}
+
+// OpenSourceFile is OpenSource on an opened file (model/checkpoint's
+// dispatch by magic); opts.NoMmap reads the file instead of mapping it.
+func OpenSourceFile(fd *os.File, name string, opts model.LoadOptions) (*Source, error) {
+	f, err := OpenFile(fd, name, opts.NoMmap)
+	if err != nil {
+		return nil, err
+	}
+	return sourceOf(f)
+}
+
+func sourceOf(f *File) (*Source, error) {
 	s, err := NewSource(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// MappedBytes is the size of the mapping the tensors view (0 when the
+// file was read into memory): model.FromSource counts what it copies
+// out of it.
+func (s *Source) MappedBytes() int64 {
+	if !s.f.Mapped() {
+		return 0
+	}
+	return s.f.Size()
 }
 
 // NewSource reads f's model configuration and checks its tensors. The
@@ -64,6 +90,10 @@ func (s *Source) Arch() string { return s.arch }
 // File is the underlying GGUF file (for its tokenizer metadata).
 func (s *Source) File() *File { return s.f }
 
+// GGML is true: a GGUF's weights are computed as ggml computes them (see
+// model.GGMLSource), F16 matrices included.
+func (s *Source) GGML() bool { return true }
+
 // Close unmaps the file.
 func (s *Source) Close() error { return s.f.Close() }
 
@@ -88,7 +118,7 @@ func StorageType(t GGMLType) (model.StorageType, error) {
 func (s *Source) Tensor(name string) (model.RawTensor, error) {
 	ti, ok := s.f.Tensor(name)
 	if !ok {
-		return model.RawTensor{}, fmt.Errorf("gguf: %s has no tensor %q", s.f.name, name)
+		return model.RawTensor{}, fmt.Errorf("gguf: %s: tensor %q: %w", s.f.name, name, model.ErrTensorNotFound)
 	}
 	st, err := StorageType(ti.Type)
 	if err != nil {
@@ -129,7 +159,7 @@ func ConfigOf(f *File) (model.Config, string, error) {
 		return model.Config{}, "", err
 	}
 	if !slices.Contains(Architectures, arch) {
-		return fail("architecture %q is not supported as a model (%v are; the file can still serve as a tokenizer)", arch, Architectures)
+		return fail("architecture %q is not supported as a model (%s are; the file can still serve as a tokenizer)", arch, strings.Join(Architectures, " and "))
 	}
 	var firstErr error
 	uintKey := func(key string, def int, required bool) int {
@@ -287,6 +317,30 @@ func (s *Source) checkTensors() error {
 		}
 	}
 	return nil
+}
+
+// StoredTypes names the storage types of the weight matrices (the 2-D
+// tensors), most frequent first, joined by "+": "Q8_0+F16" for a Q8_0
+// file whose ffn_down fell back to F16, "Q4_K+Q6_K" for a Q4_K_M one.
+// infer bench reports it as the weights column.
+func (s *Source) StoredTypes() string {
+	count := map[GGMLType]int{}
+	var order []GGMLType
+	for _, t := range s.f.Tensors {
+		if len(t.Shape) != 2 {
+			continue
+		}
+		if count[t.Type] == 0 {
+			order = append(order, t.Type)
+		}
+		count[t.Type]++
+	}
+	slices.SortStableFunc(order, func(a, b GGMLType) int { return count[b] - count[a] })
+	names := make([]string, len(order))
+	for i, t := range order {
+		names[i] = t.String()
+	}
+	return strings.Join(names, "+")
 }
 
 // StopTokens returns the ids generation stops at: the end-of-sequence and

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/llama2c"
 )
 
 // The GGUF converted from stories260K.bin declares the legacy file's
@@ -28,7 +29,7 @@ func TestSourceStories260K(t *testing.T) {
 	}
 	defer fd.Close()
 	st, _ := fd.Stat()
-	h, err := model.ReadHeader(fd, st.Size(), bin)
+	h, err := llama2c.ReadHeader(fd, st.Size(), bin)
 	if err != nil {
 		t.Fatal(err)
 	}

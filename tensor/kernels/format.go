@@ -27,12 +27,23 @@ const (
 	// GroupSize consecutive weights in Matrix.Scales: 1 + 4/GroupSize bytes
 	// per weight (1.125 for GroupSize 32).
 	Q8_0
+	// GGMLQ8_0 is ggml's Q8_0, the file's blocks in Matrix.Blocks: 34
+	// bytes per 32 weights (an fp16 scale, then 32 int8). See ggml.go.
+	GGMLQ8_0
+	// Q4_0 is ggml's Q4_0 in Matrix.Blocks: 18 bytes per 32 weights.
+	Q4_0
+	// Q4_K is ggml's Q4_K in Matrix.Blocks: 144 bytes per 256 weights.
+	Q4_K
+	// Q6_K is ggml's Q6_K in Matrix.Blocks: 210 bytes per 256 weights.
+	Q6_K
 )
 
-var formatNames = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0"}
+var formatNames = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0",
+	GGMLQ8_0: "ggml_q8_0", Q4_0: "q4_0", Q4_K: "q4_k", Q6_K: "q6_k"}
 
 // String returns the lower-case name used on command lines ("f32", "f16",
-// "bf16", "q8_0").
+// "bf16", "q8_0"); the ggml block formats print as "ggml_q8_0", "q4_0",
+// "q4_k" and "q6_k".
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
 		return formatNames[f]
@@ -76,7 +87,7 @@ func (f Format) elemBytes() int {
 // the row stride is Cols elements.
 //
 // Exactly one storage slice is used, chosen by Format: F32 for F32, U16 for
-// F16 and BF16, Q plus Scales for Q8_0. The slices may be longer than
+// F16 and BF16, Q plus Scales for Q8_0, Blocks for the ggml block formats. The slices may be longer than
 // Rows·Cols (they may be windows into a larger mmap-like buffer); only the
 // first Rows·Cols elements are read.
 type Matrix struct {
@@ -92,6 +103,15 @@ type Matrix struct {
 	// i·Cols/GroupSize.
 	Scales    []float32
 	GroupSize int
+	// Blocks holds the raw ggml blocks of the GGMLQ8_0, Q4_0, Q4_K and
+	// Q6_K formats, row after row: row i is bytes [i·R, (i+1)·R) with R
+	// the type's RowBytes(Cols). See NewGGMLMatrix.
+	Blocks []byte
+	// GGML makes MatMul compute as ggml does for this weight type: F16
+	// and BF16 weights see activations rounded to F16 or BF16 first
+	// (ggml's vec_dot_type). NewGGMLMatrix sets it; the block formats
+	// always compute as ggml does, and F32 is the same either way.
+	GGML bool
 }
 
 // NewF32 wraps data (row-major, at least rows·cols values) as an F32 matrix
@@ -235,6 +255,9 @@ func (m *Matrix) Validate() error {
 	case Q8_0:
 		have = len(m.Q)
 	default:
+		if t, ok := m.Format.ggmlBlocks(); ok {
+			return m.validateBlocks(t)
+		}
 		return fmt.Errorf("kernels: unknown matrix format %v", m.Format)
 	}
 	if err := checkShape(m.Rows, m.Cols, have); err != nil {
@@ -253,11 +276,18 @@ func (m *Matrix) Validate() error {
 }
 
 // Bytes is the storage the kernels read per full pass over the matrix:
-// Rows·Cols·(bytes per weight), plus the scales for Q8_0. At decode time
+// Rows·Cols·(bytes per weight), plus the scales for Q8_0; for the ggml
+// block formats, the blocks (the file's tensor bytes). At decode time
 // this is the memory traffic of one matvec.
 func (m *Matrix) Bytes() int64 {
 	if m == nil {
 		return 0
+	}
+	if t, ok := m.Format.ggmlBlocks(); ok {
+		if m.Cols%t.BlockSize() != 0 {
+			return 0
+		}
+		return int64(m.Rows) * int64(m.Cols/t.BlockSize()*t.BlockBytes())
 	}
 	n := int64(m.Rows) * int64(m.Cols)
 	b := n * int64(m.Format.elemBytes())
@@ -267,7 +297,8 @@ func (m *Matrix) Bytes() int64 {
 	return b
 }
 
-// Row writes the dequantized float32 values of row i into dst[:Cols].
+// Row writes the dequantized float32 values of row i into dst[:Cols]
+// (for the ggml block formats, exactly as ggml's dequantize_row_* does).
 func (m *Matrix) Row(i int, dst []float32) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -296,6 +327,8 @@ func (m *Matrix) Row(i int, dst []float32) error {
 		for j := range dst {
 			dst[j] = float32(m.Q[off+j]) * m.Scales[(off+j)/m.GroupSize]
 		}
+	default:
+		m.dequantRowBlocks(i, dst)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func FuzzMatMul(f *testing.F) {
 		}
 		dw, dx, dout = clampDelta(dw), clampDelta(dx), clampDelta(dout)
 		rng := rand.New(rand.NewPCG(seed, 99))
-		fmtv := Format(format % 5) // 4 is an unknown format
+		fmtv := Format(format % 5) // 4 is GGMLQ8_0, invalid without Blocks
 		nw := max(rows*cols+dw, 0)
 		m := &Matrix{Format: fmtv, Rows: rows, Cols: cols, GroupSize: group}
 		switch fmtv {

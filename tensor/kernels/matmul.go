@@ -98,6 +98,14 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 				a = new(q8Acts) // another caller holds it: rare, so allocate
 			}
 			job.quantize(nil, a)
+		} else if kind := actKindFor(w); kind != actNone {
+			a := &ggmlShared.a
+			if ggmlShared.mu.TryLock() {
+				defer ggmlShared.mu.Unlock()
+			} else {
+				a = new(ggmlActs)
+			}
+			job.prepareGGML(nil, a, kind)
 		}
 		job.serial(k, align)
 		return nil
@@ -106,6 +114,8 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 		// The pool owns one scratch, used under s.mu, so pooled calls
 		// never allocate once it has grown to the largest shape.
 		job.quantize(s, &s.q8)
+	} else if kind := actKindFor(w); kind != actNone {
+		job.prepareGGML(s, &s.ggml, kind)
 	}
 	k := parts(s.threads, w.Rows, minRows, align)
 	if k == 1 {
@@ -127,6 +137,18 @@ func (j *matmulJob) quantize(s *poolState, a *q8Acts) {
 	a.quantize(s, j.impl, j.x, j.T, j.w.Cols, j.w.GroupSize, j.route == q8VNNI, j.route == q8Float)
 }
 
+// prepareGGML converts x for a ggml matrix (ggml_act.go): quantized
+// blocks for the block formats, or a rounded copy that replaces x for F16
+// and BF16 ones.
+func (j *matmulJob) prepareGGML(s *poolState, a *ggmlActs, kind actKind) {
+	a.prepare(s, kind, j.x, j.T, j.w.Cols)
+	if kind == actF16 || kind == actBF16 {
+		j.x = a.f[:j.T*j.w.Cols]
+		return
+	}
+	j.gacts = a
+}
+
 // overlaps reports whether two float32 slices share memory.
 func overlaps(a, b []float32) bool {
 	if len(a) == 0 || len(b) == 0 {
@@ -143,8 +165,9 @@ type matmulJob struct {
 	w      *Matrix
 	T      int
 	impl   Impl
-	route  q8Route // Q8_0 only
-	acts   *q8Acts // Q8_0 only: x quantized
+	route  q8Route   // Q8_0 only
+	acts   *q8Acts   // Q8_0 only: x quantized
+	gacts  *ggmlActs // ggml block formats only: x quantized
 }
 
 func (j *matmulJob) serial(k, align int) {
@@ -157,6 +180,10 @@ func (j *matmulJob) serial(k, align int) {
 
 // run computes out for rows [r0, r1) and every token.
 func (j *matmulJob) run(r0, r1 int) {
+	if j.gacts != nil {
+		ggmlRows(j.impl, j.out, j.gacts, j.w, j.T, r0, r1)
+		return
+	}
 	if j.w.Format == Q8_0 {
 		switch j.route {
 		case q8VNNI:

@@ -94,6 +94,7 @@ type poolState struct {
 	closed   bool      // guarded by mu
 	mm       matmulJob // MatMul's job, reused so a call allocates nothing
 	q8       q8Acts    // MatMul's quantized activations (Q8_0), guarded by mu
+	ggml     ggmlActs  // MatMul's activations for ggml weights, guarded by mu
 }
 
 type panicValue struct{ v any }

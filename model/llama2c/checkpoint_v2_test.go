@@ -1,9 +1,8 @@
-package model
+package llama2c
 
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
@@ -39,7 +39,7 @@ func refQuantize(w []float32, gs int) ([]int8, []float32) {
 // writeV2Ref is an independent writer of llama2.c's export version 2,
 // following export.py's version2_export line by line, to test the reader
 // and WriteV2. It takes the float32 weights of an unquantized model.
-func writeV2Ref(t testing.TB, m *Model, gs int) []byte {
+func writeV2Ref(t testing.TB, m *model.Model, gs int) []byte {
 	t.Helper()
 	c := m.Config
 	var b bytes.Buffer
@@ -69,9 +69,9 @@ func writeV2Ref(t testing.TB, m *Model, gs int) []byte {
 			weights = append(weights, vals(l.WQKV)[part[0]:part[1]])
 		}
 	}
-	for _, f := range []func(Layer) *tensor.Tensor{
-		func(l Layer) *tensor.Tensor { return l.WO }, func(l Layer) *tensor.Tensor { return l.W1 },
-		func(l Layer) *tensor.Tensor { return l.W2 }, func(l Layer) *tensor.Tensor { return l.W3 }} {
+	for _, f := range []func(model.Layer) *tensor.Tensor{
+		func(l model.Layer) *tensor.Tensor { return l.WO }, func(l model.Layer) *tensor.Tensor { return l.W1 },
+		func(l model.Layer) *tensor.Tensor { return l.W2 }, func(l model.Layer) *tensor.Tensor { return l.W3 }} {
 		for _, l := range L {
 			weights = append(weights, vals(f(l)))
 		}
@@ -87,7 +87,7 @@ func writeV2Ref(t testing.TB, m *Model, gs int) []byte {
 	return b.Bytes()
 }
 
-func v2Bytes(t testing.TB, m *Model, gs int) []byte {
+func v2Bytes(t testing.TB, m *model.Model, gs int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteV2(&buf, m, gs); err != nil {
@@ -118,7 +118,7 @@ func sameMatrix(t testing.TB, name string, a, b *kernels.Matrix) {
 
 // sameQuantized fails unless every matrix of a and b has the same Q8_0
 // form and every norm the same bits.
-func sameQuantized(t testing.TB, a, b *Model) {
+func sameQuantized(t testing.TB, a, b *model.Model) {
 	t.Helper()
 	if a.Config != b.Config {
 		t.Fatalf("config %+v vs %+v", a.Config, b.Config)
@@ -141,27 +141,27 @@ func sameQuantized(t testing.TB, a, b *Model) {
 
 // quantizedCopy loads an independent F32 copy of m (through the legacy
 // format) and quantizes it at load, as --weights q8_0 does.
-func quantizedCopy(t testing.TB, m *Model, gs int) *Model {
+func quantizedCopy(t testing.TB, m *model.Model, gs int) *model.Model {
 	t.Helper()
 	data := legacyBytes(t, m)
-	q, err := Read(bytes.NewReader(data), int64(len(data)), "copy", LoadOptions{})
+	q, err := read(bytes.NewReader(data), int64(len(data)), "copy", model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := QuantizeQ8_0(q, gs); err != nil {
+	if err := model.QuantizeQ8_0(q, gs); err != nil {
 		t.Fatal(err)
 	}
 	return q
 }
 
 // loadV2 writes data to a file and loads it, mapped or read.
-func loadV2(t testing.TB, data []byte, opts LoadOptions) *Model {
+func loadV2(t testing.TB, data []byte, opts model.LoadOptions) *model.Model {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "v2.bin")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Load(path, opts)
+	m, err := load(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,17 +193,6 @@ func TestWriteV2MatchesExportPy(t *testing.T) {
 	}
 }
 
-func TestQ8GroupSize(t *testing.T) {
-	for _, tc := range []struct {
-		dim, hidden, want, got int
-	}{{288, 768, 64, 32}, {64, 172, 64, 4}, {768, 2048, 64, 64}, {768, 2048, 0, 64}, {16, 24, 64, 8}, {6, 9, 64, 1}, {512, 1376, 128, 32}} {
-		c := Config{Dim: tc.dim, HiddenDim: tc.hidden}
-		if g := Q8GroupSize(c, tc.want); g != tc.got {
-			t.Errorf("dim %d hidden %d want %d: got %d, expected %d", tc.dim, tc.hidden, tc.want, g, tc.got)
-		}
-	}
-}
-
 // TestReadV2 loads version-2 files (mapped and read, shared and unshared
 // classifier, GQA) and checks that they hold exactly the matrices that
 // quantizing the float32 model at load gives, and that writing them back
@@ -216,7 +205,7 @@ func TestReadV2(t *testing.T) {
 		atLoad := quantizedCopy(t, m, gs)
 		for _, noMmap := range []bool{false, true} {
 			led := tensor.NewLedger()
-			got := loadV2(t, data, LoadOptions{NoMmap: noMmap, Ledger: led})
+			got := loadV2(t, data, model.LoadOptions{NoMmap: noMmap, Ledger: led})
 			sameQuantized(t, atLoad, got)
 			if again := v2Bytes(t, got, 0); !bytes.Equal(again, data) {
 				t.Fatalf("shared=%v mmap=%v: load → WriteV2 is not byte-identical", shared, !noMmap)
@@ -252,12 +241,12 @@ func TestReadV2(t *testing.T) {
 // start at an offset that is not a multiple of 4, so a mapped load copies
 // them instead of viewing them; the result is the same model.
 func TestReadV2Unaligned(t *testing.T) {
-	c := Config{Dim: 6, HiddenDim: 9, NLayers: 2, NHeads: 1, NKVHeads: 1, VocabSize: 5, SeqLen: 4,
+	c := model.Config{Dim: 6, HiddenDim: 9, NLayers: 2, NHeads: 1, NKVHeads: 1, VocabSize: 5, SeqLen: 4,
 		RopeTheta: 10000, NormEps: 1e-5}
 	m := mustSynth(t, c, 2)
 	data := writeV2Ref(t, m, 3)
-	mapped := loadV2(t, data, LoadOptions{})
-	read := loadV2(t, data, LoadOptions{NoMmap: true})
+	mapped := loadV2(t, data, model.LoadOptions{})
+	read := loadV2(t, data, model.LoadOptions{NoMmap: true})
 	sameQuantized(t, quantizedCopy(t, m, 3), mapped)
 	sameQuantized(t, mapped, read)
 	if !bytes.Equal(v2Bytes(t, mapped, 3), data) {
@@ -283,7 +272,7 @@ func TestQ8RoundTripBound(t *testing.T) {
 	}
 	st.Store(5*c.Dim+2, 40)
 	const gs = 4
-	got := loadV2(t, v2Bytes(t, m, gs), LoadOptions{})
+	got := loadV2(t, v2Bytes(t, m, gs), model.LoadOptions{})
 	check := func(name string, src *tensor.Tensor, q *kernels.Matrix, r0 int) {
 		w, err := src.Float32s()
 		if err != nil {
@@ -335,7 +324,7 @@ func TestQ8RoundTripBound(t *testing.T) {
 func TestV2Dequantize(t *testing.T) {
 	m := mustSynth(t, tinyConfig(false), 5)
 	data := v2Bytes(t, m, 8)
-	q := loadV2(t, data, LoadOptions{})
+	q := loadV2(t, data, model.LoadOptions{})
 	want := func(x *tensor.Tensor) []float32 {
 		mat := q.Quantized[x]
 		out := make([]float32, mat.Rows*mat.Cols)
@@ -348,16 +337,16 @@ func TestV2Dequantize(t *testing.T) {
 		return out
 	}
 	leg := legacyBytes(t, q)
-	f32, err := Read(bytes.NewReader(leg), int64(len(leg)), "leg", LoadOptions{})
+	f32, err := read(bytes.NewReader(leg), int64(len(leg)), "leg", model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
-		var got *Model
+		var got *model.Model
 		if dt == tensor.F32 {
 			got = f32
 		} else {
-			got = loadV2(t, data, LoadOptions{WeightDType: dt})
+			got = loadV2(t, data, model.LoadOptions{WeightDType: dt})
 		}
 		if got.Quantized != nil || got.Config.WeightDType != dt {
 			t.Fatalf("%v: quantized %v, weight dtype %v", dt, got.Quantized != nil, got.Config.WeightDType)
@@ -394,10 +383,14 @@ func TestV2Dequantize(t *testing.T) {
 }
 
 // greedyIDs generates steps tokens greedily from BOS on m.
-func greedyIDs(t testing.TB, m *Model, steps int) []int {
+func greedyIDs(t testing.TB, m *model.Model, steps int) []int {
 	t.Helper()
-	e := newEngine(t, m, EngineOptions{BlockSize: 16, NumBlocks: (steps + 15) / 16})
-	res, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: steps, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
+	e, err := model.NewEngine(m, model.EngineOptions{BlockSize: 16, NumBlocks: (steps + 15) / 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res, _, err := e.Generate([]model.Request{{Prompt: []int{model.BOSID}, Steps: steps, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil)
 	if err != nil || res[0].Err != nil {
 		t.Fatal(err, res[0].Err)
 	}
@@ -411,13 +404,13 @@ func greedyIDs(t testing.TB, m *Model, steps int) []int {
 func TestV2Generate(t *testing.T) {
 	type tc struct {
 		name  string
-		m     *Model
+		m     *model.Model
 		steps int
 	}
 	cases := []tc{
-		{"synthetic GQA", mustSynth(t, Config{Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 100,
+		{"synthetic GQA", mustSynth(t, model.Config{Dim: 64, HiddenDim: 96, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 100,
 			SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}, 3), 64},
-		{"synthetic MHA unshared", mustSynth(t, Config{Dim: 32, HiddenDim: 80, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 90,
+		{"synthetic MHA unshared", mustSynth(t, model.Config{Dim: 32, HiddenDim: 80, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 90,
 			SeqLen: 64, RopeTheta: 10000, NormEps: 1e-5}, 4), 64},
 	}
 	if dir, reason := findShared(); dir == "" {
@@ -425,7 +418,7 @@ func TestV2Generate(t *testing.T) {
 	} else if _, err := os.Stat(filepath.Join(dir, "models", "stories260K.bin")); err != nil {
 		t.Logf("stories260K case skipped: %v", err)
 	} else {
-		m, err := Load(filepath.Join(dir, "models", "stories260K.bin"), LoadOptions{})
+		m, err := load(filepath.Join(dir, "models", "stories260K.bin"), model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,9 +431,9 @@ func TestV2Generate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			gs := Q8GroupSize(c.m.Config, 64)
+			gs := model.Q8GroupSize(c.m.Config, 64)
 			atLoad := quantizedCopy(t, c.m, gs)
-			fromFile := loadV2(t, v2Bytes(t, c.m, gs), LoadOptions{})
+			fromFile := loadV2(t, v2Bytes(t, c.m, gs), model.LoadOptions{})
 			sameQuantized(t, atLoad, fromFile)
 			a, b := greedyIDs(t, atLoad, c.steps), greedyIDs(t, fromFile, c.steps)
 			if len(a) == 0 || !slices.Equal(a, b) {
@@ -517,7 +510,7 @@ func TestReadV2BadInput(t *testing.T) {
 	if err := os.WriteFile(path, gs(16), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(path, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "checkpoint "+path+": ") {
+	if _, err := load(path, model.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "checkpoint "+path+": ") {
 		t.Fatalf("Load: got %v", err)
 	}
 }
@@ -554,11 +547,11 @@ func TestWriteV2Rejects(t *testing.T) {
 // exactly before quantizing.
 func TestWriteV2Requantizes(t *testing.T) {
 	m := mustSynth(t, tinyConfig(false), 13)
-	q8 := loadV2(t, v2Bytes(t, m, 8), LoadOptions{})
+	q8 := loadV2(t, v2Bytes(t, m, 8), model.LoadOptions{})
 	// Dequantized weights, then quantized with group 4: what export.py does
 	// on the legacy file of the Q8_0 model.
 	leg := legacyBytes(t, q8)
-	deq, err := Read(bytes.NewReader(leg), int64(len(leg)), "deq", LoadOptions{})
+	deq, err := read(bytes.NewReader(leg), int64(len(leg)), "deq", model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +562,7 @@ func TestWriteV2Requantizes(t *testing.T) {
 	c.WeightDType = tensor.BF16
 	half := mustSynth(t, c, 13)
 	leg = legacyBytes(t, half)
-	wide, err := Read(bytes.NewReader(leg), int64(len(leg)), "wide", LoadOptions{})
+	wide, err := read(bytes.NewReader(leg), int64(len(leg)), "wide", model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +573,7 @@ func TestWriteV2Requantizes(t *testing.T) {
 
 func FuzzCheckpointReadV2(f *testing.F) {
 	for _, shared := range []bool{true, false} {
-		c := Config{Dim: 8, HiddenDim: 4, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 5, SeqLen: 2,
+		c := model.Config{Dim: 8, HiddenDim: 4, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 5, SeqLen: 2,
 			RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: shared}
 		m := mustSynth(f, c, 1)
 		f.Add(v2Bytes(f, m, 4))
@@ -589,7 +582,7 @@ func FuzzCheckpointReadV2(f *testing.F) {
 	f.Add(v2Header(8, 4, 1, 2, 1, 5, 2, 1, 4))
 	f.Add(v2Header(8, 4, 1, 2, 1, 5, 2, 1, 3))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Read(bytes.NewReader(data), int64(len(data)), "fuzz", LoadOptions{})
+		m, err := read(bytes.NewReader(data), int64(len(data)), "fuzz", model.LoadOptions{})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "checkpoint fuzz: ") || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error without the file name, or on several lines: %v", err)
@@ -616,22 +609,13 @@ func FuzzCheckpointReadV2(f *testing.F) {
 		if err := WriteLegacy(&buf, m); err != nil {
 			t.Fatal(err)
 		}
-		e, err := NewEngine(m, EngineOptions{NumBlocks: 1, Threads: 1})
+		e, err := model.NewEngine(m, model.EngineOptions{NumBlocks: 1, Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		if _, _, err := e.Generate([]Request{{Prompt: []int{BOSID}, Steps: 1, Sampler: NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil); err != nil {
+		if _, _, err := e.Generate([]model.Request{{Prompt: []int{model.BOSID}, Steps: 1, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0, 1)}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
-}
-
-// Q8GroupSize halves 64 until it divides dim and hidden_dim.
-func ExampleQ8GroupSize() {
-	stories15M := Config{Dim: 288, HiddenDim: 768}
-	stories260K := Config{Dim: 64, HiddenDim: 172}
-	stories110M := Config{Dim: 768, HiddenDim: 2048}
-	fmt.Println(Q8GroupSize(stories15M, 64), Q8GroupSize(stories260K, 64), Q8GroupSize(stories110M, 0))
-	// Output: 32 4 64
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package model
+package mapfile
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// mmapSupported reports whether Load can map checkpoints on this platform.
-const mmapSupported = true
+// Supported reports whether Map can map files on this platform.
+const Supported = true
 
-// mapFile maps the first size bytes of f into memory.
+// Map maps the first size bytes of f into memory.
 //
 // The mapping is MAP_PRIVATE with PROT_READ|PROT_WRITE: reads are served
 // from the page cache, shared with every process mapping the file, and the
@@ -20,8 +20,10 @@ const mmapSupported = true
 // loaded matrix) gets a private copy of that one page instead of the
 // SIGSEGV a PROT_READ mapping would raise, which Go cannot recover from.
 //
-// The mapping outlives f: the caller may close the file at once.
-func mapFile(f *os.File, size int64) ([]byte, error) {
+// The mapping outlives f: the caller may close the file at once. Reading a
+// page of the mapping that the file no longer covers (it was truncated)
+// raises SIGBUS: read mappings inside CatchFault.
+func Map(f *os.File, size int64) ([]byte, error) {
 	if size <= 0 || int64(int(size)) != size {
 		return nil, fmt.Errorf("cannot map %d bytes", size)
 	}
@@ -33,7 +35,7 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// unmapFile releases a mapping made by mapFile.
-func unmapFile(data []byte) error {
+// Unmap releases a mapping made by Map.
+func Unmap(data []byte) error {
 	return syscall.Munmap(data)
 }

@@ -1,4 +1,4 @@
-package model
+package llama2c
 
 import (
 	"bytes"
@@ -9,25 +9,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
 )
 
 // tinyConfig is a small GQA shape used to build test checkpoints.
-func tinyConfig(shared bool) Config {
-	return Config{Dim: 16, HiddenDim: 24, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 300, SeqLen: 8,
+func tinyConfig(shared bool) model.Config {
+	return model.Config{Dim: 16, HiddenDim: 24, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 300, SeqLen: 8,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: shared}
 }
 
-func mustSynth(t testing.TB, c Config, seed uint64) *Model {
+func mustSynth(t testing.TB, c model.Config, seed uint64) *model.Model {
 	t.Helper()
-	m, err := Synthesize(c, seed)
+	m, err := model.Synthesize(c, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func legacyBytes(t testing.TB, m *Model) []byte {
+func legacyBytes(t testing.TB, m *model.Model) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteLegacy(&buf, m); err != nil {
@@ -64,7 +65,7 @@ func sameTensor(t testing.TB, name string, a, b *tensor.Tensor) {
 	}
 }
 
-func sameModel(t testing.TB, a, b *Model) {
+func sameModel(t testing.TB, a, b *model.Model) {
 	t.Helper()
 	if a.Config != b.Config {
 		t.Fatalf("config %+v vs %+v", a.Config, b.Config)
@@ -93,7 +94,7 @@ func TestWriteLegacyRoundTrip(t *testing.T) {
 		if want := int32(300); (shared && vocab != want) || (!shared && vocab != -want) {
 			t.Fatalf("shared=%v: header vocab_size %d", shared, vocab)
 		}
-		got, err := Read(bytes.NewReader(data), int64(len(data)), "mem", LoadOptions{})
+		got, err := read(bytes.NewReader(data), int64(len(data)), "mem", model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,13 +116,13 @@ func TestWriteLegacyHalfPrecision(t *testing.T) {
 		data := legacyBytes(t, m)
 		// Loading as the same dtype rounds the (already representable)
 		// values to themselves: bit-identical.
-		got, err := Read(bytes.NewReader(data), int64(len(data)), "mem", LoadOptions{WeightDType: dt})
+		got, err := read(bytes.NewReader(data), int64(len(data)), "mem", model.LoadOptions{WeightDType: dt})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameModel(t, m, got)
 		// Loading as float32 widens exactly.
-		f32, err := Read(bytes.NewReader(data), int64(len(data)), "mem", LoadOptions{})
+		f32, err := read(bytes.NewReader(data), int64(len(data)), "mem", model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestWriteLegacyStridedWeights(t *testing.T) {
 	}
 	m.Weights.Layers[0].W2 = view
 	data := legacyBytes(t, m)
-	got, err := Read(bytes.NewReader(data), int64(len(data)), "mem", LoadOptions{})
+	got, err := read(bytes.NewReader(data), int64(len(data)), "mem", model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func transpose(v []float32, rows, cols int) []float32 {
 // writeRefHeader writes the start of export.py's version 1 and 2 headers:
 // magic "ak42", the version, the seven config ints and the shared-classifier
 // byte (version 2 continues with group_size; both pad to 256 bytes).
-func writeRefHeader(b *bytes.Buffer, c Config, version int32) {
+func writeRefHeader(b *bytes.Buffer, c model.Config, version int32) {
 	le := binary.LittleEndian
 	binary.Write(b, le, uint32(0x616b3432))
 	binary.Write(b, le, version)
@@ -186,7 +187,7 @@ func writeRefHeader(b *bytes.Buffer, c Config, version int32) {
 
 // writeV1 is an independent writer of llama2.c's export version 1, written
 // from export.py's version1_export, to test the reader.
-func writeV1(t testing.TB, m *Model) []byte {
+func writeV1(t testing.TB, m *model.Model) []byte {
 	t.Helper()
 	c := m.Config
 	var b bytes.Buffer
@@ -220,9 +221,9 @@ func writeV1(t testing.TB, m *Model) []byte {
 	for _, l := range L {
 		put(l.WQKV, q+kv, q+2*kv)
 	}
-	for _, f := range []func(Layer) *tensor.Tensor{
-		func(l Layer) *tensor.Tensor { return l.WO }, func(l Layer) *tensor.Tensor { return l.W1 },
-		func(l Layer) *tensor.Tensor { return l.W2 }, func(l Layer) *tensor.Tensor { return l.W3 }} {
+	for _, f := range []func(model.Layer) *tensor.Tensor{
+		func(l model.Layer) *tensor.Tensor { return l.WO }, func(l model.Layer) *tensor.Tensor { return l.W1 },
+		func(l model.Layer) *tensor.Tensor { return l.W2 }, func(l model.Layer) *tensor.Tensor { return l.W3 }} {
 		for _, l := range L {
 			all(f(l))
 		}
@@ -244,14 +245,14 @@ func TestReadVersion1(t *testing.T) {
 		if h.Format != FormatV1 || h.Size != int64(len(data)) {
 			t.Fatalf("header %+v", h)
 		}
-		got, err := Read(bytes.NewReader(data), int64(len(data)), "v1", LoadOptions{})
+		got, err := read(bytes.NewReader(data), int64(len(data)), "v1", model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameModel(t, m, got)
 		// v1 → legacy → load gives the same model again.
 		leg := legacyBytes(t, got)
-		again, err := Read(bytes.NewReader(leg), int64(len(leg)), "leg", LoadOptions{})
+		again, err := read(bytes.NewReader(leg), int64(len(leg)), "leg", model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +262,7 @@ func TestReadVersion1(t *testing.T) {
 
 // legacyOffsets returns, computed by hand from the llama2.c legacy layout,
 // the float index (from the end of the 28-byte header) of each tensor kind.
-func legacyOffsets(c Config) map[string]int {
+func legacyOffsets(c model.Config) map[string]int {
 	d, h, L, v := c.Dim, c.HiddenDim, c.NLayers, c.VocabSize
 	hs := d / c.NHeads
 	kv := c.NKVHeads * hs
@@ -284,12 +285,12 @@ func TestLoadStories260K(t *testing.T) {
 	led := tensor.NewLedger()
 	// Read into Go memory: every weight is allocated (see mmap_test.go for
 	// the mapped load, which allocates only the fused WQKV).
-	m, err := Load(path, LoadOptions{Ledger: led, NoMmap: true})
+	m, err := load(path, model.LoadOptions{Ledger: led, NoMmap: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := m.Config
-	want := Config{Dim: 64, HiddenDim: 172, NLayers: 5, NHeads: 8, NKVHeads: 4, VocabSize: 512, SeqLen: 512,
+	want := model.Config{Dim: 64, HiddenDim: 172, NLayers: 5, NHeads: 8, NKVHeads: 4, VocabSize: 512, SeqLen: 512,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
 	if c != want {
 		t.Fatalf("config %+v, want %+v", c, want)
@@ -379,13 +380,13 @@ func TestLoadStories260K(t *testing.T) {
 
 func TestLoadStories260KHalf(t *testing.T) {
 	path := sharedFile(t, "models/stories260K.bin")
-	f32, err := Load(path, LoadOptions{})
+	f32, err := load(path, model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dt := range []tensor.DType{tensor.F16, tensor.BF16} {
 		led := tensor.NewLedger()
-		m, err := Load(path, LoadOptions{WeightDType: dt, Ledger: led, NoMmap: true})
+		m, err := load(path, model.LoadOptions{WeightDType: dt, Ledger: led, NoMmap: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -489,23 +490,23 @@ func (r shortReader) ReadAt(p []byte, off int64) (int, error) {
 
 func TestReadErrorMidWeights(t *testing.T) {
 	good := legacyBytes(t, mustSynth(t, tinyConfig(true), 1))
-	_, err := Read(shortReader{good, 2000}, int64(len(good)), "flaky.bin", LoadOptions{})
+	_, err := read(shortReader{good, 2000}, int64(len(good)), "flaky.bin", model.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "checkpoint flaky.bin: truncated or unreadable") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load(t.TempDir()+"/nope.bin", LoadOptions{})
+	_, err := load(t.TempDir()+"/nope.bin", model.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "nope.bin") {
 		t.Fatalf("got %v", err)
 	}
-	_, err = Load(t.TempDir(), LoadOptions{})
+	_, err = load(t.TempDir(), model.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("directory: got %v", err)
 	}
 	good := legacyBytes(t, mustSynth(t, tinyConfig(true), 1))
-	_, err = Read(bytes.NewReader(good), int64(len(good)), "x", LoadOptions{WeightDType: 9})
+	_, err = read(bytes.NewReader(good), int64(len(good)), "x", model.LoadOptions{WeightDType: 9})
 	if err == nil || !strings.Contains(err.Error(), "dtype") {
 		t.Fatalf("bad dtype: got %v", err)
 	}
@@ -530,7 +531,7 @@ func TestWriteLegacyRejectsInconsistentModel(t *testing.T) {
 
 func FuzzCheckpointRead(f *testing.F) {
 	for _, shared := range []bool{true, false} {
-		c := Config{Dim: 8, HiddenDim: 4, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 5, SeqLen: 2,
+		c := model.Config{Dim: 8, HiddenDim: 4, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 5, SeqLen: 2,
 			RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: shared}
 		m := mustSynth(f, c, 1)
 		f.Add(legacyBytes(f, m))
@@ -539,7 +540,7 @@ func FuzzCheckpointRead(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, 28))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Read(bytes.NewReader(data), int64(len(data)), "fuzz", LoadOptions{})
+		m, err := read(bytes.NewReader(data), int64(len(data)), "fuzz", model.LoadOptions{})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "checkpoint fuzz: ") {
 				t.Fatalf("error without the file name: %v", err)
@@ -554,7 +555,7 @@ func FuzzCheckpointRead(f *testing.F) {
 		if m.Quantized != nil {
 			return // a version-2 file: FuzzCheckpointReadV2 checks those
 		}
-		again, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "again", LoadOptions{})
+		again, err := read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "again", model.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,7 +573,7 @@ func BenchmarkReadStories15MShape(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := Read(bytes.NewReader(data), int64(len(data)), "bench", LoadOptions{WeightDType: dt}); err != nil {
+				if _, err := read(bytes.NewReader(data), int64(len(data)), "bench", model.LoadOptions{WeightDType: dt}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -588,7 +589,7 @@ func assertRejected(t *testing.T, data []byte, size int64, want string) {
 	led := tensor.NewLedger()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	m, err := Read(bytes.NewReader(data), size, "bad.bin", LoadOptions{Ledger: led})
+	m, err := read(bytes.NewReader(data), size, "bad.bin", model.LoadOptions{Ledger: led})
 	runtime.ReadMemStats(&ms1)
 	if err == nil {
 		t.Fatalf("accepted (%+v)", m.Config)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package model
+package mapfile
 
 // adviseWeights gives no advice here: the syscall package exposes
 // madvise only on Linux, and the advice only tunes performance.

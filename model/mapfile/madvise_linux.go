@@ -1,6 +1,6 @@
 //go:build linux
 
-package model
+package mapfile
 
 import "syscall"
 

@@ -1,0 +1,319 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor"
+)
+
+// Vocab is the tokenizer a written GGUF embeds (tokenizer.ggml.model
+// "llama": SentencePiece tokens with their scores and token types).
+// llama.cpp refuses a model file without a vocabulary.
+type Vocab struct {
+	Tokens []string
+	Scores []float32
+	Types  []int32 // llama_token_type: 1 normal, 2 unknown, 3 control, 6 byte
+	// UNK, BOS and EOS are the special ids (llama2.c: 0, 1, 2).
+	UNK, BOS, EOS int
+}
+
+// The llama_token_type values Vocab.Types uses.
+const (
+	TokenNormal  int32 = 1
+	TokenUnknown int32 = 2
+	TokenControl int32 = 3
+	TokenByte    int32 = 6
+)
+
+// VocabFromLlama2c converts a llama2.c tokenizer (pieces with scores, ids
+// 0, 1, 2 = <unk>, <s>, </s>) to a GGUF vocabulary as llama.cpp's
+// llama-convert-llama2c-to-ggml does: the three special ids get their
+// SentencePiece names and types, "<0xNN>" pieces are byte tokens, an
+// empty piece is a control token, and spaces become "▁" (U+2581).
+func VocabFromLlama2c(pieces []string, scores []float32) (*Vocab, error) {
+	if len(pieces) != len(scores) || len(pieces) < 3 {
+		return nil, fmt.Errorf("gguf: a llama2.c vocabulary needs at least 3 pieces with one score each (got %d pieces, %d scores)", len(pieces), len(scores))
+	}
+	v := &Vocab{Tokens: make([]string, len(pieces)), Scores: append([]float32(nil), scores...),
+		Types: make([]int32, len(pieces)), UNK: 0, BOS: 1, EOS: 2}
+	for id, p := range pieces {
+		typ := TokenNormal
+		switch {
+		case id == 0:
+			p, typ = "<unk>", TokenUnknown
+		case id == 1:
+			p, typ = "<s>", TokenControl
+		case id == 2:
+			p, typ = "</s>", TokenControl
+		case p == "":
+			typ = TokenControl
+		case isBytePiece(p):
+			typ = TokenByte
+		}
+		v.Tokens[id] = strings.ReplaceAll(p, " ", "▁")
+		v.Types[id] = typ
+	}
+	return v, nil
+}
+
+// isBytePiece reports whether p is "<0xNN>" with two hex digits.
+func isBytePiece(p string) bool {
+	if len(p) != 6 || p[:3] != "<0x" || p[5] != '>' {
+		return false
+	}
+	hex := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' || c >= 'a' && c <= 'f' }
+	return hex(p[3]) && hex(p[4])
+}
+
+// ExportOptions choose what WriteModel writes.
+type ExportOptions struct {
+	// Type is the storage type of the weight matrices: TypeF32, TypeF16 or
+	// TypeQ8_0. A Q8_0 matrix whose row length is not a multiple of 32
+	// falls back to F16, as llama-quantize does; vectors (norms, biases,
+	// rope_freqs) are always F32.
+	Type GGMLType
+	// Name is general.name ("llama" when empty, as llama.cpp's llama2.c
+	// converter writes).
+	Name string
+	// Vocab, when not nil, is embedded as the file's tokenizer.
+	Vocab *Vocab
+	// TokenizerKV, when Vocab is nil, are tokenizer.* keys copied as they
+	// are (from a GGUF being re-exported: its whole tokenizer, merges and
+	// pre-tokenizer included).
+	TokenizerKV []KV
+}
+
+// fileType is general.file_type (llama_ftype) for each export type.
+var fileType = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 7}
+
+// WriteModel writes m as a GGUF (version 3) that llama.cpp loads:
+// architecture llama (or qwen2 for a NEOX model with q/k/v biases), the
+// hyperparameters under {arch}.*, the vocabulary, then the tensors under
+// llama.cpp's names in the order of llama.cpp's llama2.c converter:
+// token_embd, output_norm, output, and per block attn_q, attn_k, attn_v,
+// attn_output, attn_norm, ffn_gate, ffn_down, ffn_up, ffn_norm.
+//
+// As that converter does, it writes output.weight even when the
+// classifier is tied to the embedding, and leaves out the keys whose
+// llama.cpp defaults hold (rope.freq_base 10000, general.file_type of an
+// F32 file): stories260K.bin with tok512.bin exported as F32 is the
+// converter's stories260K-f32.gguf byte for byte.
+func WriteModel(w io.Writer, m *model.Model, opts ExportOptions) error {
+	c := m.Config
+	ft, ok := fileType[opts.Type]
+	if !ok {
+		return fmt.Errorf("gguf: export: type %s is not F32, F16 or Q8_0", opts.Type)
+	}
+	arch := "llama"
+	if c.RopeStyle == model.RopeNeox {
+		if !c.QKVBias {
+			return fmt.Errorf("gguf: export: a NEOX-RoPE model without q/k/v biases has no GGUF architecture here (llama is NORM, qwen2 has biases)")
+		}
+		arch = "qwen2"
+	} else if c.QKVBias {
+		return fmt.Errorf("gguf: export: a NORM-RoPE model with q/k/v biases has no GGUF architecture here")
+	}
+	name := opts.Name
+	if name == "" {
+		name = "llama"
+	}
+	var kvs []KV
+	add := func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: MustValue(v)}) }
+	if v := opts.Vocab; v != nil {
+		if len(v.Tokens) != c.VocabSize || len(v.Scores) != c.VocabSize || len(v.Types) != c.VocabSize {
+			return fmt.Errorf("gguf: export: the vocabulary has %d tokens, the model %d", len(v.Tokens), c.VocabSize)
+		}
+		add("tokenizer.ggml.tokens", v.Tokens)
+		add("tokenizer.ggml.scores", v.Scores)
+		add("tokenizer.ggml.token_type", v.Types)
+		add("tokenizer.ggml.model", "llama")
+	} else {
+		for _, kv := range opts.TokenizerKV {
+			if strings.HasPrefix(kv.Key, "tokenizer.") {
+				kvs = append(kvs, kv)
+			}
+		}
+	}
+	add("general.architecture", arch)
+	add("general.name", name)
+	if v := opts.Vocab; v != nil {
+		add("tokenizer.ggml.unknown_token_id", uint32(v.UNK))
+		add("tokenizer.ggml.bos_token_id", uint32(v.BOS))
+		add("tokenizer.ggml.eos_token_id", uint32(v.EOS))
+		add("tokenizer.ggml.seperator_token_id", uint32(math.MaxUint32)) // llama.cpp's spelling
+		add("tokenizer.ggml.padding_token_id", uint32(math.MaxUint32))
+	}
+	add(arch+".context_length", uint32(c.SeqLen))
+	add(arch+".embedding_length", uint32(c.Dim))
+	add(arch+".feed_forward_length", uint32(c.HiddenDim))
+	add(arch+".attention.head_count", uint32(c.NHeads))
+	add(arch+".attention.head_count_kv", uint32(c.NKVHeads))
+	add(arch+".block_count", uint32(c.NLayers))
+	add(arch+".rope.dimension_count", uint32(c.RopeDims()))
+	add(arch+".attention.layer_norm_rms_epsilon", float32(c.NormEps))
+	if c.RopeTheta != 10000 {
+		add(arch+".rope.freq_base", float32(c.RopeTheta))
+	}
+	if c.RopeScale > 0 && c.RopeScale != 1 {
+		add(arch+".rope.scaling.type", "linear")
+		add(arch+".rope.scaling.factor", float32(c.RopeScale))
+	}
+	if opts.Type != TypeF32 {
+		add("general.file_type", ft)
+	}
+	if opts.Type == TypeQ8_0 {
+		add("general.quantization_version", uint32(2))
+	}
+
+	var ts []WriterTensor
+	var firstErr error
+	mat := func(gname string, t *tensor.Tensor, r0, rows int) {
+		if firstErr != nil {
+			return
+		}
+		wt, err := encodeMatrix(m, gname, t, r0, rows, opts.Type)
+		if err != nil {
+			firstErr = fmt.Errorf("gguf: export %s: %w", gname, err)
+			return
+		}
+		ts = append(ts, wt)
+	}
+	vec := func(gname string, t *tensor.Tensor, lo, n int) {
+		if firstErr != nil {
+			return
+		}
+		f, err := t.Float32s()
+		if err != nil {
+			firstErr = fmt.Errorf("gguf: export %s: %w", gname, err)
+			return
+		}
+		ts = append(ts, WriterTensor{Name: gname, Type: TypeF32, Shape: []int{n}, Data: f32Bytes(f[lo : lo+n])})
+	}
+	W := &m.Weights
+	mat(model.TensorTokenEmbd, W.TokenEmbedding, 0, c.VocabSize)
+	vec(model.TensorOutputNorm, W.FinalNorm, 0, c.Dim)
+	mat(model.TensorOutput, W.Classifier, 0, c.VocabSize)
+	if W.RopeFreqs != nil {
+		vec(model.TensorRopeFreqs, W.RopeFreqs, 0, c.RopeDims()/2)
+	}
+	hs := c.HeadDim()
+	qDim, kvDim := c.NHeads*hs, c.KVDim()
+	for l := range W.Layers {
+		L := &W.Layers[l]
+		at := func(f string) string { return fmt.Sprintf(f, l) }
+		for part, n := range []string{model.TensorAttnQ, model.TensorAttnK, model.TensorAttnV} {
+			t, r0, rows := L.QKVPart(c, part)
+			mat(at(n), t, r0, rows)
+		}
+		if L.BQKV != nil {
+			vec(at(model.TensorAttnQBias), L.BQKV, 0, qDim)
+			vec(at(model.TensorAttnKBias), L.BQKV, qDim, kvDim)
+			vec(at(model.TensorAttnVBias), L.BQKV, qDim+kvDim, kvDim)
+		}
+		mat(at(model.TensorAttnOutput), L.WO, 0, c.Dim)
+		vec(at(model.TensorAttnNorm), L.AttnNorm, 0, c.Dim)
+		mat(at(model.TensorFFNGate), L.W1, 0, c.HiddenDim)
+		mat(at(model.TensorFFNDown), L.W2, 0, c.Dim)
+		mat(at(model.TensorFFNUp), L.W3, 0, c.HiddenDim)
+		vec(at(model.TensorFFNNorm), L.FFNNorm, 0, c.Dim)
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return Write(w, kvs, ts)
+}
+
+// encodeMatrix encodes rows [r0, r0+rows) of the weight t (dequantized
+// through its kernel form when m keeps it quantized) as typ.
+func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, typ GGMLType) (WriterTensor, error) {
+	if t == nil {
+		return WriterTensor{}, fmt.Errorf("missing")
+	}
+	sh := t.Shape()
+	if len(sh) != 2 || r0+rows > sh[0] {
+		return WriterTensor{}, fmt.Errorf("shape %v", sh)
+	}
+	cols := sh[1]
+	if typ == TypeQ8_0 && cols%32 != 0 {
+		typ = TypeF16 // llama-quantize's fallback for rows that are not whole blocks
+	}
+	row := make([]float32, cols)
+	var all []float32
+	if q := m.Quantized[t]; q == nil {
+		var err error
+		if all, err = t.Float32s(); err != nil {
+			return WriterTensor{}, err
+		}
+	}
+	get := func(i int) ([]float32, error) {
+		if all != nil {
+			return all[(r0+i)*cols : (r0+i+1)*cols], nil
+		}
+		return row, m.Quantized[t].Row(r0+i, row)
+	}
+	var out []byte
+	switch typ {
+	case TypeF32:
+		out = make([]byte, 0, rows*cols*4)
+	case TypeF16:
+		out = make([]byte, 0, rows*cols*2)
+	case TypeQ8_0:
+		out = make([]byte, 0, rows*cols/32*34)
+	}
+	for i := 0; i < rows; i++ {
+		r, err := get(i)
+		if err != nil {
+			return WriterTensor{}, err
+		}
+		switch typ {
+		case TypeF32:
+			out = append(out, f32Bytes(r)...)
+		case TypeF16:
+			for _, v := range r {
+				out = binary.LittleEndian.AppendUint16(out, float16.Fromfloat32(v).Bits())
+			}
+		case TypeQ8_0:
+			out = QuantizeQ8_0(out, r)
+		}
+	}
+	return WriterTensor{Name: name, Type: typ, Shape: []int{rows, cols}, Data: out}, nil
+}
+
+// QuantizeQ8_0 appends x (a multiple of 32 values) as ggml Q8_0 blocks,
+// computed as ggml's quantize_row_q8_0_ref, which llama-quantize uses:
+// per 32 values, d = max|x|/127 and q = round(x·(1/d)) in float32, with
+// d stored as fp16 (rounded to nearest even).
+func QuantizeQ8_0(dst []byte, x []float32) []byte {
+	for b := 0; b+32 <= len(x); b += 32 {
+		blk := x[b : b+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		dst = binary.LittleEndian.AppendUint16(dst, float16.Fromfloat32(d).Bits())
+		for _, v := range blk {
+			dst = append(dst, byte(int8(math.Round(float64(v*id)))))
+		}
+	}
+	return dst
+}
+
+func f32Bytes(f []float32) []byte {
+	out := make([]byte, 4*len(f))
+	for i, v := range f {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package model
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/stride-lm/stride/tensor"
+)
+
+// tinyConfig is a small GQA shape used to build test models.
+func tinyConfig(shared bool) Config {
+	return Config{Dim: 16, HiddenDim: 24, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 300, SeqLen: 8,
+		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: shared}
+}
+
+func mustSynth(t testing.TB, c Config, seed uint64) *Model {
+	t.Helper()
+	m, err := Synthesize(c, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// f32Bits returns the float32 bit patterns of t in row-major order.
+func f32Bits(t testing.TB, x *tensor.Tensor) []uint32 {
+	t.Helper()
+	v, err := x.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint32, len(v))
+	for i, f := range v {
+		out[i] = math.Float32bits(f)
+	}
+	return out
+}
+
+// sameTensor fails unless a and b have the same shape, dtype and bits.
+func sameTensor(t testing.TB, name string, a, b *tensor.Tensor) {
+	t.Helper()
+	if tensor.FormatInts(a.Shape()) != tensor.FormatInts(b.Shape()) || a.DType() != b.DType() {
+		t.Fatalf("%s: %v %v vs %v %v", name, a.Shape(), a.DType(), b.Shape(), b.DType())
+	}
+	x, y := f32Bits(t, a), f32Bits(t, b)
+	for i := range x {
+		if x[i] != y[i] {
+			t.Fatalf("%s: element %d differs: %#x vs %#x", name, i, x[i], y[i])
+		}
+	}
+}
+
+func sameModel(t testing.TB, a, b *Model) {
+	t.Helper()
+	if a.Config != b.Config {
+		t.Fatalf("config %+v vs %+v", a.Config, b.Config)
+	}
+	sameTensor(t, "embedding", a.Weights.TokenEmbedding, b.Weights.TokenEmbedding)
+	sameTensor(t, "classifier", a.Weights.Classifier, b.Weights.Classifier)
+	sameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
+	for l := range a.Weights.Layers {
+		x, y := a.Weights.Layers[l], b.Weights.Layers[l]
+		sameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
+		sameTensor(t, "wqkv", x.WQKV, y.WQKV)
+		sameTensor(t, "wo", x.WO, y.WO)
+		sameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
+		sameTensor(t, "w1", x.W1, y.W1)
+		sameTensor(t, "w2", x.W2, y.W2)
+		sameTensor(t, "w3", x.W3, y.W3)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// cloneModel is an independent copy of m's float weights (no tensor
+// shared, the shared classifier still shared).
+func cloneModel(t testing.TB, m *Model) *Model {
+	t.Helper()
+	c := func(x *tensor.Tensor) *tensor.Tensor {
+		y, err := x.Clone()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	out := &Model{Config: m.Config}
+	w, o := m.Weights, &out.Weights
+	o.TokenEmbedding, o.FinalNorm = c(w.TokenEmbedding), c(w.FinalNorm)
+	o.Classifier = o.TokenEmbedding
+	if w.Classifier != w.TokenEmbedding {
+		o.Classifier = c(w.Classifier)
+	}
+	for _, L := range w.Layers {
+		o.Layers = append(o.Layers, Layer{AttnNorm: c(L.AttnNorm), WQKV: c(L.WQKV), WO: c(L.WO), FFNNorm: c(L.FFNNorm),
+			W1: c(L.W1), W2: c(L.W2), W3: c(L.W3)})
+	}
+	return out
+}
+
+// quantizedCopy is an independent F32 copy of m quantized to Q8_0 with
+// group size gs, as --weights q8_0 does at load.
+func quantizedCopy(t testing.TB, m *Model, gs int) *Model {
+	t.Helper()
+	q := cloneModel(t, m)
+	if err := QuantizeQ8_0(q, gs); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}

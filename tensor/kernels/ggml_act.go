@@ -1,0 +1,225 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+)
+
+// Activations for ggml weights. ggml never multiplies a quantized weight
+// by a float32 activation: each weight type names a vec_dot_type, and
+// ggml_compute_forward_mul_mat converts the activations to it once per
+// matmul before the dot products (ggml-cpu.c's type_traits_cpu):
+//
+//	weights      activations
+//	Q8_0, Q4_0   Q8_0 blocks: 32 int8 and an fp16 scale
+//	Q4_K, Q6_K   Q8_K blocks: 256 int8, a float32 scale and 16 sums of 16
+//	F16          F16 (activations rounded to binary16)
+//	BF16         BF16
+//
+// Matching that is what makes perplexity agree with llama.cpp's: the
+// activation rounding is part of the result.
+
+// actKind is the activation type a matrix's MatMul prepares.
+type actKind uint8
+
+const (
+	actNone actKind = iota // float32 as given
+	actQ8_0
+	actQ8_K
+	actF16
+	actBF16
+)
+
+// actKindFor is the vec_dot_type of matrix m (actNone for the non-ggml
+// formats, which have their own activation handling).
+func actKindFor(m *Matrix) actKind {
+	switch m.Format {
+	case GGMLQ8_0, Q4_0:
+		return actQ8_0
+	case Q4_K, Q6_K:
+		return actQ8_K
+	case F16:
+		if m.GGML {
+			return actF16
+		}
+	case BF16:
+		if m.GGML {
+			return actBF16
+		}
+	}
+	return actNone
+}
+
+// ggmlActs holds one MatMul call's activations converted for ggml
+// weights. Like q8Acts, each Pool owns one and calls without a pool use
+// ggmlShared, so steady-state calls do not allocate.
+type ggmlActs struct {
+	x       []float32 // input being converted, [T, cols]
+	kind    actKind
+	T, cols int
+	q       []int8    // [T, cols] quantized values (Q8_0, Q8_K)
+	d       []float32 // [T, cols/32] Q8_0 scales (fp16 values) or [T, cols/256] Q8_K scales
+	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
+	f       []float32 // [T, cols] activations rounded to F16 or BF16
+}
+
+var ggmlShared struct {
+	mu sync.Mutex
+	a  ggmlActs
+}
+
+// prepare converts x (T tokens of cols values) to kind, on s's threads
+// when T is large (s locked by the caller, or nil).
+func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int) {
+	a.x, a.kind, a.T, a.cols = x, kind, T, cols
+	switch kind {
+	case actQ8_0:
+		a.q = grow(a.q, T*cols)
+		a.d = grow(a.d, T*cols/32)
+	case actQ8_K:
+		a.q = grow(a.q, T*cols)
+		a.d = grow(a.d, T*cols/256)
+		a.bsums = grow(a.bsums, T*cols/16)
+	case actF16, actBF16:
+		a.f = grow(a.f, T*cols)
+	}
+	k := 1
+	if s != nil {
+		k = parts(s.threads, T, minQuantTokens, 1)
+	}
+	if k > 1 {
+		s.dispatch(T, k, 1, a)
+	} else {
+		a.run(0, T)
+	}
+	a.x = nil
+}
+
+// run converts tokens [t0, t1) (the pool's runner interface).
+func (a *ggmlActs) run(t0, t1 int) {
+	cols := a.cols
+	for t := t0; t < t1; t++ {
+		x := a.x[t*cols : (t+1)*cols]
+		switch a.kind {
+		case actQ8_0:
+			quantizeQ8_0Blocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/32:(t+1)*cols/32], x)
+		case actQ8_K:
+			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], a.bsums[t*cols/16:(t+1)*cols/16], x)
+		case actF16:
+			f := a.f[t*cols : (t+1)*cols]
+			t16 := f16Table()
+			for j, v := range x {
+				f[j] = t16[F16FromFloat32(v)]
+			}
+		case actBF16:
+			f := a.f[t*cols : (t+1)*cols]
+			for j, v := range x {
+				f[j] = BF16ToFloat32(BF16FromFloat32(v))
+			}
+		}
+	}
+}
+
+// quantizeQ8_0Blocks quantizes x (len a multiple of 32) to ggml Q8_0
+// blocks as ggml's x86 quantize_row_q8_0 does (the AVX/AVX2 path llama.cpp
+// runs on amd64), per block of 32:
+//
+//	amax = max|x|,  d = fp16(amax/127),  id = 127/amax (0 if amax is 0)
+//	q = round(x·id), ties to even (_mm256_round_ps), saturated to int8
+//
+// The portable reference (quantize_row_q8_0_ref, and gguf-py) differs in
+// two roundings only: id = 1/(amax/127) and ties away from zero, so a q
+// differs by one only where x·id lies within a rounding of a half
+// (TestQuantizeQ8_0MatchesGGUFPy). d[b] receives the fp16 scale as
+// float32, the value the dot products multiply by. A block holding NaN or
+// ±Inf gets d = NaN and q = 0, so the outputs it touches are NaN.
+func quantizeQ8_0Blocks(q []int8, d []float32, x []float32) {
+	for b := range d {
+		xx := x[b*32 : b*32+32]
+		qq := q[b*32 : b*32+32]
+		var amax float32
+		finite := true
+		for _, v := range xx {
+			v = abs32(v)
+			amax = max(amax, v)
+			if !(v <= math.MaxFloat32) {
+				finite = false
+			}
+		}
+		if !finite {
+			d[b] = float32(math.NaN())
+			clear(qq)
+			continue
+		}
+		d[b] = f16Table()[F16FromFloat32(amax/127)]
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		for j, v := range xx {
+			qq[j] = satInt8(math.RoundToEven(float64(v * id)))
+		}
+	}
+}
+
+// quantizeQ8_KBlocks quantizes x (len a multiple of 256) to ggml Q8_K
+// blocks as quantize_row_q8_K_ref does (x86 runs the reference), per block
+// of 256:
+//
+//	max = the x of largest |x| (the first, on ties); a block of zeros gets d = 0, q = 0
+//	iscale = −127/max,  q = min(127, nearest_int(iscale·x))  (ties to even)
+//	d = 1/iscale (float32),  bsums[k] = Σ q over values 16k … 16k+15
+//
+// A block holding NaN or ±Inf gets d = NaN and q = 0.
+func quantizeQ8_KBlocks(q []int8, d []float32, bsums []int16, x []float32) {
+	for b := range d {
+		xx := x[b*256 : b*256+256]
+		qq := q[b*256 : b*256+256]
+		var amax, mx float32
+		finite := true
+		for _, v := range xx {
+			av := abs32(v)
+			if av > amax {
+				amax, mx = av, v
+			}
+			if !(av <= math.MaxFloat32) {
+				finite = false
+			}
+		}
+		switch {
+		case !finite:
+			d[b] = float32(math.NaN())
+			clear(qq)
+		case amax == 0:
+			d[b] = 0
+			clear(qq)
+		default:
+			iscale := -127 / mx
+			for j, v := range xx {
+				qq[j] = int8(min(127, int(math.RoundToEven(float64(iscale*v)))))
+			}
+			d[b] = 1 / iscale
+		}
+		for k := 0; k < 16; k++ {
+			var s int16
+			for _, v := range qq[16*k : 16*k+16] {
+				s += int16(v)
+			}
+			bsums[b*16+k] = s
+		}
+	}
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// satInt8 converts an integral float64 to int8 with saturation, as
+// _mm256_packs_epi32/_epi16 do after _mm256_cvtps_epi32.
+func satInt8(f float64) int8 {
+	switch {
+	case f > 127:
+		return 127
+	case f < -128:
+		return -128
+	}
+	return int8(f)
+}

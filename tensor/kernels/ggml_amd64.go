@@ -1,0 +1,81 @@
+//go:build amd64
+
+package kernels
+
+import "unsafe"
+
+// The ggml dot-product kernels of ggml_amd64.s. Each computes nrows
+// consecutive rows (stride ws bytes, nb blocks each) against one token's
+// quantized activations into out[0:nrows]. They need AVX2, FMA and F16C
+// (ImplAVX2); the VNNI ones also AVX512-VNNI with VL.
+
+//go:noescape
+func ggmlQ8_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ8_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+// The Rows4 kernels compute exactly four rows, each as the one-row kernel
+// does, sharing the token's loads.
+
+//go:noescape
+func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+
+// asmRows adapts a kernel to ggmlRowsFn: four rows at a time with k4 when
+// there is one, the rest with k.
+func asmRows(k rowsKernel, k4 rows4Kernel) ggmlRowsFn {
+	return func(w []byte, rb int, xq []int8, xd []float32, _ []int16, out []float32) {
+		i := 0
+		if k4 != nil {
+			for ; i+4 <= len(out); i += 4 {
+				k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i])
+			}
+		}
+		if i < len(out) {
+			k(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i], len(out)-i)
+		}
+	}
+}
+
+func init() {
+	avx2 := ggmlDots{
+		q8_0: asmRows(ggmlQ8_0RowsAVX2, ggmlQ8_0Rows4AVX2),
+		q4_0: asmRows(ggmlQ4_0RowsAVX2, ggmlQ4_0Rows4AVX2),
+		q4K: func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
+			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &xq[0], &xd[0], &bs[0], len(xd), &out[0], len(out))
+		},
+		q6K: asmRows(ggmlQ6KRowsAVX2, nil),
+	}
+	simdGGMLDots[ImplAVX2] = avx2
+	avx512 := avx2
+	if hasVNNI {
+		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
+		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
+	}
+	simdGGMLDots[ImplAVX512] = avx512
+}

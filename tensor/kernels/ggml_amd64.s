@@ -1,0 +1,901 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// ggml dot-product kernels (see ggml_amd64.go). Each computes nrows
+// consecutive weight rows (row stride ws bytes) against one token's
+// quantized activations and stores the nrows results to out[0:nrows].
+// The instruction sequence per row follows ggml's AVX2 code for the same
+// dot product (ggml-cpu-quants.c, llama.cpp c392e50), so each output has
+// the bits llama.cpp's AVX2 build computes from the same activations:
+// one float32 accumulator of 8 lanes, acc = fma(scale, float(int lanes),
+// acc) per block (super-block for the K-quants), then hsum_float_8's
+// folding: (hi + lo), + movehl, + movehdup.
+
+// Scale shuffles. ggmlK4Shuf (get_scale_shuffle_k4): 32-byte masks that
+// broadcast 16-bit scale i to all 16 lanes. ggmlK6Shuf
+// (get_scale_shuffle): 16-byte masks selecting int8 scale 2i for bytes
+// 0-7 and 2i+1 for bytes 8-15.
+DATA ggmlK4Shuf<>+0(SB)/8, $0x0100010001000100
+DATA ggmlK4Shuf<>+8(SB)/8, $0x0100010001000100
+DATA ggmlK4Shuf<>+16(SB)/8, $0x0100010001000100
+DATA ggmlK4Shuf<>+24(SB)/8, $0x0100010001000100
+DATA ggmlK4Shuf<>+32(SB)/8, $0x0302030203020302
+DATA ggmlK4Shuf<>+40(SB)/8, $0x0302030203020302
+DATA ggmlK4Shuf<>+48(SB)/8, $0x0302030203020302
+DATA ggmlK4Shuf<>+56(SB)/8, $0x0302030203020302
+DATA ggmlK4Shuf<>+64(SB)/8, $0x0504050405040504
+DATA ggmlK4Shuf<>+72(SB)/8, $0x0504050405040504
+DATA ggmlK4Shuf<>+80(SB)/8, $0x0504050405040504
+DATA ggmlK4Shuf<>+88(SB)/8, $0x0504050405040504
+DATA ggmlK4Shuf<>+96(SB)/8, $0x0706070607060706
+DATA ggmlK4Shuf<>+104(SB)/8, $0x0706070607060706
+DATA ggmlK4Shuf<>+112(SB)/8, $0x0706070607060706
+DATA ggmlK4Shuf<>+120(SB)/8, $0x0706070607060706
+DATA ggmlK4Shuf<>+128(SB)/8, $0x0908090809080908
+DATA ggmlK4Shuf<>+136(SB)/8, $0x0908090809080908
+DATA ggmlK4Shuf<>+144(SB)/8, $0x0908090809080908
+DATA ggmlK4Shuf<>+152(SB)/8, $0x0908090809080908
+DATA ggmlK4Shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK4Shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK4Shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK4Shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK4Shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK4Shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK4Shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK4Shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK4Shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA ggmlK4Shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA ggmlK4Shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA ggmlK4Shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL ggmlK4Shuf<>(SB), RODATA|NOPTR, $256
+
+DATA ggmlK6Shuf<>+0(SB)/8, $0x0000000000000000
+DATA ggmlK6Shuf<>+8(SB)/8, $0x0101010101010101
+DATA ggmlK6Shuf<>+16(SB)/8, $0x0202020202020202
+DATA ggmlK6Shuf<>+24(SB)/8, $0x0303030303030303
+DATA ggmlK6Shuf<>+32(SB)/8, $0x0404040404040404
+DATA ggmlK6Shuf<>+40(SB)/8, $0x0505050505050505
+DATA ggmlK6Shuf<>+48(SB)/8, $0x0606060606060606
+DATA ggmlK6Shuf<>+56(SB)/8, $0x0707070707070707
+DATA ggmlK6Shuf<>+64(SB)/8, $0x0808080808080808
+DATA ggmlK6Shuf<>+72(SB)/8, $0x0909090909090909
+DATA ggmlK6Shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA ggmlK6Shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA ggmlK6Shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA ggmlK6Shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA ggmlK6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA ggmlK6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ggmlK6Shuf<>(SB), RODATA|NOPTR, $128
+
+// HSUM8 folds the 8 lanes of Y0 into X1[0] as hsum_float_8. Uses X2.
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X0, X1, X1; \
+	VMOVHLPS X1, X1, X2; \
+	VADDPS X2, X1, X1; \
+	VMOVSHDUP X1, X2; \
+	VADDSS X2, X1, X1
+
+// Q8SCALE sets Y7 to 8 copies of fp16 d at (R10) times the activation
+// scale at (R12): GGML_FP16_TO_FP32(x.d)·GGML_FP16_TO_FP32(y.d). Uses Y8.
+#define Q8SCALE \
+	VPBROADCASTW (R10), X7; \
+	VCVTPH2PS X7, Y7; \
+	VBROADCASTSS (R12), Y8; \
+	VMULPS Y8, Y7, Y7
+
+// MULSUM_AVX2 is mul_sum_i8_pairs_float(Y2, Y3) into Y6 (float32 x8):
+// |w| times x·sign(w), VPMADDUBSW to int16 pairs, VPMADDWD by ones (Y15).
+#define MULSUM_AVX2 \
+	VPSIGNB Y2, Y2, Y4; \
+	VPSIGNB Y2, Y3, Y5; \
+	VPMADDUBSW Y5, Y4, Y6; \
+	VPMADDWD Y15, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// MULSUM_VNNI is the same with one VPDPBUSD (AVX512-VNNI on ymm), which
+// gives the same int32 lanes.
+#define MULSUM_VNNI \
+	VPSIGNB Y2, Y2, Y4; \
+	VPSIGNB Y2, Y3, Y5; \
+	VPXOR Y6, Y6, Y6; \
+	VPDPBUSD Y5, Y4, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// Q8ARGS loads the arguments shared by the Q8_0 and Q4_0 kernels and
+// sets Y15 to int16 ones.
+#define Q8ARGS \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xd+24(FP), R8; \
+	MOVQ nb+32(FP), CX; \
+	MOVQ out+40(FP), DX; \
+	MOVQ nrows+48(FP), R9; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15
+
+// Q8ROW starts a row: block, activation and scale pointers, count, acc.
+#define Q8ROW \
+	MOVQ SI, R10; \
+	MOVQ DI, R11; \
+	MOVQ R8, R12; \
+	MOVQ CX, R13; \
+	VXORPS Y0, Y0, Y0
+
+// Q8ENDROW stores the row's sum and moves to the next row.
+#define Q8ENDROW \
+	HSUM8; \
+	VMOVSS X1, (DX); \
+	ADDQ $4, DX; \
+	ADDQ BX, SI; \
+	DECQ R9
+
+// Q8_0 block (34 bytes): d fp16, 32 int8.
+#define Q8_0LOAD \
+	VMOVDQU 2(R10), Y2; \
+	VMOVDQU (R11), Y3
+
+// Q4_0 block (18 bytes): d fp16, 16 bytes of nibbles; bytes_from_nibbles_32
+// puts the low nibbles in the low lane, the high ones in the high lane,
+// then 8 is subtracted. Needs Y14 = 0x0F bytes and Y13 = 8 bytes.
+#define Q4_0LOAD \
+	VMOVDQU 2(R10), X2; \
+	VPSRLW $4, X2, X3; \
+	VINSERTI128 $1, X3, Y2, Y2; \
+	VPAND Y14, Y2, Y2; \
+	VPSUBB Y13, Y2, Y2; \
+	VMOVDQU (R11), Y3
+
+#define Q4CONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL $0x08080808, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13
+
+// func ggmlQ8_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ8_0RowsAVX2(SB), NOSPLIT, $0-56
+	Q8ARGS
+q80a_row:
+	Q8ROW
+q80a_blk:
+	Q8_0LOAD
+	MULSUM_AVX2
+	Q8SCALE
+	VFMADD231PS Y6, Y7, Y0
+	ADDQ $34, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q80a_blk
+	Q8ENDROW
+	JNZ q80a_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ8_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ8_0RowsVNNI(SB), NOSPLIT, $0-56
+	Q8ARGS
+q80v_row:
+	Q8ROW
+q80v_blk:
+	Q8_0LOAD
+	MULSUM_VNNI
+	Q8SCALE
+	VFMADD231PS Y6, Y7, Y0
+	ADDQ $34, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q80v_blk
+	Q8ENDROW
+	JNZ q80v_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ4_0RowsAVX2(SB), NOSPLIT, $0-56
+	Q8ARGS
+	Q4CONSTS
+q40a_row:
+	Q8ROW
+q40a_blk:
+	Q4_0LOAD
+	MULSUM_AVX2
+	Q8SCALE
+	VFMADD231PS Y6, Y7, Y0
+	ADDQ $18, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q40a_blk
+	Q8ENDROW
+	JNZ q40a_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ4_0RowsVNNI(SB), NOSPLIT, $0-56
+	Q8ARGS
+	Q4CONSTS
+q40v_row:
+	Q8ROW
+q40v_blk:
+	Q4_0LOAD
+	MULSUM_VNNI
+	Q8SCALE
+	VFMADD231PS Y6, Y7, Y0
+	ADDQ $18, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q40v_blk
+	Q8ENDROW
+	JNZ q40v_row
+	VZEROUPPER
+	RET
+
+// KSCALE sets X9 to y.d (at (R12)) times fp16 at off(R10). Uses AX.
+#define KSCALE(off) \
+	MOVWLZX off(R10), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VMULSS (R12), X9, X9
+
+// Q4KSUB(k0, k1, wo, x0, x1) is one 64-value step j of ggml's AVX2 q4_K
+// loop: 32 bytes of nibbles at wo = 16+32j, low nibbles against q8 at
+// x0 = 64j with scale 2j (shuffle mask at k0), high nibbles against
+// x1 = 64j+32 with scale 2j+1 (mask at k1), added to Y6. Y12 holds the 8
+// int16 scales in both lanes; Y15 0x0F bytes.
+#define Q4KSUB(k0, k1, wo, x0, x1) \
+	VPSHUFB ggmlK4Shuf<>+k0(SB), Y12, Y13; \
+	VPSHUFB ggmlK4Shuf<>+k1(SB), Y12, Y14; \
+	VMOVDQU wo(R10), Y2; \
+	VPSRLW $4, Y2, Y3; \
+	VPAND Y15, Y2, Y2; \
+	VPAND Y15, Y3, Y3; \
+	VPMADDUBSW x0(R11), Y2, Y4; \
+	VPMADDWD Y4, Y13, Y4; \
+	VPMADDUBSW x1(R11), Y3, Y5; \
+	VPMADDWD Y5, Y14, Y5; \
+	VPADDD Y5, Y4, Y4; \
+	VPADDD Y4, Y6, Y6
+
+// func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+//
+// ggml_vec_dot_q4_K_q8_K's AVX2 path: per super-block, the 12 scale bytes
+// unpacked into 8 scales and 8 mins (utmp), acc_m += −dmin·y.d ×
+// madd(mins, pairwise bsums) on 4 lanes, acc += d·y.d × float(Σ_j
+// madd(scale, maddubs(q4, q8))); the row is hsum(acc) + hsum4(acc_m).
+TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ out+48(FP), DX
+	MOVQ nrows+56(FP), R9
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+q4k_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	MOVQ xd+24(FP), R12
+	MOVQ bsums+32(FP), R13
+	MOVQ nb+40(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X10, X10, X10
+q4k_blk:
+	// utmp[0..3] from the 12 scale bytes at 4(R10): u0, u1, u2.
+	MOVL 4(R10), AX
+	MOVL 8(R10), BX
+	MOVL 12(R10), DI
+	// utmp0 = u0 & kmask1 (lane 0 of X11)
+	MOVL AX, R8
+	SHRL $6, R8
+	ANDL $0x03030303, R8
+	SHLL $4, R8
+	ANDL $0x3f3f3f3f, AX
+	VMOVD AX, X11
+	// utmp1 = (u2 & kmask2) | (((u0 >> 6) & kmask3) << 4)
+	MOVL DI, AX
+	ANDL $0x0f0f0f0f, AX
+	ORL R8, AX
+	VPINSRD $1, AX, X11, X11
+	// utmp3 = ((u2 >> 4) & kmask2) | (((u1 >> 6) & kmask3) << 4)
+	MOVL BX, R8
+	SHRL $6, R8
+	ANDL $0x03030303, R8
+	SHLL $4, R8
+	MOVL DI, AX
+	SHRL $4, AX
+	ANDL $0x0f0f0f0f, AX
+	ORL R8, AX
+	// utmp2 = u1 & kmask1
+	ANDL $0x3f3f3f3f, BX
+	VPINSRD $2, BX, X11, X11
+	VPINSRD $3, AX, X11, X11
+	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
+	VPMOVZXBW X11, Y11
+	// Mins: acc_m += dmin × float(madd(mins, hadd(bsums lo, bsums hi))).
+	VMOVDQU (R13), Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPHADDW X13, X12, X12
+	VEXTRACTI128 $1, Y11, X13
+	VPMADDWD X12, X13, X13
+	VCVTDQ2PS X13, X13
+	KSCALE(2)
+	MOVL $0x80000000, AX
+	VMOVD AX, X8
+	VXORPS X8, X9, X9
+	VBROADCASTSS X9, X9
+	VFMADD231PS X13, X9, X10
+	// Scales in both lanes.
+	VINSERTI128 $1, X11, Y11, Y12
+	VPXOR Y6, Y6, Y6
+	Q4KSUB(0, 32, 16, 0, 32)
+	Q4KSUB(64, 96, 48, 64, 96)
+	Q4KSUB(128, 160, 80, 128, 160)
+	Q4KSUB(192, 224, 112, 192, 224)
+	KSCALE(0)
+	VBROADCASTSS X9, Y9
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y9, Y0
+	ADDQ $144, R10
+	ADDQ $256, R11
+	ADDQ $4, R12
+	ADDQ $32, R13
+	DECQ CX
+	JNZ q4k_blk
+	// acc_m += movehl(acc_m); acc_m = add_ss(acc_m, movehdup(acc_m))
+	VMOVHLPS X10, X10, X2
+	VADDPS X2, X10, X10
+	VMOVSHDUP X10, X2
+	VADDSS X2, X10, X10
+	HSUM8
+	VADDSS X10, X1, X1
+	VMOVSS X1, (DX)
+	ADDQ $4, DX
+	ADDQ ws+8(FP), SI
+	DECQ R9
+	JNZ q4k_row
+	VZEROUPPER
+	RET
+
+// Q6KQUAD finishes one 32-value quad k of a Q6_K half: Y7 holds the 6-bit
+// codes q (0..63); p16 = maddubs(q, q8) − maddubs(32, q8) (so q − 32),
+// times the int8 scales the ggmlK6Shuf mask at soff selects, added to Y6.
+#define Q6KQUAD(xoff, soff) \
+	VMOVDQU xoff(R11), Y11; \
+	VPMADDUBSW Y11, Y13, Y8; \
+	VPMADDUBSW Y11, Y7, Y7; \
+	VPSUBW Y8, Y7, Y7; \
+	VPSHUFB ggmlK6Shuf<>+soff(SB), X10, X12; \
+	VPMOVSXBW X12, Y12; \
+	VPMADDWD Y7, Y12, Y7; \
+	VPADDD Y7, Y6, Y6
+
+// func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+//
+// ggml_vec_dot_q6_K_q8_K's AVX2 path: per super-block acc += d·y.d ×
+// float(Σ madd(scales, maddubs(q, q8) − maddubs(32, q8))).
+TEXT ·ggmlQ6KRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	MOVQ nrows+48(FP), R9
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x20202020, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+q6k_row:
+	Q8ROW
+q6k_blk:
+	VMOVDQU 192(R10), X10
+	VPXOR Y6, Y6, Y6
+	// Half 0: ql[0:64], qh[0:32], q8[0:128].
+	VMOVDQU 0(R10), Y2
+	VMOVDQU 32(R10), Y3
+	VMOVDQU 128(R10), Y4
+	VPAND Y14, Y4, Y7
+	VPSLLW $4, Y7, Y7
+	VPAND Y15, Y2, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(0, 0)
+	VPSRLW $2, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPAND Y15, Y3, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(32, 16)
+	VPSRLW $4, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPSRLW $4, Y2, Y8
+	VPAND Y15, Y8, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(64, 32)
+	VPSRLW $6, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPSRLW $4, Y3, Y8
+	VPAND Y15, Y8, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(96, 48)
+	// Half 1: ql[64:128], qh[32:64], q8[128:256].
+	VMOVDQU 64(R10), Y2
+	VMOVDQU 96(R10), Y3
+	VMOVDQU 160(R10), Y4
+	VPAND Y14, Y4, Y7
+	VPSLLW $4, Y7, Y7
+	VPAND Y15, Y2, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(128, 64)
+	VPSRLW $2, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPAND Y15, Y3, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(160, 80)
+	VPSRLW $4, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPSRLW $4, Y2, Y8
+	VPAND Y15, Y8, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(192, 96)
+	VPSRLW $6, Y4, Y7
+	VPAND Y14, Y7, Y7
+	VPSLLW $4, Y7, Y7
+	VPSRLW $4, Y3, Y8
+	VPAND Y15, Y8, Y8
+	VPOR Y8, Y7, Y7
+	Q6KQUAD(224, 112)
+	KSCALE(208)
+	VBROADCASTSS X9, Y9
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y9, Y0
+	ADDQ $210, R10
+	ADDQ $256, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q6k_blk
+	Q8ENDROW
+	JNZ q6k_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+//
+// Four rows at once: each row computes exactly as in the one-row kernel,
+// and the token's values and scale are loaded once for the four.
+TEXT ·ggmlQ8_0Rows4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R10
+	MOVQ ws+8(FP), BX
+	MOVQ xq+16(FP), R11
+	MOVQ xd+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (BX)(BX*2), R13
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+ggmlq8_0rows4avx2_blk:
+	VMOVDQU (R11), Y4
+	VBROADCASTSS (R12), Y5
+	VMOVDQU 2(R10), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y0
+	VMOVDQU 2(R10)(BX*1), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y1
+	VMOVDQU 2(R10)(BX*2), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*2), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y2
+	VMOVDQU 2(R10)(R13*1), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(R13*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y3
+	ADDQ $34, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ ggmlq8_0rows4avx2_blk
+	VEXTRACTF128 $1, Y0, X11
+	VADDPS X0, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 0(DX)
+	VEXTRACTF128 $1, Y1, X11
+	VADDPS X1, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 4(DX)
+	VEXTRACTF128 $1, Y2, X11
+	VADDPS X2, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 8(DX)
+	VEXTRACTF128 $1, Y3, X11
+	VADDPS X3, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET
+
+// func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+//
+// Four rows at once: each row computes exactly as in the one-row kernel,
+// and the token's values and scale are loaded once for the four.
+TEXT ·ggmlQ8_0Rows4VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R10
+	MOVQ ws+8(FP), BX
+	MOVQ xq+16(FP), R11
+	MOVQ xd+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (BX)(BX*2), R13
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+ggmlq8_0rows4vnni_blk:
+	VMOVDQU (R11), Y4
+	VBROADCASTSS (R12), Y5
+	VMOVDQU 2(R10), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y0
+	VMOVDQU 2(R10)(BX*1), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y1
+	VMOVDQU 2(R10)(BX*2), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*2), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y2
+	VMOVDQU 2(R10)(R13*1), Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(R13*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y3
+	ADDQ $34, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ ggmlq8_0rows4vnni_blk
+	VEXTRACTF128 $1, Y0, X11
+	VADDPS X0, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 0(DX)
+	VEXTRACTF128 $1, Y1, X11
+	VADDPS X1, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 4(DX)
+	VEXTRACTF128 $1, Y2, X11
+	VADDPS X2, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 8(DX)
+	VEXTRACTF128 $1, Y3, X11
+	VADDPS X3, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+//
+// Four rows at once: each row computes exactly as in the one-row kernel,
+// and the token's values and scale are loaded once for the four.
+TEXT ·ggmlQ4_0Rows4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R10
+	MOVQ ws+8(FP), BX
+	MOVQ xq+16(FP), R11
+	MOVQ xd+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (BX)(BX*2), R13
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	Q4CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+ggmlq4_0rows4avx2_blk:
+	VMOVDQU (R11), Y4
+	VBROADCASTSS (R12), Y5
+	VMOVDQU 2(R10), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y0
+	VMOVDQU 2(R10)(BX*1), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y1
+	VMOVDQU 2(R10)(BX*2), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*2), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y2
+	VMOVDQU 2(R10)(R13*1), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPMADDUBSW Y8, Y7, Y9
+	VPMADDWD Y15, Y9, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(R13*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y3
+	ADDQ $18, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ ggmlq4_0rows4avx2_blk
+	VEXTRACTF128 $1, Y0, X11
+	VADDPS X0, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 0(DX)
+	VEXTRACTF128 $1, Y1, X11
+	VADDPS X1, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 4(DX)
+	VEXTRACTF128 $1, Y2, X11
+	VADDPS X2, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 8(DX)
+	VEXTRACTF128 $1, Y3, X11
+	VADDPS X3, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+//
+// Four rows at once: each row computes exactly as in the one-row kernel,
+// and the token's values and scale are loaded once for the four.
+TEXT ·ggmlQ4_0Rows4VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R10
+	MOVQ ws+8(FP), BX
+	MOVQ xq+16(FP), R11
+	MOVQ xd+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	LEAQ (BX)(BX*2), R13
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	Q4CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+ggmlq4_0rows4vnni_blk:
+	VMOVDQU (R11), Y4
+	VBROADCASTSS (R12), Y5
+	VMOVDQU 2(R10), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y0
+	VMOVDQU 2(R10)(BX*1), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y1
+	VMOVDQU 2(R10)(BX*2), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(BX*2), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y2
+	VMOVDQU 2(R10)(R13*1), X6
+	VPSRLW $4, X6, X7
+	VINSERTI128 $1, X7, Y6, Y6
+	VPAND Y14, Y6, Y6
+	VPSUBB Y13, Y6, Y6
+	VPSIGNB Y6, Y6, Y7
+	VPSIGNB Y6, Y4, Y8
+	VPXOR Y9, Y9, Y9
+	VPDPBUSD Y8, Y7, Y9
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R10)(R13*1), X10
+	VCVTPH2PS X10, Y10
+	VMULPS Y5, Y10, Y10
+	VFMADD231PS Y9, Y10, Y3
+	ADDQ $18, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ ggmlq4_0rows4vnni_blk
+	VEXTRACTF128 $1, Y0, X11
+	VADDPS X0, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 0(DX)
+	VEXTRACTF128 $1, Y1, X11
+	VADDPS X1, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 4(DX)
+	VEXTRACTF128 $1, Y2, X11
+	VADDPS X2, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 8(DX)
+	VEXTRACTF128 $1, Y3, X11
+	VADDPS X3, X11, X11
+	VMOVHLPS X11, X11, X12
+	VADDPS X12, X11, X11
+	VMOVSHDUP X11, X12
+	VADDSS X12, X11, X11
+	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET

@@ -1,0 +1,95 @@
+package kernels
+
+// The matmul of the ggml block formats: MatMul prepares the activations
+// (ggml_act.go) once per call, then each thread computes its rows, every
+// output one row-by-token dot product in its Impl's kernel. An output
+// depends only on its row, its token and the Impl, so the result is
+// bit-identical for any thread count, row partition and T.
+
+// ggmlRowsFn computes len(out) consecutive weight rows (w holds them, rb
+// bytes each) against one token's quantized activations: xq and xd (the
+// block scales), and bsums for Q8_K.
+type ggmlRowsFn func(w []byte, rb int, xq []int8, xd []float32, bsums []int16, out []float32)
+
+// ggmlDots is one Impl's set of row kernels.
+type ggmlDots struct {
+	q8_0, q4_0, q4K, q6K ggmlRowsFn
+}
+
+// rowsOf lifts a one-row dot product to a ggmlRowsFn.
+func rowsOf(dot func(w []byte, xq []int8, xd []float32, bsums []int16) float32) ggmlRowsFn {
+	return func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
+		for i := range out {
+			out[i] = dot(w[i*rb:(i+1)*rb], xq, xd, bs)
+		}
+	}
+}
+
+var genericGGMLDots = ggmlDots{
+	q8_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ8_0Q8_0(w, xq, xd) }),
+	q4_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ4_0Q8_0(w, xq, xd) }),
+	q4K:  rowsOf(dotQ4KQ8K),
+	q6K:  rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KQ8K(w, xq, xd) }),
+}
+
+// simdGGMLDots[impl] holds the assembly kernels where they exist (set by
+// the amd64 init); a nil entry falls back to the generic one.
+var simdGGMLDots [3]ggmlDots
+
+// ggmlDotsFor is the kernel set MatMul uses under impl, each kernel the
+// SIMD one when there is one and the generic one otherwise.
+func ggmlDotsFor(impl Impl) ggmlDots {
+	d := genericGGMLDots
+	if impl == ImplGeneric || int(impl) >= len(simdGGMLDots) {
+		return d
+	}
+	s := simdGGMLDots[impl]
+	for _, p := range []struct {
+		dst *ggmlRowsFn
+		src ggmlRowsFn
+	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K}} {
+		if p.src != nil {
+			*p.dst = p.src
+		}
+	}
+	return d
+}
+
+// ggmlPanelRows is how many rows a prefill call runs for every token
+// before moving on: their blocks (a few KiB a row) stay in L1/L2 across
+// the tokens, so each weight streams from memory once per call.
+const ggmlPanelRows = 16
+
+// ggmlRows computes rows [r0, r1) of a block-format matmul for all T
+// tokens from the prepared activations a.
+func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
+	dots := ggmlDotsFor(impl)
+	var fn ggmlRowsFn
+	sd := 32 // values per activation scale
+	switch m.Format {
+	case GGMLQ8_0:
+		fn = dots.q8_0
+	case Q4_0:
+		fn = dots.q4_0
+	case Q4_K:
+		fn, sd = dots.q4K, 256
+	case Q6_K:
+		fn, sd = dots.q6K, 256
+	}
+	rb, cols := m.rowBytes(), m.Cols
+	panel := ggmlPanelRows
+	if T == 1 {
+		panel = r1 - r0
+	}
+	for r := r0; r < r1; r += panel {
+		n := min(panel, r1-r)
+		w := m.Blocks[r*rb : (r+n)*rb]
+		for t := 0; t < T; t++ {
+			var bs []int16
+			if a.kind == actQ8_K {
+				bs = a.bsums[t*cols/16 : (t+1)*cols/16]
+			}
+			fn(w, rb, a.q[t*cols:(t+1)*cols], a.d[t*cols/sd:(t+1)*cols/sd], bs, out[t*m.Rows+r:t*m.Rows+r+n])
+		}
+	}
+}
