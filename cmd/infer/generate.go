@@ -122,7 +122,7 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			first = time.Now()
 		}
 		streamed++
-		writePiece(out, lm.codec.Decode(ev.Prev, ev.Token))
+		writePiece(out, lm.codec, lm.codec.Decode(ev.Prev, ev.Token))
 	}
 	res, _, err := e.Generate(reqs, emit)
 	if err != nil {
@@ -185,22 +185,23 @@ func decodeAll(codec tokenizer.Codec, ids []int) string {
 	var b []byte
 	prev := model.BOSID
 	for _, id := range ids {
-		b = appendPiece(b, codec.Decode(prev, id))
+		b = appendPiece(codec, b, codec.Decode(prev, id))
 		prev = id
 	}
 	return string(b)
 }
 
-// appendPiece applies run.c's safe_printf: a piece that is a single byte
-// which is neither printable nor whitespace in the C locale (control
-// bytes, and every byte >= 0x80 from a <0xHH> byte piece) is dropped, so
-// the printed text is exactly run.c's.
-func appendPiece(b []byte, piece string) []byte {
-	return append(b, tokenizer.RunCPrintable(piece)...)
+// appendPiece applies run.c's safe_printf for the run.c codecs: a piece
+// that is a single byte which is neither printable nor whitespace in the C
+// locale (control bytes, and every byte >= 0x80 from a <0xHH> byte piece)
+// is dropped, so the printed text is exactly run.c's. Other tokenizers'
+// pieces are printed whole (see tokenizer.Printable).
+func appendPiece(codec tokenizer.Codec, b []byte, piece string) []byte {
+	return append(b, tokenizer.Printable(codec, piece)...)
 }
 
-func writePiece(w io.Writer, piece string) {
-	if b := appendPiece(nil, piece); len(b) > 0 {
+func writePiece(w io.Writer, codec tokenizer.Codec, piece string) {
+	if b := appendPiece(codec, nil, piece); len(b) > 0 {
 		w.Write(b)
 	}
 }

@@ -158,3 +158,26 @@ func TestConcurrentEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintable: run.c's printing rule applies to the run.c codecs only.
+func TestPrintable(t *testing.T) {
+	js, err := FromJSON([]byte(tinyJSON), nil, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes, err := NewBytes(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		codec Codec
+		want  string
+	}{{synthTokenizer(t), ""}, {bytes, ""}, {js, "\xe4"}} {
+		if got := Printable(tc.codec, "\xe4"); got != tc.want {
+			t.Errorf("%T: Printable(\\xe4) = %q, want %q", tc.codec, got, tc.want)
+		}
+		if got := Printable(tc.codec, "ok"); got != "ok" {
+			t.Errorf("%T: Printable(ok) = %q", tc.codec, got)
+		}
+	}
+}
