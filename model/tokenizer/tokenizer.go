@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -394,11 +393,4 @@ func (t *Tokenizer) setEOG(extra ...int) {
 			t.eog = append(t.eog, id)
 		}
 	}
-}
-
-func checkID(name string, id, n int) error {
-	if id < -1 || id >= n {
-		return fmt.Errorf("tokenizer: %s id %d outside the %d-token vocabulary", name, id, n)
-	}
-	return nil
 }
