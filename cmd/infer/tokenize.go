@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/model/mapfile"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
@@ -22,7 +24,7 @@ func init() {
 	registerKeys(
 		configKey{Name: "tokenize.output", Kind: kindString, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
 		configKey{Name: "tokenize.no_bos", Kind: kindBool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
-		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match special tokens written in the text (e.g. <|eot_id|>); with --detokenize, print them"},
+		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
 		configKey{Name: "tokenize.detokenize", Kind: kindBool, Default: false, Help: "read ids and print their text"},
 	)
 	register(newTokenizeCmd)
@@ -191,21 +193,19 @@ func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
 // sniff tells a GGUF file (by its magic), a JSON file (its first
 // non-blank byte is '{'), a directory, and anything else ("bin").
 func sniff(path string) (string, error) {
-	st, err := os.Stat(path)
+	// Non-blocking open, then fstat: a FIFO or a device is refused at once.
+	f, st, err := mapfile.Open(path, true)
 	if err != nil {
-		return "", err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return "", err
+		}
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
+	defer f.Close()
 	if st.IsDir() {
 		return "dir", nil
 	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
 	var head [64]byte
 	n, _ := io.ReadFull(f, head[:])
 	b := head[:n]
@@ -242,14 +242,15 @@ func openTokenizer(path string) (*tokenizer.Tokenizer, error) {
 // beside it, if any.
 func openTokenizerJSON(path string) (*tokenizer.Tokenizer, error) {
 	read := func(p string) ([]byte, error) {
-		f, err := os.Open(p)
+		f, _, err := mapfile.Open(p, false)
 		if err != nil {
-			return nil, err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file", p)
-		}
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenizerJSON+1))
 		if err == nil && len(b) > maxTokenizerJSON {
 			err = fmt.Errorf("%s is larger than %d bytes", p, maxTokenizerJSON)

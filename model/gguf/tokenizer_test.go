@@ -395,3 +395,32 @@ func TestLlama2StyleTokenizerJSON(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncodeLongBPE encodes a 300 KB text with the GPT-2 and Llama 2
+// vocabularies of llama.cpp's vocab files: the pair queue keeps both
+// merge loops O(n log n).
+//
+//	go test ./model/gguf -run '^$' -bench EncodeLong -benchtime 3x
+func BenchmarkEncodeLong(b *testing.B) {
+	words := []string{"Once", " upon", " a", " time", ",", " there", " was", " a", " little", " girl", " named",
+		" Lily", ".", " She", " liked", " to", " play", " in", " the", " park", "\n", " 😀", " 你好", " 123456"}
+	var sb strings.Builder
+	for i := 0; sb.Len() < 300<<10; i++ {
+		sb.WriteString(words[(i*7+i/5)%len(words)])
+	}
+	text := sb.String()
+	for _, name := range []string{"gpt-2", "llama-spm"} {
+		b.Run(name, func(b *testing.B) {
+			tk, err := OpenTokenizer(sharedFile(b, "tokenizers/llama.cpp-vocab/ggml-vocab-"+name+".gguf"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := tk.Encode(text, false, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

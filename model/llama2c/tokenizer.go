@@ -3,11 +3,14 @@ package llama2c
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 
+	"github.com/stride-lm/stride/model/mapfile"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
@@ -23,11 +26,9 @@ const maxTokenizerVocab = 1 << 20
 // the file must end right after them: a tokenizer built for another model
 // is rejected rather than silently mis-decoding.
 func LoadTokenizer(path string, vocabSize int) (*tokenizer.Tokenizer, error) {
-	// TODO(lead): open through the regular-file check helper of this
-	// package (non-blocking open + fstat) once it lands on this branch.
-	f, err := os.Open(path)
+	f, err := openTokenizerFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	return ReadTokenizer(f, vocabSize, path)
@@ -38,13 +39,27 @@ func LoadTokenizer(path string, vocabSize int) (*tokenizer.Tokenizer, error) {
 // tokenize). Use LoadTokenizer when a model is at hand, which also checks
 // that the tokenizer belongs to it.
 func LoadTokenizerFile(path string) (*tokenizer.Tokenizer, error) {
-	// TODO(lead): the regular-file check helper, as in LoadTokenizer.
-	f, err := os.Open(path)
+	f, err := openTokenizerFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	return readTokenizer(f, -1, path)
+}
+
+// openTokenizerFile opens a tokenizer.bin through mapfile.Open: only a
+// regular file, and a FIFO or device is refused at once instead of
+// blocking the open.
+func openTokenizerFile(path string) (*os.File, error) {
+	f, _, err := mapfile.Open(path, false)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		return nil, fmt.Errorf("tokenizer %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // ReadTokenizer reads a tokenizer.bin from r (see LoadTokenizer); name is

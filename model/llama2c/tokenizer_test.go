@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // tokBinFile builds a tokenizer.bin: int32 max_token_length, then per piece
@@ -238,4 +240,33 @@ func tokSharedFile(t testing.TB, rel string) string {
 		t.Skipf("skipping: shared fixture %s not available", p)
 	}
 	return p
+}
+
+// TestLoadTokenizerNotAFile: a FIFO (which a plain open would block on
+// forever) or a directory as the tokenizer is one clear error at once.
+func TestLoadTokenizerNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "tok.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFO: %v", err)
+	}
+	for path, want := range map[string]string{fifo: "a named pipe", dir: "a directory"} {
+		done := make(chan error, 2)
+		go func() {
+			_, err := LoadTokenizer(path, 512)
+			done <- err
+			_, err = LoadTokenizerFile(path)
+			done <- err
+		}()
+		for k := 0; k < 2; k++ {
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "not a regular file ("+want+")") || !strings.HasPrefix(err.Error(), "tokenizer "+path+": ") {
+					t.Errorf("%s: got %v", path, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: open blocked", path)
+			}
+		}
+	}
 }

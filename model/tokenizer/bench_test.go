@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -122,6 +123,61 @@ func TestRunCPrintable(t *testing.T) {
 	} {
 		if got := RunCPrintable(tc.in); got != tc.want {
 			t.Errorf("RunCPrintable(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestConcurrentEncode: a Tokenizer is read-only after construction, so
+// goroutines may share one (run under -race in CI).
+func TestConcurrentEncode(t *testing.T) {
+	tk, err := FromJSON([]byte(tinyJSON), nil, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spm := synthTokenizer(t)
+	want, _ := tk.Encode("ab aé\nab", true, false)
+	wantSPM, _ := spm.Encode("the abc 你好", true, false)
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := 0; i < 200; i++ {
+				got, _ := tk.Encode("ab aé\nab", true, false)
+				gotSPM, _ := spm.Encode("the abc 你好", true, false)
+				if !slices.Equal(got, want) || !slices.Equal(gotSPM, wantSPM) {
+					done <- fmt.Errorf("goroutine got %v / %v", got, gotSPM)
+					return
+				}
+				_ = tk.DecodeAll(got, true)
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPrintable: run.c's printing rule applies to the run.c codecs only.
+func TestPrintable(t *testing.T) {
+	js, err := FromJSON([]byte(tinyJSON), nil, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes, err := NewBytes(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		codec Codec
+		want  string
+	}{{synthTokenizer(t), ""}, {bytes, ""}, {js, "\xe4"}} {
+		if got := Printable(tc.codec, "\xe4"); got != tc.want {
+			t.Errorf("%T: Printable(\\xe4) = %q, want %q", tc.codec, got, tc.want)
+		}
+		if got := Printable(tc.codec, "ok"); got != "ok" {
+			t.Errorf("%T: Printable(ok) = %q", tc.codec, got)
 		}
 	}
 }

@@ -56,8 +56,14 @@ func unByteLevel(p string) string {
 // the pre-tokenizer, then within each piece (in the byte alphabet for
 // ByteLevelBPE) merge by rank, as llama.cpp's llm_tokenizer_bpe and
 // Hugging Face's BPE model do.
-func (t *Tokenizer) encodeBPE(out []int, text string) ([]int, error) {
+//
+// atStart says the fragment begins the input (not after a special token),
+// which Metaspace's prepend_scheme "first" asks for.
+func (t *Tokenizer) encodeBPE(out []int, text string, atStart bool) ([]int, error) {
 	for _, n := range t.norm {
+		if n.op == "prefix-space-first" && !atStart {
+			continue
+		}
 		text = n.normalize(text)
 	}
 	var err error

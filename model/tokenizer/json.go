@@ -16,7 +16,9 @@ import (
 // Metaspace and Sequence, added tokens (special ones are control tokens,
 // the others user-defined), and a TemplateProcessing post-processor's BOS
 // and EOS. Anything else is refused by name rather than tokenized
-// differently.
+// differently. Decoding gives the exact text: clean_up_tokenization_spaces
+// is not applied, and added tokens' single_word and normalized flags are
+// ignored (they are false in the files we know).
 
 type jsonFile struct {
 	AddedTokens []struct {
@@ -87,8 +89,12 @@ type jsonConfig struct {
 	ChatTemplate json.RawMessage `json:"chat_template"`
 }
 
-// maxJSONVocab bounds the ids a tokenizer.json may use.
-const maxJSONVocab = 1 << 22
+// maxJSONVocab bounds the ids a tokenizer.json may use, and maxJSONHoles
+// the ids it may leave undefined below its largest.
+const (
+	maxJSONVocab = 1 << 22
+	maxJSONHoles = 1 << 16
+)
 
 // FromJSON builds a tokenizer from the contents of a tokenizer.json and,
 // optionally (nil when absent), its tokenizer_config.json, which gives
@@ -135,6 +141,11 @@ func FromJSON(tokenizerJSON, configJSON []byte, name string) (*Tokenizer, error)
 	}
 	if n == 0 {
 		return nil, fail("empty vocabulary")
+	}
+	// Holes in the id space are allowed, but not so many that a few bytes
+	// of JSON could make us allocate tables for millions of ids.
+	if entries := len(m.Vocab) + len(f.AddedTokens); n > entries+maxJSONHoles {
+		return nil, fail("ids reach %d but only %d tokens are defined", n-1, entries)
 	}
 	pieces := make([]string, n)
 	types := make([]TokenType, n)
@@ -357,7 +368,11 @@ func jsonPreTokenizers(n *jsonNode) ([]splitter, []normalizer, error) {
 			r = "▁"
 		}
 		norm := []normalizer{{op: "replace", a: " ", b: r}}
-		if n.PrependScheme != "never" {
+		switch n.PrependScheme {
+		case "first":
+			norm = append([]normalizer{{op: "prefix-space-first"}}, norm...)
+		case "never":
+		default: // "always", and older files' add_prefix_space
 			norm = append([]normalizer{{op: "prefix-space"}}, norm...)
 		}
 		if n.Split != nil && *n.Split {

@@ -130,18 +130,23 @@ func TestTokenizerJSONMatchesTransformersJS(t *testing.T) {
 	}
 }
 
-// TestSplittersMatchRegex: the hand-written splitters cut every recorded
-// text exactly where V8 running the real pattern (lookahead included) cuts
-// it.
+// TestSplittersMatchRegex: the hand-written pre-tokenizers cut every
+// recorded text exactly where V8 cuts it running the real patterns
+// (lookahead included), and llama.cpp's pattern lists (starcoder, default)
+// applied in turn.
 func TestSplittersMatchRegex(t *testing.T) {
 	o := readOracle(t)
-	for name, sp := range map[string]splitter{"gpt-2": splitGPT2, "llama-bpe": splitLlama3(3), "qwen2": splitLlama3(1)} {
+	for _, name := range []string{"gpt-2", "llama-bpe", "qwen2", "starcoder", "default"} {
+		pre, _, err := preTokenizer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := o.Splits[name]
 		if len(want) != len(o.Texts) {
 			t.Fatalf("%s: %d splits for %d texts", name, len(want), len(o.Texts))
 		}
 		for i, text := range o.Texts {
-			got := split([]splitter{sp}, text)
+			got := split(pre, text)
 			if len(want[i]) == 0 {
 				want[i] = nil
 			}
@@ -209,6 +214,7 @@ func TestTokenizerJSONTiny(t *testing.T) {
 		{`{`, "not a tokenizer.json"},
 		{`{"model": {"type": "Unigram"}}`, `model type "Unigram"`},
 		{`{"model": {"type": "BPE", "vocab": {"a": -1}}}`, "out of range"},
+		{`{"model": {"type": "BPE", "vocab": {"a": 4000000}}}`, "ids reach 4000000 but only 1 tokens are defined"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a(?!b)"}, "behavior": "Isolated"}}`, "Go's regexp cannot run it"},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Whitespace"}}`, `"Whitespace" is not supported`},
 		{`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}}`, "not two pieces"},
@@ -217,5 +223,94 @@ func TestTokenizerJSONTiny(t *testing.T) {
 		if _, err := FromJSON([]byte(bad.json), nil, "bad"); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.HasPrefix(err.Error(), "tokenizer bad: ") {
 			t.Errorf("%s: got %v, want %q", bad.json, err, bad.want)
 		}
+	}
+}
+
+// TestMetaspace: a Metaspace pre-tokenizer (TinyLlama, Mistral style)
+// writes spaces as ▁, prepends one to the first fragment ("first") or to
+// every fragment ("always"), and splits before each ▁.
+func TestMetaspace(t *testing.T) {
+	for _, tc := range []struct {
+		scheme string
+		want   []int // "a b<s>a"
+		text   string
+	}{{"first", []int{3, 6, 1, 2}, "a ba"}, {"always", []int{3, 6, 1, 3}, "a b a"}, {"never", []int{2, 6, 1, 2}, "a ba"}} {
+		js := `{"added_tokens": [{"id": 1, "content": "<s>", "special": true}],
+ "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "` + tc.scheme + `", "split": true},
+ "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "` + tc.scheme + `"},
+ "model": {"type": "BPE", "vocab": {"<unk>": 0, "<s>": 1, "a": 2, "▁a": 3, "▁": 4, "b": 5, "▁b": 6}, "merges": ["▁ a", "▁ b"], "unk_token": "<unk>"}}`
+		tk, err := FromJSON([]byte(js), nil, "metaspace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tk.EncodeWith("a b<s>a", EncodeOptions{ParseSpecial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.scheme, got, tc.want)
+		}
+		if back := tk.DecodeAll(got, false); back != tc.text {
+			t.Errorf("%s: decodes to %q, want %q", tc.scheme, back, tc.text)
+		}
+	}
+}
+
+// vocabOf writes a tokenizer.json tokenizer as the GGUF metadata
+// llama.cpp's converter would (tokens, token types, "a b" merges by rank).
+func vocabOf(t *testing.T, tk *Tokenizer, pre string) Vocab {
+	t.Helper()
+	merges := make([]string, len(tk.ranks))
+	for k, m := range tk.ranks {
+		merges[m.rank] = tk.pieces[k[0]] + " " + tk.pieces[k[1]]
+	}
+	for i, m := range merges {
+		if m == "" {
+			t.Fatalf("merge rank %d missing (a merge was skipped at load)", i)
+		}
+	}
+	bos, eos := tk.bos, tk.eos
+	return Vocab{Model: "gpt2", Pre: pre, Tokens: tk.pieces, Types: tk.types, Merges: merges,
+		BOS: &bos, EOS: &eos, AddBOS: &tk.addBOS, AddEOS: &tk.addEOS}
+}
+
+// TestGGUFPreTokenizersOnRealVocabs: the GGUF byte-level path
+// (FromVocab with tokenizer.ggml.pre "llama-bpe" and "qwen2") gives
+// transformers.js's ids for the Llama 3 and Qwen3 vocabularies, except on
+// texts that NFC changes: llama.cpp does not normalize, and neither does
+// the GGUF path.
+func TestGGUFPreTokenizersOnRealVocabs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: loading both vocabularies twice is slow under -race; the full run covers it")
+	}
+	o := readOracle(t)
+	for _, tc := range []struct{ name, pre string }{{"llama3", "llama-bpe"}, {"qwen3", "qwen2"}} {
+		t.Run(tc.pre, func(t *testing.T) {
+			js := npmTokenizer(t, tc.name)
+			tk, err := FromVocab(vocabOf(t, js, tc.pre))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.ignoreMerges != (tc.pre == "llama-bpe") {
+				t.Fatalf("ignore_merges %v for %s", tk.ignoreMerges, tc.pre)
+			}
+			n := 0
+			for i, text := range o.Texts {
+				if o.NFC[i] != text {
+					continue
+				}
+				got, err := tk.EncodeWith(text, EncodeOptions{ParseSpecial: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := o.Tokenizers[tc.name].IDs[i]; !slices.Equal(got, want) {
+					t.Errorf("text %d %q:\n got %v\nwant %v", i, text, got, want)
+				}
+				n++
+			}
+			if n < 60 {
+				t.Fatalf("only %d texts compared", n)
+			}
+		})
 	}
 }

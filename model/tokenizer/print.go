@@ -16,3 +16,22 @@ func RunCPrintable(piece string) string {
 	}
 	return piece
 }
+
+// Printable is what a CLI prints for piece, a decoded token of codec:
+// RunCPrintable's rule for the codecs that follow run.c (a llama2.c
+// tokenizer.bin, and Bytes), so their output is run.c's byte for byte, and
+// the piece unchanged for every other tokenizer, whose single-byte pieces
+// are parts of UTF-8 characters (byte-level BPE's "Ã", a <0xE4> byte
+// fallback) that must reach the output for the text to come out whole.
+func Printable(codec Codec, piece string) string {
+	switch c := codec.(type) {
+	case *Tokenizer:
+		if !c.runc {
+			return piece
+		}
+	case *Bytes:
+	default:
+		return piece
+	}
+	return RunCPrintable(piece)
+}

@@ -75,8 +75,11 @@ func sortStable(ids []int, less func(a, b int) bool) {
 }
 
 // normalizer is one step that rewrites plain text before
-// pre-tokenization (tokenizer.json's "normalizer"): op is "prepend" (a
-// before non-empty text), "replace" (every a by b), "lowercase" or "nfc".
+// pre-tokenization (tokenizer.json's "normalizer", and the rewrites its
+// pre-tokenizers imply): op is "prepend" (a before non-empty text),
+// "replace" (every a by b), "lowercase", "nfc", or "prefix-space" (a space
+// unless the text starts with one; "prefix-space-first" only for the
+// fragment that starts the input).
 type normalizer struct {
 	op   string
 	a, b string
@@ -96,7 +99,7 @@ func (n normalizer) normalize(s string) string {
 		return strings.ToLower(s)
 	case "nfc":
 		return nfc(s)
-	case "prefix-space": // ByteLevel's add_prefix_space, Metaspace's prepend
+	case "prefix-space", "prefix-space-first": // ByteLevel's add_prefix_space, Metaspace's prepend
 		if s == "" || s[0] == ' ' {
 			return s
 		}

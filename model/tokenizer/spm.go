@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -143,26 +144,33 @@ func (t *Tokenizer) encodeSPM(out []int, text string, prevSpecial bool) ([]int, 
 	start := len(out)
 	out = t.mergeByScore(out, syms, negInf)
 	// A symbol left without a piece (a character outside the vocabulary)
-	// was marked by mergeByScore with id -1-index; spell it as bytes.
-	for i := start; i < len(out); i++ {
-		if out[i] >= 0 {
+	// came back as -1-index: spell it as its <0xHH> byte pieces (or <unk>).
+	merged := out[start:]
+	if !slices.ContainsFunc(merged, func(id int) bool { return id < 0 }) {
+		return out, nil
+	}
+	res := append(make([]int, 0, len(merged)+8), merged...)
+	out = out[:start]
+	for _, id := range res {
+		if id >= 0 {
+			out = append(out, id)
 			continue
 		}
-		s := syms[-1-out[i]].text
-		ids := make([]int, 0, len(s))
-		for k := 0; k < len(s); k++ {
-			b := t.byteIDs[s[k]]
-			if b < 0 {
-				if t.unkID < 0 {
-					return nil, fmt.Errorf("tokenizer: %q has no piece and the vocabulary has no <0x%02X> byte piece", s, s[k])
-				}
-				ids = append(ids[:0], t.unkID)
-				break
-			}
-			ids = append(ids, b)
+		s := syms[-1-id].text
+		ok := true
+		for k := 0; k < len(s) && ok; k++ {
+			ok = t.byteIDs[s[k]] >= 0
 		}
-		out = append(out[:i], append(ids, out[i+1:]...)...)
-		i += len(ids) - 1
+		switch {
+		case ok:
+			for k := 0; k < len(s); k++ {
+				out = append(out, t.byteIDs[s[k]])
+			}
+		case t.unkID >= 0:
+			out = append(out, t.unkID)
+		default:
+			return nil, fmt.Errorf("tokenizer: %q has no piece and the vocabulary has no byte pieces or <unk> for it", s)
+		}
 	}
 	return out, nil
 }

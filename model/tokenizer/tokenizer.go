@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -39,6 +38,7 @@ const (
 	MergesBPE
 )
 
+// String names the kind.
 func (k Kind) String() string {
 	switch k {
 	case SentencePiece:
@@ -227,7 +227,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 	}
 	var err error
 	prevSpecial := true
-	for _, f := range t.partition(text, o.ParseSpecial) {
+	for i, f := range t.partition(text, o.ParseSpecial) {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
 			prevSpecial = true
@@ -239,7 +239,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		case t.kind == SentencePiece:
 			toks, err = t.encodeSPM(toks, f.text, prevSpecial)
 		default:
-			toks, err = t.encodeBPE(toks, f.text)
+			toks, err = t.encodeBPE(toks, f.text, i == 0)
 		}
 		if err != nil {
 			return nil, err
@@ -393,11 +393,4 @@ func (t *Tokenizer) setEOG(extra ...int) {
 			t.eog = append(t.eog, id)
 		}
 	}
-}
-
-func checkID(name string, id, n int) error {
-	if id < -1 || id >= n {
-		return fmt.Errorf("tokenizer: %s id %d outside the %d-token vocabulary", name, id, n)
-	}
-	return nil
 }

@@ -100,18 +100,35 @@ const patterns = {
   "llama-bpe": ci + "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   qwen2: ci + "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 };
+// Isolated split: the matches and the gaps between them.
+const isolated = (re, t) => {
+  const pieces = [];
+  let last = 0;
+  for (const m of t.matchAll(re)) {
+    if (m.index > last) pieces.push(t.slice(last, m.index));
+    if (m[0] !== "") pieces.push(m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < t.length) pieces.push(t.slice(last));
+  return pieces;
+};
 for (const [name, src] of Object.entries(patterns)) {
   const re = new RegExp(src, "gu");
+  out.splits[name] = texts.map((t) => isolated(re, t));
+}
+// llama.cpp's pre-tokenizers that are lists of patterns, each applied to
+// every piece the one before produced (unicode_regex_split).
+const sequences = {
+  starcoder: ["\\p{N}", patterns["gpt-2"]],
+  default: ["[\\p{P}\\$\\+<=>\\^~\\|]+", patterns["gpt-2"], "\\p{N}+", "[0-9][0-9][0-9]"],
+};
+for (const [name, list] of Object.entries(sequences)) {
   out.splits[name] = texts.map((t) => {
-    // Isolated split: the matches and the gaps between them.
-    const pieces = [];
-    let last = 0;
-    for (const m of t.matchAll(re)) {
-      if (m.index > last) pieces.push(t.slice(last, m.index));
-      if (m[0] !== "") pieces.push(m[0]);
-      last = m.index + m[0].length;
+    let pieces = t === "" ? [] : [t];
+    for (const src of list) {
+      const re = new RegExp(src, "gu");
+      pieces = pieces.flatMap((p) => isolated(re, p));
     }
-    if (last < t.length) pieces.push(t.slice(last));
     return pieces;
   });
 }
