@@ -66,14 +66,31 @@ func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
 		return nil, fmt.Errorf("%s: its %d bytes are at least %d tokens (no token is longer than %d bytes), longer than seq_len %d",
 			p.where, len(p.text), n, lm.maxPieceBytes(), seqLen)
 	}
-	ids, err := lm.codec.Encode(p.text, true, false)
+	ids, err := lm.codec.Encode(p.text, lm.addBOS(), false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.where, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s is empty and the tokenizer adds no BOS: there is nothing to start from", p.where)
 	}
 	if len(ids) > seqLen {
 		return nil, fmt.Errorf("%s is %d tokens, longer than seq_len %d", p.where, len(ids), seqLen)
 	}
 	return ids, nil
+}
+
+// addBOS reports whether prompts start with BOS: always for llama2.c's
+// tokenizer (run.c does), else as the tokenizer's file says (a GGUF's
+// tokenizer.ggml.add_bos_token, tokenizer_config.json's add_bos_token):
+// Qwen's, for one, adds none, and feeding it a BOS would change its output.
+func (lm *loadedModel) addBOS() bool {
+	if t, ok := lm.codec.(interface {
+		BOS() int
+		AddBOS() bool
+	}); ok {
+		return t.AddBOS() && t.BOS() >= 0
+	}
+	return true
 }
 
 // maxPieceBytes is the longest text any token decodes to (at least 1),

@@ -39,3 +39,42 @@ func FuzzReadPromptsFile(f *testing.F) {
 		}
 	})
 }
+
+// bosCodec encodes each byte as its own id and adds BOS (id 1) only when
+// asked, reporting addBOS as a GGUF or tokenizer.json tokenizer would.
+type bosCodec struct{ addBOS bool }
+
+func (c bosCodec) Encode(text string, bos, eos bool) ([]int, error) {
+	var ids []int
+	if bos {
+		ids = append(ids, 1)
+	}
+	for i := 0; i < len(text); i++ {
+		ids = append(ids, 3+int(text[i]))
+	}
+	return ids, nil
+}
+func (bosCodec) Decode(prev, tok int) string { return string(rune(tok - 3)) }
+func (bosCodec) VocabSize() int              { return 259 }
+func (bosCodec) BOS() int                    { return 1 }
+func (c bosCodec) AddBOS() bool              { return c.addBOS }
+
+// TestEncodePromptFollowsAddBOS: a prompt starts with BOS exactly when the
+// tokenizer's file says so (Qwen's adds none), and an empty prompt with no
+// BOS to start from is refused by name instead of reaching the engine.
+func TestEncodePromptFollowsAddBOS(t *testing.T) {
+	for _, add := range []bool{true, false} {
+		lm := &loadedModel{codec: bosCodec{addBOS: add}, maxPiece: 1}
+		ids, err := lm.encodePrompt(prompt{text: "ab", where: "prompt 1"}, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids[0] == 1; got != add || len(ids) != 2+map[bool]int{true: 1}[add] {
+			t.Errorf("add_bos %v: ids %v", add, ids)
+		}
+	}
+	lm := &loadedModel{codec: bosCodec{}, maxPiece: 1}
+	if _, err := lm.encodePrompt(prompt{text: "", where: "prompt 1"}, 16); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
+		t.Errorf("empty prompt without BOS: %v", err)
+	}
+}
