@@ -25,16 +25,16 @@ func ggmlQ4_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb in
 // does, sharing the token's loads.
 
 //go:noescape
-func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
 func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
@@ -44,7 +44,7 @@ func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int
 
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
-type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 // asmRows adapts a kernel to ggmlRowsFn: four rows at a time with k4 when
 // there is one, the rest with k.
@@ -53,7 +53,11 @@ func asmRows(k rowsKernel, k4 rows4Kernel) ggmlRowsFn {
 		i := 0
 		if k4 != nil {
 			for ; i+4 <= len(out); i += 4 {
-				k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i])
+				pf := unsafe.Pointer(&w[i*rb]) // the last group prefetches itself
+				if i+8 <= len(out) {
+					pf = unsafe.Pointer(&w[(i+4)*rb])
+				}
+				k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i], pf)
 			}
 		}
 		if i < len(out) {

@@ -80,8 +80,9 @@ func BenchmarkGGMLPrefill(b *testing.B) {
 }
 
 // decode110M is one decode token's matmuls of the stories110M shape (12
-// layers, dim 768, hidden 2048, vocab 32000) in a weight mix: "Q8_0" all
-// Q8_0, as llama-quantize Q8_0 writes it, or "Q4_K_M" as llama-quantize
+// layers, dim 768, hidden 2048, vocab 32000) in a weight mix: "q8_0" all
+// Stride's runq-style Q8_0 (the baseline), "Q8_0" all ggml Q8_0, as
+// llama-quantize Q8_0 writes it, or "Q4_K_M" as llama-quantize
 // Q4_K_M does: Q4_K, with Q6_K for the classifier and for attn_v and
 // ffn_down of the layers use_more_bits picks (i < n/8, i ≥ 7n/8, or
 // (i − n/8) % 3 == 2: layers 0, 3, 6, 9, 10, 11).
@@ -89,8 +90,8 @@ func decode110M(b *testing.B, mix string) []*Matrix {
 	const layers, dim, hidden, vocab = 12, 768, 2048, 32000
 	typ := func(more bool) string {
 		switch {
-		case mix == "Q8_0":
-			return "Q8_0"
+		case mix == "Q8_0" || mix == "q8_0":
+			return mix
 		case more:
 			return "Q6_K"
 		}
@@ -113,13 +114,14 @@ func decode110M(b *testing.B, mix string) []*Matrix {
 }
 
 // BenchmarkGGMLDecode110M runs one decode token's matmuls (T = 1) of the
-// stories110M shape on 2 threads in Q8_0 and in the Q4_K_M mix. MB/token
+// stories110M shape on 1 and 2 threads in Stride's q8_0, ggml Q8_0 and
+// the Q4_K_M mix. MB/token
 // is the weight bytes streamed; Q4_K_M streams 0.55× of Q8_0's bytes, so at
 // the memory wall it decodes faster although each byte costs more work.
 func BenchmarkGGMLDecode110M(b *testing.B) {
-	pool := NewPool(2)
-	defer pool.Close()
-	for _, mix := range []string{"Q8_0", "Q4_K_M"} {
+	pools := map[int]*Pool{1: nil, 2: NewPool(2)}
+	defer pools[2].Close()
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M"} {
 		ms := decode110M(b, mix)
 		var bytes int64
 		for _, m := range ms {
@@ -132,18 +134,22 @@ func BenchmarkGGMLDecode110M(b *testing.B) {
 		}
 		b.Run(mix, func(b *testing.B) {
 			benchImpls(b, F32, func(b *testing.B) {
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					for _, m := range ms {
-						if err := MatMul(pool, out, x[:m.Cols], m, 1); err != nil {
-							b.Fatal(err)
+				for _, th := range []int{1, 2} {
+					b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
+						b.ReportAllocs()
+						for i := 0; i < b.N; i++ {
+							for _, m := range ms {
+								if err := MatMul(pools[th], out, x[:m.Cols], m, 1); err != nil {
+									b.Fatal(err)
+								}
+							}
 						}
-					}
+						s := b.Elapsed().Seconds() / float64(b.N)
+						b.ReportMetric(1/s, "tok/s")
+						b.ReportMetric(float64(bytes)/1e6, "MB/token")
+						b.ReportMetric(float64(bytes)/s/1e9, "GB/s")
+					})
 				}
-				s := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(1/s, "tok/s")
-				b.ReportMetric(float64(bytes)/1e6, "MB/token")
-				b.ReportMetric(float64(bytes)/s/1e9, "GB/s")
 			})
 		})
 	}
