@@ -60,6 +60,7 @@ type ggmlActs struct {
 	q       []int8    // [T, cols] quantized values (Q8_0, Q8_K)
 	d       []float32 // [T, cols/32] Q8_0 scales (fp16 values) or [T, cols/256] Q8_K scales
 	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
+	bs32    []int16   // [T, cols/32] pairwise bsums: sums of 32
 	f       []float32 // [T, cols] activations rounded to F16 or BF16
 }
 
@@ -80,6 +81,7 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 		a.q = grow(a.q, T*cols)
 		a.d = grow(a.d, T*cols/256)
 		a.bsums = grow(a.bsums, T*cols/16)
+		a.bs32 = grow(a.bs32, T*cols/32)
 	case actF16, actBF16:
 		a.f = grow(a.f, T*cols)
 	}
@@ -104,7 +106,12 @@ func (a *ggmlActs) run(t0, t1 int) {
 		case actQ8_0:
 			quantizeQ8_0Blocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/32:(t+1)*cols/32], x)
 		case actQ8_K:
-			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], a.bsums[t*cols/16:(t+1)*cols/16], x)
+			bs := a.bsums[t*cols/16 : (t+1)*cols/16]
+			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], bs, x)
+			b32 := a.bs32[t*cols/32 : (t+1)*cols/32]
+			for k := range b32 {
+				b32[k] = bs[2*k] + bs[2*k+1]
+			}
 		case actF16:
 			f := a.f[t*cols : (t+1)*cols]
 			t16 := f16Table()

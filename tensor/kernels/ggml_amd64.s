@@ -68,6 +68,24 @@ DATA ggmlK6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
 DATA ggmlK6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL ggmlK6Shuf<>(SB), RODATA|NOPTR, $128
 
+
+// Q4_K scale unpacking (see ggmlQ4KRowsAVX2).
+DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
+DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
+GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
+DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
+GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
+GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
+DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
+GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
+DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
+GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
+
 // HSUM8 folds the 8 lanes of Y0 into X1[0] as hsum_float_8. Uses X2.
 #define HSUM8 \
 	VEXTRACTF128 $1, Y0, X1; \
@@ -268,10 +286,11 @@ q40v_blk:
 // The K-quant kernels walk their rows as one stream and prefetch 1 KiB
 // ahead into L2 (a hint: it never faults, even past the matrix).
 
-// func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+// func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
 //
 // ggml_vec_dot_q4_K_q8_K's AVX2 path: per super-block, the 12 scale bytes
-// unpacked into 8 scales and 8 mins (utmp), acc_m += −dmin·y.d ×
+// unpacked into 8 scales and 8 mins (utmp, here with byte shuffles rather
+// than ggml's 32-bit shifts: the same bytes), acc_m += −dmin·y.d ×
 // madd(mins, pairwise bsums) on 4 lanes, acc += d·y.d × float(Σ_j
 // madd(scale, maddubs(q4, q8))); the row is hsum(acc) + hsum4(acc_m).
 TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $0-64
@@ -281,11 +300,13 @@ TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $0-64
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
+	MOVL $0x80000000, AX
+	VMOVD AX, X8
 q4k_row:
 	MOVQ SI, R10
 	MOVQ xq+16(FP), R11
 	MOVQ xd+24(FP), R12
-	MOVQ bsums+32(FP), R13
+	MOVQ bs32+32(FP), R13
 	MOVQ nb+40(FP), CX
 	VXORPS Y0, Y0, Y0
 	VXORPS X10, X10, X10
@@ -293,47 +314,30 @@ q4k_blk:
 	PREFETCHT1 1024(R10)
 	PREFETCHT1 1088(R10)
 	PREFETCHT1 1152(R10)
-	// utmp[0..3] from the 12 scale bytes at 4(R10): u0, u1, u2.
-	MOVL 4(R10), AX
-	MOVL 8(R10), BX
-	MOVL 12(R10), DI
-	// utmp0 = u0 & kmask1 (lane 0 of X11)
-	MOVL AX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	ANDL $0x3f3f3f3f, AX
-	VMOVD AX, X11
-	// utmp1 = (u2 & kmask2) | (((u0 >> 6) & kmask3) << 4)
-	MOVL DI, AX
-	ANDL $0x0f0f0f0f, AX
-	ORL R8, AX
-	VPINSRD $1, AX, X11, X11
-	// utmp3 = ((u2 >> 4) & kmask2) | (((u1 >> 6) & kmask3) << 4)
-	MOVL BX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL DI, AX
-	SHRL $4, AX
-	ANDL $0x0f0f0f0f, AX
-	ORL R8, AX
-	// utmp2 = u1 & kmask1
-	ANDL $0x3f3f3f3f, BX
-	VPINSRD $2, BX, X11, X11
-	VPINSRD $3, AX, X11, X11
+	// The 12 scale bytes b0..b11 at 4(R10) (the load's last 4 bytes are
+	// quants, unused) unpack to ggml's utmp as bytes [sc0..sc7, mn0..mn7]:
+	//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
+	//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
+	// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7].
+	VMOVDQU 4(R10), X11
+	VPSHUFB ggmlK4P<>(SB), X11, X12
+	VPSHUFB ggmlK4Q<>(SB), X11, X13
+	VPSRLW $4, X12, X14
+	VPAND ggmlK4M1<>(SB), X12, X12
+	VPAND ggmlK4M2<>(SB), X14, X14
+	VPSRLW $2, X13, X13
+	VPAND ggmlK4M3<>(SB), X13, X13
+	VPOR X14, X12, X12
+	VPOR X13, X12, X12
 	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
-	VPMOVZXBW X11, Y11
-	// Mins: acc_m += dmin × float(madd(mins, hadd(bsums lo, bsums hi))).
-	VMOVDQU (R13), Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPHADDW X13, X12, X12
+	VPMOVZXBW X12, Y11
+	// Mins: acc_m += dmin × float(madd(mins, q8s)), q8s the 8 pairwise
+	// bsums (bsums[2i] + bsums[2i+1], ggml's _mm_hadd_epi16), which the
+	// activation side stores ready (bs32).
 	VEXTRACTI128 $1, Y11, X13
-	VPMADDWD X12, X13, X13
+	VPMADDWD (R13), X13, X13
 	VCVTDQ2PS X13, X13
 	KSCALE(2)
-	MOVL $0x80000000, AX
-	VMOVD AX, X8
 	VXORPS X8, X9, X9
 	VBROADCASTSS X9, X9
 	VFMADD231PS X13, X9, X10
@@ -351,7 +355,7 @@ q4k_blk:
 	ADDQ $144, R10
 	ADDQ $256, R11
 	ADDQ $4, R12
-	ADDQ $32, R13
+	ADDQ $16, R13
 	DECQ CX
 	JNZ q4k_blk
 	// acc_m += movehl(acc_m); acc_m = add_ss(acc_m, movehdup(acc_m))
