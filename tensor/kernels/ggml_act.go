@@ -61,6 +61,7 @@ type ggmlActs struct {
 	d       []float32 // [T, cols/32] Q8_0 scales (fp16 values) or [T, cols/256] Q8_K scales
 	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
 	bs32    []int16   // [T, cols/32] pairwise bsums: sums of 32
+	q8s     []int16   // [T, cols/2] 32·(q[2i] + q[2i+1])
 	f       []float32 // [T, cols] activations rounded to F16 or BF16
 }
 
@@ -82,6 +83,7 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 		a.d = grow(a.d, T*cols/256)
 		a.bsums = grow(a.bsums, T*cols/16)
 		a.bs32 = grow(a.bs32, T*cols/32)
+		a.q8s = grow(a.q8s, T*cols/2)
 	case actF16, actBF16:
 		a.f = grow(a.f, T*cols)
 	}
@@ -111,6 +113,10 @@ func (a *ggmlActs) run(t0, t1 int) {
 			b32 := a.bs32[t*cols/32 : (t+1)*cols/32]
 			for k := range b32 {
 				b32[k] = bs[2*k] + bs[2*k+1]
+			}
+			q, q8s := a.q[t*cols:(t+1)*cols], a.q8s[t*cols/2:(t+1)*cols/2]
+			for k := range q8s {
+				q8s[k] = 32 * (int16(q[2*k]) + int16(q[2*k+1]))
 			}
 		case actF16:
 			f := a.f[t*cols : (t+1)*cols]

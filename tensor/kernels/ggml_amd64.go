@@ -40,7 +40,7 @@ func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb i
 func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
 
 //go:noescape
-func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
@@ -74,7 +74,9 @@ func init() {
 		q4K: func(w []byte, rb int, x *tokenActs, out []float32) {
 			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.bs32[0], len(x.d), &out[0], len(out))
 		},
-		q6K: asmRows(ggmlQ6KRowsAVX2, nil),
+		q6K: func(w []byte, rb int, x *tokenActs, out []float32) {
+			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
+		},
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2

@@ -13,9 +13,7 @@
 // folding: (hi + lo), + movehl, + movehdup.
 
 // Scale shuffles. ggmlK4Shuf (get_scale_shuffle_k4): 32-byte masks that
-// broadcast 16-bit scale i to all 16 lanes. ggmlK6Shuf
-// (get_scale_shuffle): 16-byte masks selecting int8 scale 2i for bytes
-// 0-7 and 2i+1 for bytes 8-15.
+// broadcast 16-bit scale i to all 16 lanes.
 DATA ggmlK4Shuf<>+0(SB)/8, $0x0100010001000100
 DATA ggmlK4Shuf<>+8(SB)/8, $0x0100010001000100
 DATA ggmlK4Shuf<>+16(SB)/8, $0x0100010001000100
@@ -50,24 +48,28 @@ DATA ggmlK4Shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA ggmlK4Shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL ggmlK4Shuf<>(SB), RODATA|NOPTR, $256
 
-DATA ggmlK6Shuf<>+0(SB)/8, $0x0000000000000000
-DATA ggmlK6Shuf<>+8(SB)/8, $0x0101010101010101
-DATA ggmlK6Shuf<>+16(SB)/8, $0x0202020202020202
-DATA ggmlK6Shuf<>+24(SB)/8, $0x0303030303030303
-DATA ggmlK6Shuf<>+32(SB)/8, $0x0404040404040404
-DATA ggmlK6Shuf<>+40(SB)/8, $0x0505050505050505
-DATA ggmlK6Shuf<>+48(SB)/8, $0x0606060606060606
-DATA ggmlK6Shuf<>+56(SB)/8, $0x0707070707070707
-DATA ggmlK6Shuf<>+64(SB)/8, $0x0808080808080808
-DATA ggmlK6Shuf<>+72(SB)/8, $0x0909090909090909
-DATA ggmlK6Shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA ggmlK6Shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA ggmlK6Shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA ggmlK6Shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
-DATA ggmlK6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
-DATA ggmlK6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL ggmlK6Shuf<>(SB), RODATA|NOPTR, $128
 
+
+// ggmlK6Shuf2: 32-byte masks over 8 int16 scales held in both lanes;
+// mask k broadcasts scale 2k to the low lane and 2k+1 to the high lane
+// (ggml's get_scale_shuffle then _mm256_cvtepi8_epi16, on widened scales).
+DATA ggmlK6Shuf2<>+0(SB)/8, $0x0100010001000100
+DATA ggmlK6Shuf2<>+8(SB)/8, $0x0100010001000100
+DATA ggmlK6Shuf2<>+16(SB)/8, $0x0302030203020302
+DATA ggmlK6Shuf2<>+24(SB)/8, $0x0302030203020302
+DATA ggmlK6Shuf2<>+32(SB)/8, $0x0504050405040504
+DATA ggmlK6Shuf2<>+40(SB)/8, $0x0504050405040504
+DATA ggmlK6Shuf2<>+48(SB)/8, $0x0706070607060706
+DATA ggmlK6Shuf2<>+56(SB)/8, $0x0706070607060706
+DATA ggmlK6Shuf2<>+64(SB)/8, $0x0908090809080908
+DATA ggmlK6Shuf2<>+72(SB)/8, $0x0908090809080908
+DATA ggmlK6Shuf2<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK6Shuf2<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK6Shuf2<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK6Shuf2<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK6Shuf2<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA ggmlK6Shuf2<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL ggmlK6Shuf2<>(SB), RODATA|NOPTR, $128
 
 // Q4_K scale unpacking (see ggmlQ4KRowsAVX2).
 DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
@@ -373,48 +375,49 @@ q4k_blk:
 	VZEROUPPER
 	RET
 
-// Q6KQUAD finishes one 32-value quad k of a Q6_K half: Y7 holds the 6-bit
-// codes q (0..63); p16 = maddubs(q, q8) − maddubs(32, q8) (so q − 32),
-// times the int8 scales the ggmlK6Shuf mask at soff selects, added to Y6.
-#define Q6KQUAD(xoff, soff) \
-	VMOVDQU xoff(R11), Y11; \
-	VPMADDUBSW Y11, Y13, Y8; \
-	VPMADDUBSW Y11, Y7, Y7; \
-	VPSUBW Y8, Y7, Y7; \
-	VPSHUFB ggmlK6Shuf<>+soff(SB), X10, X12; \
-	VPMOVSXBW X12, Y12; \
-	VPMADDWD Y7, Y12, Y7; \
+// Q6KQUAD(xoff, poff, moff, S) finishes one 32-value quad of a Q6_K
+// half: Y7 holds the 6-bit codes q (0..63); p16 = maddubs(q, q8) −
+// maddubs(32, q8) (so q − 32), with maddubs(32, q8) read ready from the
+// token's q8s (poff(BX)) rather than recomputed for every row; times the
+// quad's two int16 sub-block scales, which the ggmlK6Shuf2 mask at moff
+// selects from S (the half's 8 sign-extended scales in both lanes), added
+// to Y6. The int16 lanes are ggml's, so the sums are too.
+#define Q6KQUAD(xoff, poff, moff, S) \
+	VPMADDUBSW xoff(R11), Y7, Y7; \
+	VPSUBW poff(BX), Y7, Y7; \
+	VPSHUFB ggmlK6Shuf2<>+moff(SB), S, Y8; \
+	VPMADDWD Y7, Y8, Y7; \
 	VPADDD Y7, Y6, Y6
 
-// func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+// func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 //
 // ggml_vec_dot_q6_K_q8_K's AVX2 path: per super-block acc += d·y.d ×
 // float(Σ madd(scales, maddubs(q, q8) − maddubs(32, q8))).
-TEXT ·ggmlQ6KRowsAVX2(SB), NOSPLIT, $0-56
+TEXT ·ggmlQ6KRowsAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
-	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), DI
 	MOVQ xd+24(FP), R8
-	MOVQ nb+32(FP), CX
-	MOVQ out+40(FP), DX
-	MOVQ nrows+48(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ out+48(FP), DX
+	MOVQ nrows+56(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL $0x03030303, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	MOVL $0x20202020, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
 q6k_row:
 	Q8ROW
+	MOVQ q8s+32(FP), BX
 q6k_blk:
 	PREFETCHT1 1024(R10)
 	PREFETCHT1 1088(R10)
 	PREFETCHT1 1152(R10)
 	PREFETCHT1 1216(R10)
-	VMOVDQU 192(R10), X10
+	// Scales: sc0..7 in both lanes of Y11, sc8..15 in both lanes of Y12.
+	VPMOVSXBW 192(R10), Y10
+	VPERMQ $0x44, Y10, Y11
+	VPERMQ $0xee, Y10, Y12
 	VPXOR Y6, Y6, Y6
 	// Half 0: ql[0:64], qh[0:32], q8[0:128].
 	VMOVDQU 0(R10), Y2
@@ -424,27 +427,27 @@ q6k_blk:
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y2, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(0, 0)
+	Q6KQUAD(0, 0, 0, Y11)
 	VPSRLW $2, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y3, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(32, 16)
+	Q6KQUAD(32, 32, 32, Y11)
 	VPSRLW $4, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y2, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(64, 32)
+	Q6KQUAD(64, 64, 64, Y11)
 	VPSRLW $6, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y3, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(96, 48)
+	Q6KQUAD(96, 96, 96, Y11)
 	// Half 1: ql[64:128], qh[32:64], q8[128:256].
 	VMOVDQU 64(R10), Y2
 	VMOVDQU 96(R10), Y3
@@ -453,37 +456,42 @@ q6k_blk:
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y2, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(128, 64)
+	Q6KQUAD(128, 128, 0, Y12)
 	VPSRLW $2, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y3, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(160, 80)
+	Q6KQUAD(160, 160, 32, Y12)
 	VPSRLW $4, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y2, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(192, 96)
+	Q6KQUAD(192, 192, 64, Y12)
 	VPSRLW $6, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y3, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(224, 112)
+	Q6KQUAD(224, 224, 96, Y12)
 	KSCALE(208)
 	VBROADCASTSS X9, Y9
 	VCVTDQ2PS Y6, Y6
 	VFMADD231PS Y6, Y9, Y0
 	ADDQ $210, R10
 	ADDQ $256, R11
+	ADDQ $256, BX
 	ADDQ $4, R12
 	DECQ R13
 	JNZ q6k_blk
-	Q8ENDROW
+	HSUM8
+	VMOVSS X1, (DX)
+	ADDQ $4, DX
+	ADDQ ws+8(FP), SI
+	DECQ R9
 	JNZ q6k_row
 	VZEROUPPER
 	RET

@@ -137,6 +137,7 @@ func BenchmarkGGMLDecode110M(b *testing.B) {
 				for _, th := range []int{1, 2} {
 					b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
 						b.ReportAllocs()
+						cpu0 := processCPU()
 						for i := 0; i < b.N; i++ {
 							for _, m := range ms {
 								if err := MatMul(pools[th], out, x[:m.Cols], m, 1); err != nil {
@@ -145,6 +146,9 @@ func BenchmarkGGMLDecode110M(b *testing.B) {
 							}
 						}
 						s := b.Elapsed().Seconds() / float64(b.N)
+						// CPU ms per token (all threads): with t1 on a shared
+						// host this is the steadier number.
+						b.ReportMetric((processCPU()-cpu0)*1e3/float64(b.N), "cpu-ms/token")
 						b.ReportMetric(1/s, "tok/s")
 						b.ReportMetric(float64(bytes)/1e6, "MB/token")
 						b.ReportMetric(float64(bytes)/s/1e9, "GB/s")

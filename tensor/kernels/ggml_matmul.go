@@ -8,11 +8,13 @@ package kernels
 
 // tokenActs is one token's quantized activations: values q, block scales
 // d, and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
-// sums ggml's AVX2 Q4_K code forms with _mm_hadd_epi16).
+// sums ggml's AVX2 Q4_K code forms with _mm_hadd_epi16) and q8s, 32 times
+// each pair's sum (maddubs(32, q8), which ggml's AVX2 Q6_K code forms per
+// row).
 type tokenActs struct {
-	q           []int8
-	d           []float32
-	bsums, bs32 []int16
+	q                []int8
+	d                []float32
+	bsums, bs32, q8s []int16
 }
 
 // ggmlRowsFn computes len(out) consecutive weight rows (w holds them, rb
@@ -97,6 +99,7 @@ func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 			if a.kind == actQ8_K {
 				x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
 				x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
+				x.q8s = a.q8s[t*cols/2 : (t+1)*cols/2]
 			}
 			fn(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
 		}
