@@ -20,8 +20,11 @@ func randGGML(t testing.TB, rng *rand.Rand, typ GGMLType, rows, cols int) []byte
 		t.Fatal(err)
 	}
 	b := make([]byte, rows*rb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
+	for i := 0; i < len(b); i += 8 {
+		v := rng.Uint64()
+		for k := i; k < min(i+8, len(b)); k++ {
+			b[k] = byte(v >> (8 * (k - i)))
+		}
 	}
 	scale := func(p []byte) {
 		binary.LittleEndian.PutUint16(p, F16FromFloat32(float32(0.001+0.05*rng.Float64())))
