@@ -12,41 +12,6 @@
 // acc) per block (super-block for the K-quants), then hsum_float_8's
 // folding: (hi + lo), + movehl, + movehdup.
 
-// Scale shuffles. ggmlK4Shuf (get_scale_shuffle_k4): 32-byte masks that
-// broadcast 16-bit scale i to all 16 lanes.
-DATA ggmlK4Shuf<>+0(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+8(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+16(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+24(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+32(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+40(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+48(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+56(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+64(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+72(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+80(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+88(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+96(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+104(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+112(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+120(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+128(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+136(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+144(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+152(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL ggmlK4Shuf<>(SB), RODATA|NOPTR, $256
 
 
 
@@ -268,12 +233,15 @@ q40v_blk:
 
 // Q4KSUB(k0, k1, wo, x0, x1) is one 64-value step j of ggml's AVX2 q4_K
 // loop: 32 bytes of nibbles at wo = 16+32j, low nibbles against q8 at
-// x0 = 64j with scale 2j (shuffle mask at k0), high nibbles against
-// x1 = 64j+32 with scale 2j+1 (mask at k1), added to Y6. Y12 holds the 8
-// int16 scales in both lanes; Y15 0x0F bytes.
+// x0 = 64j with scale 2j, high nibbles against x1 = 64j+32 with scale
+// 2j+1, added to Y6. The scale vectors are what ggml's
+// get_scale_shuffle_k4 shuffles make (scale i in all 16 int16 lanes),
+// here broadcast from the frame, where scale i is stored as the int16 pair
+// (sc, sc) at k = 4i: a broadcast from memory costs a load, not a shuffle.
+// Y15 holds 0x0F bytes.
 #define Q4KSUB(k0, k1, wo, x0, x1) \
-	VPSHUFB ggmlK4Shuf<>+k0(SB), Y12, Y13; \
-	VPSHUFB ggmlK4Shuf<>+k1(SB), Y12, Y14; \
+	VPBROADCASTD k0(SP), Y13; \
+	VPBROADCASTD k1(SP), Y14; \
 	VMOVDQU wo(R10), Y2; \
 	VPSRLW $4, Y2, Y3; \
 	VPAND Y15, Y2, Y2; \
@@ -297,15 +265,16 @@ q40v_blk:
 // than ggml's 32-bit shifts: the same bytes), acc_m += −dmin·y.d ×
 // madd(mins, pairwise bsums) on 4 lanes, acc += d·y.d × float(Σ_j
 // madd(scale, maddubs(q4, q8))); the row is hsum(acc) + hsum4(acc_m).
-TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $0-64
+TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $32-64
 	MOVQ w+0(FP), SI
 	MOVQ out+48(FP), DX
 	MOVQ nrows+56(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	MOVL $0x80000000, AX
-	VMOVD AX, X8
+	// X8: the sign of lane 1, to form (y.d, −y.d).
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X8
 q4k_row:
 	MOVQ SI, R10
 	MOVQ xq+16(FP), R11
@@ -335,25 +304,32 @@ q4k_blk:
 	VPOR X13, X12, X12
 	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
 	VPMOVZXBW X12, Y11
+	// The scales as int16 pairs (sc_i, sc_i) at 4i(SP).
+	VPUNPCKLWD X11, X11, X13
+	VPUNPCKHWD X11, X11, X14
+	VMOVDQU X13, 0(SP)
+	VMOVDQU X14, 16(SP)
+	// X9 = (d·y.d, dmin·(−y.d)): ggml's d and dmin, from the block's two
+	// fp16 and the token's scale.
+	VMOVD 0(R10), X9
+	VCVTPH2PS X9, X9
+	VBROADCASTSS (R12), X7
+	VXORPS X8, X7, X7
+	VMULPS X7, X9, X9
 	// Mins: acc_m += dmin × float(madd(mins, q8s)), q8s the 8 pairwise
 	// bsums (bsums[2i] + bsums[2i+1], ggml's _mm_hadd_epi16), which the
 	// activation side stores ready (bs32).
 	VEXTRACTI128 $1, Y11, X13
 	VPMADDWD (R13), X13, X13
 	VCVTDQ2PS X13, X13
-	KSCALE(2)
-	VXORPS X8, X9, X9
-	VBROADCASTSS X9, X9
-	VFMADD231PS X13, X9, X10
-	// Scales in both lanes.
-	VINSERTI128 $1, X11, Y11, Y12
-	VPXOR Y6, Y6, Y6
-	Q4KSUB(0, 32, 16, 0, 32)
-	Q4KSUB(64, 96, 48, 64, 96)
-	Q4KSUB(128, 160, 80, 128, 160)
-	Q4KSUB(192, 224, 112, 192, 224)
-	KSCALE(0)
+	VPERMILPS $0x55, X9, X7
+	VFMADD231PS X13, X7, X10
 	VBROADCASTSS X9, Y9
+	VPXOR Y6, Y6, Y6
+	Q4KSUB(0, 4, 16, 0, 32)
+	Q4KSUB(8, 12, 48, 64, 96)
+	Q4KSUB(16, 20, 80, 128, 160)
+	Q4KSUB(24, 28, 112, 192, 224)
 	VCVTDQ2PS Y6, Y6
 	VFMADD231PS Y6, Y9, Y0
 	ADDQ $144, R10
