@@ -457,3 +457,26 @@ func TestGGMLRowBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestF16RoundMatchesF16FromFloat32: the activation rounding's fast path
+// agrees with the general conversion on every float32 exponent and on the
+// boundaries of the fast range.
+func TestF16RoundMatchesF16FromFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	check := func(b uint32) {
+		v := math.Float32frombits(b)
+		if got, want := f16Round(v), F16FromFloat32(v); got != want && !math.IsNaN(float64(v)) {
+			t.Fatalf("f16Round(%g = %#08x) = %#04x, F16FromFloat32 %#04x", v, b, got, want)
+		}
+		if got, want := f16RoundF32(v), F16ToFloat32(F16FromFloat32(v)); math.Float32bits(got) != math.Float32bits(want) && !math.IsNaN(float64(v)) {
+			t.Fatalf("f16RoundF32(%g = %#08x) = %g, via F16FromFloat32 %g", v, b, got, want)
+		}
+	}
+	for _, b := range []uint32{0x38800000, 0x387fffff, 0x477ff000, 0x477fefff, 0x477fe000, 0x3f800fff, 0x3f801000, 0x3f803000} {
+		check(b)
+		check(b | 0x80000000)
+	}
+	for i := 0; i < 1<<20; i++ {
+		check(rng.Uint32())
+	}
+}
