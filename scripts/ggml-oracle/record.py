@@ -10,7 +10,8 @@ For each ggml type it reads two whole rows of one real tensor from the
 shared GGUF fixtures (llama-quantize's output), and writes their raw block
 bytes and gguf-py's dequantized float32 values (as little-endian float32 bytes, so the Go
 test compares exactly). It also records gguf.quants.quantize(Q8_0) of a
-few activation-like vectors, ties and a zero block included.
+few activation-like vectors, ties and a zero block included, and the BF16
+and F16 rounding of a few hundred values.
 
 Usage, from the repository root (CI does not run this; the Go tests replay
 its output, tensor/kernels/testdata/ggml_oracle.json):
@@ -82,7 +83,23 @@ for a in acts:
     q = quantize(a.reshape(1, -1), Q.Q8_0)
     quants.append({"x": a.astype("<f4").tobytes().hex(), "blocks": q.tobytes().hex()})
 
+# BF16 (gguf-py: "same as ggml_compute_fp32_to_bf16") and F16 (numpy's
+# float16 cast, as gguf-py's F16 writer does) rounding of activation-like
+# values with ties, subnormals, overflow, NaN and Inf, and the dequantized
+# bf16 (the raw bytes read back through a BF16 tensor).
+halfx = np.concatenate([
+    rng.standard_normal(200).astype(np.float32),
+    (rng.standard_normal(40) * 1e-6).astype(np.float32),
+    np.array([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-11, 1 + 3 * 2**-11, 65504, 65520, 70000, -1e-8, 6e-8,
+              np.inf, -np.inf, np.nan, 0.0, -0.0], dtype=np.float32),
+])
+bf = quantize(halfx.reshape(1, -1), Q.BF16)
+halves = {"x": halfx.astype("<f4").tobytes().hex(),
+          "bf16": bf.tobytes().hex(),
+          "bf16_values": dequantize(bf, Q.BF16).astype("<f4").tobytes().hex(),
+          "f16": halfx.astype(np.float16).astype("<f2").tobytes().hex()}
+
 json.dump({"generator": "scripts/ggml-oracle/record.py (gguf-py quants.py, llama.cpp c392e50, numpy " + np.__version__ + ")",
-           "dequant": records, "quantize_q8_0": quants},
+           "dequant": records, "quantize_q8_0": quants, "halves": halves},
           open(args.out, "w"), indent=0)
 print("wrote", args.out, os.path.getsize(args.out), "bytes")

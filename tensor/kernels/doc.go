@@ -1,5 +1,6 @@
 // Package kernels holds Stride's CPU compute kernels: weight matrices in
-// F32, F16, BF16 and Q8_0, the matmul that every projection of the model
+// F32, F16, BF16 and Q8_0 and in ggml's block formats (GGUF's Q8_0, Q4_0,
+// Q4_K and Q6_K), the matmul that every projection of the model
 // runs through, the attention helpers (Dot, Axpy, the row-gather kernels
 // DotRows and AxpyRows that read paged K/V through block-table offsets,
 // and ExpSub, the softmax exponential), SwiGLU, a persistent worker pool,
@@ -38,6 +39,22 @@
 // portable kernel is runq.c's loop bit for bit. The activation rounding
 // adds an error of at most half an x step per product; the README reports
 // its effect on logits and greedy tokens.
+//
+// # ggml formats
+//
+// NewGGMLMatrix wraps a GGUF tensor's bytes as they are in the file (no
+// copy, no widening: decode streams exactly the file's tensor bytes) and
+// MatMul computes with them as ggml does, so perplexity matches
+// llama.cpp's: the activations are converted to the weight type's
+// vec_dot_type first (Q8_0 blocks of 32 with an fp16 scale for Q8_0 and
+// Q4_0, Q8_K blocks of 256 with a float32 scale and sums of 16 for Q4_K
+// and Q6_K, F16 or BF16 rounding for those weights), and each output is
+// ggml's integer dot product: exact int32 sums per block, scaled by
+// d_w·d_x into a float32 accumulator. The amd64 kernels (ggml_amd64.s)
+// follow ggml's AVX2 code instruction for instruction, so each output has
+// the bits llama.cpp's x86 build computes from the same activations;
+// Row dequantizes bit for bit as ggml's dequantize_row_* (both checked
+// against gguf-py, ggml's own Python port, in the tests).
 //
 // # Kernels and blocking
 //

@@ -117,8 +117,8 @@ func (t GGMLType) RowBytes(cols int) (int, error) {
 	return cols / l.blockSize * l.blockBytes, nil
 }
 
-// blockFormat reports whether f stores raw ggml blocks in Matrix.Blocks,
-// and returns their layout.
+// ggmlBlocks reports whether f stores raw ggml blocks in Matrix.Blocks,
+// and returns their ggml type.
 func (f Format) ggmlBlocks() (GGMLType, bool) {
 	switch f {
 	case GGMLQ8_0:

@@ -60,6 +60,8 @@ type ggmlActs struct {
 	q       []int8    // [T, cols] quantized values (Q8_0, Q8_K)
 	d       []float32 // [T, cols/32] Q8_0 scales (fp16 values) or [T, cols/256] Q8_K scales
 	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
+	bs32    []int16   // [T, cols/32] pairwise bsums: sums of 32
+	q8s     []int16   // [T, cols/2] 32·(q[2i] + q[2i+1])
 	f       []float32 // [T, cols] activations rounded to F16 or BF16
 }
 
@@ -80,6 +82,8 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 		a.q = grow(a.q, T*cols)
 		a.d = grow(a.d, T*cols/256)
 		a.bsums = grow(a.bsums, T*cols/16)
+		a.bs32 = grow(a.bs32, T*cols/32)
+		a.q8s = grow(a.q8s, T*cols/2)
 	case actF16, actBF16:
 		a.f = grow(a.f, T*cols)
 	}
@@ -104,12 +108,20 @@ func (a *ggmlActs) run(t0, t1 int) {
 		case actQ8_0:
 			quantizeQ8_0Blocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/32:(t+1)*cols/32], x)
 		case actQ8_K:
-			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], a.bsums[t*cols/16:(t+1)*cols/16], x)
+			bs := a.bsums[t*cols/16 : (t+1)*cols/16]
+			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], bs, x)
+			b32 := a.bs32[t*cols/32 : (t+1)*cols/32]
+			for k := range b32 {
+				b32[k] = bs[2*k] + bs[2*k+1]
+			}
+			q, q8s := a.q[t*cols:(t+1)*cols], a.q8s[t*cols/2:(t+1)*cols/2]
+			for k := range q8s {
+				q8s[k] = 32 * (int16(q[2*k]) + int16(q[2*k+1]))
+			}
 		case actF16:
 			f := a.f[t*cols : (t+1)*cols]
-			t16 := f16Table()
 			for j, v := range x {
-				f[j] = t16[F16FromFloat32(v)]
+				f[j] = f16RoundF32(v)
 			}
 		case actBF16:
 			f := a.f[t*cols : (t+1)*cols]
@@ -125,7 +137,8 @@ func (a *ggmlActs) run(t0, t1 int) {
 // runs on amd64), per block of 32:
 //
 //	amax = max|x|,  d = fp16(amax/127),  id = 127/amax (0 if amax is 0)
-//	q = round(x·id), ties to even (_mm256_round_ps), saturated to int8
+//	q = round(x·id), ties to even (_mm256_round_ps); |x·id| ≤ 127, so
+//	    the int8 packing never saturates
 //
 // The portable reference (quantize_row_q8_0_ref, and gguf-py) differs in
 // two roundings only: id = 1/(amax/127) and ties away from zero, so a q
@@ -134,32 +147,39 @@ func (a *ggmlActs) run(t0, t1 int) {
 // float32, the value the dot products multiply by. A block holding NaN or
 // ±Inf gets d = NaN and q = 0, so the outputs it touches are NaN.
 func quantizeQ8_0Blocks(q []int8, d []float32, x []float32) {
+	t16 := f16Table()
 	for b := range d {
 		xx := x[b*32 : b*32+32]
 		qq := q[b*32 : b*32+32]
-		var amax float32
-		finite := true
+		// max|x| on the bit patterns: for non-negative floats they order as
+		// the values do, and NaN and Inf compare above every finite one.
+		var amaxBits uint32
 		for _, v := range xx {
-			v = abs32(v)
-			amax = max(amax, v)
-			if !(v <= math.MaxFloat32) {
-				finite = false
-			}
+			amaxBits = max(amaxBits, math.Float32bits(v)&0x7fffffff)
 		}
-		if !finite {
+		if amaxBits >= 0x7f800000 {
 			d[b] = float32(math.NaN())
 			clear(qq)
 			continue
 		}
-		d[b] = f16Table()[F16FromFloat32(amax/127)]
+		amax := math.Float32frombits(amaxBits)
+		d[b] = t16[F16FromFloat32(amax/127)]
 		var id float32
 		if amax != 0 {
 			id = 127 / amax
 		}
 		for j, v := range xx {
-			qq[j] = satInt8(math.RoundToEven(float64(v * id)))
+			qq[j] = int8(roundEven(float32(v * id))) // |v·id| ≤ 127 (+ a rounding)
 		}
 	}
+}
+
+// roundEven rounds f (|f| < 2^22) to the nearest integer, ties to even, as
+// ggml's nearest_int does: adding 1.5·2^23 leaves the integer in the low
+// mantissa bits, rounded by the float32 addition itself.
+func roundEven(f float32) int32 {
+	r := f + 12582912
+	return int32(math.Float32bits(r)&0x007fffff) - 0x00400000
 }
 
 // quantizeQ8_KBlocks quantizes x (len a multiple of 256) to ggml Q8_K
@@ -175,19 +195,18 @@ func quantizeQ8_KBlocks(q []int8, d []float32, bsums []int16, x []float32) {
 	for b := range d {
 		xx := x[b*256 : b*256+256]
 		qq := q[b*256 : b*256+256]
-		var amax, mx float32
-		finite := true
+		// The first x of largest |x|, compared as bit patterns (see
+		// quantizeQ8_0Blocks); a NaN or Inf wins and is caught below.
+		var amaxBits uint32
+		var mx float32
 		for _, v := range xx {
-			av := abs32(v)
-			if av > amax {
-				amax, mx = av, v
-			}
-			if !(av <= math.MaxFloat32) {
-				finite = false
+			if ab := math.Float32bits(v) & 0x7fffffff; ab > amaxBits {
+				amaxBits, mx = ab, v
 			}
 		}
+		amax := math.Float32frombits(amaxBits)
 		switch {
-		case !finite:
+		case amaxBits >= 0x7f800000:
 			d[b] = float32(math.NaN())
 			clear(qq)
 		case amax == 0:
@@ -196,7 +215,7 @@ func quantizeQ8_KBlocks(q []int8, d []float32, bsums []int16, x []float32) {
 		default:
 			iscale := -127 / mx
 			for j, v := range xx {
-				qq[j] = int8(min(127, int(math.RoundToEven(float64(iscale*v)))))
+				qq[j] = int8(min(127, roundEven(float32(iscale*v))))
 			}
 			d[b] = 1 / iscale
 		}
@@ -210,16 +229,30 @@ func quantizeQ8_KBlocks(q []int8, d []float32, bsums []int16, x []float32) {
 	}
 }
 
-func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
-
-// satInt8 converts an integral float64 to int8 with saturation, as
-// _mm256_packs_epi32/_epi16 do after _mm256_cvtps_epi32.
-func satInt8(f float64) int8 {
-	switch {
-	case f > 127:
-		return 127
-	case f < -128:
-		return -128
+// f16Round is F16FromFloat32 with a fast path for the normal binary16
+// range, where rounding to nearest even is one add on the bit pattern:
+// rebias the exponent (127 → 15), add 0xfff plus the lowest kept bit, and
+// drop the 13 low bits (a mantissa carry moves into the exponent, as it
+// should). Everything else (subnormal, overflow, Inf, NaN) goes the long way.
+func f16Round(v float32) uint16 {
+	b := math.Float32bits(v)
+	a := b & 0x7fffffff
+	if a >= 0x38800000 && a < 0x477ff000 { // [2^-14, 65520): a normal result
+		return uint16(b>>16&0x8000) | uint16((a-0x38000000+0xfff+(a>>13)&1)>>13)
 	}
-	return int8(f)
+	return F16FromFloat32(v)
 }
+
+// f16RoundF32 is v rounded to binary16 and widened back, F16ToFloat32(
+// f16Round(v)): in the normal range the rounding is done on v's own bits
+// (the exponent rebias cancels), with no binary16 in between.
+func f16RoundF32(v float32) float32 {
+	b := math.Float32bits(v)
+	a := b & 0x7fffffff
+	if a >= 0x38800000 && a < 0x477ff000 {
+		return math.Float32frombits(b&0x80000000 | (a+0xfff+(a>>13)&1)&^0x1fff)
+	}
+	return F16ToFloat32(F16FromFloat32(v))
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

@@ -25,35 +25,40 @@ func ggmlQ4_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb in
 // does, sharing the token's loads.
 
 //go:noescape
-func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 //go:noescape
-func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
 
 //go:noescape
-func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
-type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 
 // asmRows adapts a kernel to ggmlRowsFn: four rows at a time with k4 when
 // there is one, the rest with k.
 func asmRows(k rowsKernel, k4 rows4Kernel) ggmlRowsFn {
-	return func(w []byte, rb int, xq []int8, xd []float32, _ []int16, out []float32) {
+	return func(w []byte, rb int, x *tokenActs, out []float32) {
+		xq, xd := x.q, x.d
 		i := 0
 		if k4 != nil {
 			for ; i+4 <= len(out); i += 4 {
-				k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i])
+				pf := unsafe.Pointer(&w[i*rb]) // the last group prefetches itself
+				if i+8 <= len(out) {
+					pf = unsafe.Pointer(&w[(i+4)*rb])
+				}
+				k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], len(xd), &out[i], pf)
 			}
 		}
 		if i < len(out) {
@@ -66,10 +71,12 @@ func init() {
 	avx2 := ggmlDots{
 		q8_0: asmRows(ggmlQ8_0RowsAVX2, ggmlQ8_0Rows4AVX2),
 		q4_0: asmRows(ggmlQ4_0RowsAVX2, ggmlQ4_0Rows4AVX2),
-		q4K: func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
-			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &xq[0], &xd[0], &bs[0], len(xd), &out[0], len(out))
+		q4K: func(w []byte, rb int, x *tokenActs, out []float32) {
+			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.bs32[0], len(x.d), &out[0], len(out))
 		},
-		q6K: asmRows(ggmlQ6KRowsAVX2, nil),
+		q6K: func(w []byte, rb int, x *tokenActs, out []float32) {
+			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
+		},
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2

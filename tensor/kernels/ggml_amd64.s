@@ -12,61 +12,46 @@
 // acc) per block (super-block for the K-quants), then hsum_float_8's
 // folding: (hi + lo), + movehl, + movehdup.
 
-// Scale shuffles. ggmlK4Shuf (get_scale_shuffle_k4): 32-byte masks that
-// broadcast 16-bit scale i to all 16 lanes. ggmlK6Shuf
-// (get_scale_shuffle): 16-byte masks selecting int8 scale 2i for bytes
-// 0-7 and 2i+1 for bytes 8-15.
-DATA ggmlK4Shuf<>+0(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+8(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+16(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+24(SB)/8, $0x0100010001000100
-DATA ggmlK4Shuf<>+32(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+40(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+48(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+56(SB)/8, $0x0302030203020302
-DATA ggmlK4Shuf<>+64(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+72(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+80(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+88(SB)/8, $0x0504050405040504
-DATA ggmlK4Shuf<>+96(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+104(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+112(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+120(SB)/8, $0x0706070607060706
-DATA ggmlK4Shuf<>+128(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+136(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+144(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+152(SB)/8, $0x0908090809080908
-DATA ggmlK4Shuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ggmlK4Shuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ggmlK4Shuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ggmlK4Shuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL ggmlK4Shuf<>(SB), RODATA|NOPTR, $256
 
-DATA ggmlK6Shuf<>+0(SB)/8, $0x0000000000000000
-DATA ggmlK6Shuf<>+8(SB)/8, $0x0101010101010101
-DATA ggmlK6Shuf<>+16(SB)/8, $0x0202020202020202
-DATA ggmlK6Shuf<>+24(SB)/8, $0x0303030303030303
-DATA ggmlK6Shuf<>+32(SB)/8, $0x0404040404040404
-DATA ggmlK6Shuf<>+40(SB)/8, $0x0505050505050505
-DATA ggmlK6Shuf<>+48(SB)/8, $0x0606060606060606
-DATA ggmlK6Shuf<>+56(SB)/8, $0x0707070707070707
-DATA ggmlK6Shuf<>+64(SB)/8, $0x0808080808080808
-DATA ggmlK6Shuf<>+72(SB)/8, $0x0909090909090909
-DATA ggmlK6Shuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
-DATA ggmlK6Shuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
-DATA ggmlK6Shuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
-DATA ggmlK6Shuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
-DATA ggmlK6Shuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
-DATA ggmlK6Shuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL ggmlK6Shuf<>(SB), RODATA|NOPTR, $128
+
+
+// ggmlK6Shuf2: 32-byte masks over 8 int16 scales held in both lanes;
+// mask k broadcasts scale 2k to the low lane and 2k+1 to the high lane
+// (ggml's get_scale_shuffle then _mm256_cvtepi8_epi16, on widened scales).
+DATA ggmlK6Shuf2<>+0(SB)/8, $0x0100010001000100
+DATA ggmlK6Shuf2<>+8(SB)/8, $0x0100010001000100
+DATA ggmlK6Shuf2<>+16(SB)/8, $0x0302030203020302
+DATA ggmlK6Shuf2<>+24(SB)/8, $0x0302030203020302
+DATA ggmlK6Shuf2<>+32(SB)/8, $0x0504050405040504
+DATA ggmlK6Shuf2<>+40(SB)/8, $0x0504050405040504
+DATA ggmlK6Shuf2<>+48(SB)/8, $0x0706070607060706
+DATA ggmlK6Shuf2<>+56(SB)/8, $0x0706070607060706
+DATA ggmlK6Shuf2<>+64(SB)/8, $0x0908090809080908
+DATA ggmlK6Shuf2<>+72(SB)/8, $0x0908090809080908
+DATA ggmlK6Shuf2<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK6Shuf2<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA ggmlK6Shuf2<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK6Shuf2<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA ggmlK6Shuf2<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA ggmlK6Shuf2<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL ggmlK6Shuf2<>(SB), RODATA|NOPTR, $128
+
+// Q4_K scale unpacking (see ggmlQ4KRowsAVX2).
+DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
+DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
+GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
+DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
+GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
+GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
+DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
+GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
+DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
+GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
 
 // HSUM8 folds the 8 lanes of Y0 into X1[0] as hsum_float_8. Uses X2.
 #define HSUM8 \
@@ -248,12 +233,15 @@ q40v_blk:
 
 // Q4KSUB(k0, k1, wo, x0, x1) is one 64-value step j of ggml's AVX2 q4_K
 // loop: 32 bytes of nibbles at wo = 16+32j, low nibbles against q8 at
-// x0 = 64j with scale 2j (shuffle mask at k0), high nibbles against
-// x1 = 64j+32 with scale 2j+1 (mask at k1), added to Y6. Y12 holds the 8
-// int16 scales in both lanes; Y15 0x0F bytes.
+// x0 = 64j with scale 2j, high nibbles against x1 = 64j+32 with scale
+// 2j+1, added to Y6. The scale vectors are what ggml's
+// get_scale_shuffle_k4 shuffles make (scale i in all 16 int16 lanes),
+// here broadcast from the frame, where scale i is stored as the int16 pair
+// (sc, sc) at k = 4i: a broadcast from memory costs a load, not a shuffle.
+// Y15 holds 0x0F bytes.
 #define Q4KSUB(k0, k1, wo, x0, x1) \
-	VPSHUFB ggmlK4Shuf<>+k0(SB), Y12, Y13; \
-	VPSHUFB ggmlK4Shuf<>+k1(SB), Y12, Y14; \
+	VPBROADCASTD k0(SP), Y13; \
+	VPBROADCASTD k1(SP), Y14; \
 	VMOVDQU wo(R10), Y2; \
 	VPSRLW $4, Y2, Y3; \
 	VPAND Y15, Y2, Y2; \
@@ -265,87 +253,89 @@ q40v_blk:
 	VPADDD Y5, Y4, Y4; \
 	VPADDD Y4, Y6, Y6
 
-// func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bsums *int16, nb int, out *float32, nrows int)
+// The K-quant kernels walk their rows as one stream and prefetch 4 KiB
+// ahead into L2 (a hint: it never faults, even past the matrix). With
+// 1 KiB, a TinyLlama-shaped Q4_K_M decode token (0.63 GB, from DRAM) took
+// 82–93 CPU ms on one thread; with 4 KiB 62–66 (BenchmarkGGMLDecode1B).
+
+// func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
 //
 // ggml_vec_dot_q4_K_q8_K's AVX2 path: per super-block, the 12 scale bytes
-// unpacked into 8 scales and 8 mins (utmp), acc_m += −dmin·y.d ×
+// unpacked into 8 scales and 8 mins (utmp, here with byte shuffles rather
+// than ggml's 32-bit shifts: the same bytes), acc_m += −dmin·y.d ×
 // madd(mins, pairwise bsums) on 4 lanes, acc += d·y.d × float(Σ_j
 // madd(scale, maddubs(q4, q8))); the row is hsum(acc) + hsum4(acc_m).
-TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $0-64
+TEXT ·ggmlQ4KRowsAVX2(SB), NOSPLIT, $32-64
 	MOVQ w+0(FP), SI
 	MOVQ out+48(FP), DX
 	MOVQ nrows+56(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
+	// X8: the sign of lane 1, to form (y.d, −y.d).
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X8
 q4k_row:
 	MOVQ SI, R10
 	MOVQ xq+16(FP), R11
 	MOVQ xd+24(FP), R12
-	MOVQ bsums+32(FP), R13
+	MOVQ bs32+32(FP), R13
 	MOVQ nb+40(FP), CX
 	VXORPS Y0, Y0, Y0
 	VXORPS X10, X10, X10
 q4k_blk:
-	// utmp[0..3] from the 12 scale bytes at 4(R10): u0, u1, u2.
-	MOVL 4(R10), AX
-	MOVL 8(R10), BX
-	MOVL 12(R10), DI
-	// utmp0 = u0 & kmask1 (lane 0 of X11)
-	MOVL AX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	ANDL $0x3f3f3f3f, AX
-	VMOVD AX, X11
-	// utmp1 = (u2 & kmask2) | (((u0 >> 6) & kmask3) << 4)
-	MOVL DI, AX
-	ANDL $0x0f0f0f0f, AX
-	ORL R8, AX
-	VPINSRD $1, AX, X11, X11
-	// utmp3 = ((u2 >> 4) & kmask2) | (((u1 >> 6) & kmask3) << 4)
-	MOVL BX, R8
-	SHRL $6, R8
-	ANDL $0x03030303, R8
-	SHLL $4, R8
-	MOVL DI, AX
-	SHRL $4, AX
-	ANDL $0x0f0f0f0f, AX
-	ORL R8, AX
-	// utmp2 = u1 & kmask1
-	ANDL $0x3f3f3f3f, BX
-	VPINSRD $2, BX, X11, X11
-	VPINSRD $3, AX, X11, X11
+	PREFETCHT1 4096(R10)
+	PREFETCHT1 4160(R10)
+	PREFETCHT1 4224(R10)
+	// The 12 scale bytes b0..b11 at 4(R10) (the load's last 4 bytes are
+	// quants, unused) unpack to ggml's utmp as bytes [sc0..sc7, mn0..mn7]:
+	//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
+	//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
+	// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7].
+	VMOVDQU 4(R10), X11
+	VPSHUFB ggmlK4P<>(SB), X11, X12
+	VPSHUFB ggmlK4Q<>(SB), X11, X13
+	VPSRLW $4, X12, X14
+	VPAND ggmlK4M1<>(SB), X12, X12
+	VPAND ggmlK4M2<>(SB), X14, X14
+	VPSRLW $2, X13, X13
+	VPAND ggmlK4M3<>(SB), X13, X13
+	VPOR X14, X12, X12
+	VPOR X13, X12, X12
 	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
-	VPMOVZXBW X11, Y11
-	// Mins: acc_m += dmin × float(madd(mins, hadd(bsums lo, bsums hi))).
-	VMOVDQU (R13), Y12
-	VEXTRACTI128 $1, Y12, X13
-	VPHADDW X13, X12, X12
+	VPMOVZXBW X12, Y11
+	// The scales as int16 pairs (sc_i, sc_i) at 4i(SP).
+	VPUNPCKLWD X11, X11, X13
+	VPUNPCKHWD X11, X11, X14
+	VMOVDQU X13, 0(SP)
+	VMOVDQU X14, 16(SP)
+	// X9 = (d·y.d, dmin·(−y.d)): ggml's d and dmin, from the block's two
+	// fp16 and the token's scale.
+	VMOVD 0(R10), X9
+	VCVTPH2PS X9, X9
+	VBROADCASTSS (R12), X7
+	VXORPS X8, X7, X7
+	VMULPS X7, X9, X9
+	// Mins: acc_m += dmin × float(madd(mins, q8s)), q8s the 8 pairwise
+	// bsums (bsums[2i] + bsums[2i+1], ggml's _mm_hadd_epi16), which the
+	// activation side stores ready (bs32).
 	VEXTRACTI128 $1, Y11, X13
-	VPMADDWD X12, X13, X13
+	VPMADDWD (R13), X13, X13
 	VCVTDQ2PS X13, X13
-	KSCALE(2)
-	MOVL $0x80000000, AX
-	VMOVD AX, X8
-	VXORPS X8, X9, X9
-	VBROADCASTSS X9, X9
-	VFMADD231PS X13, X9, X10
-	// Scales in both lanes.
-	VINSERTI128 $1, X11, Y11, Y12
-	VPXOR Y6, Y6, Y6
-	Q4KSUB(0, 32, 16, 0, 32)
-	Q4KSUB(64, 96, 48, 64, 96)
-	Q4KSUB(128, 160, 80, 128, 160)
-	Q4KSUB(192, 224, 112, 192, 224)
-	KSCALE(0)
+	VPERMILPS $0x55, X9, X7
+	VFMADD231PS X13, X7, X10
 	VBROADCASTSS X9, Y9
+	VPXOR Y6, Y6, Y6
+	Q4KSUB(0, 4, 16, 0, 32)
+	Q4KSUB(8, 12, 48, 64, 96)
+	Q4KSUB(16, 20, 80, 128, 160)
+	Q4KSUB(24, 28, 112, 192, 224)
 	VCVTDQ2PS Y6, Y6
 	VFMADD231PS Y6, Y9, Y0
 	ADDQ $144, R10
 	ADDQ $256, R11
 	ADDQ $4, R12
-	ADDQ $32, R13
+	ADDQ $16, R13
 	DECQ CX
 	JNZ q4k_blk
 	// acc_m += movehl(acc_m); acc_m = add_ss(acc_m, movehdup(acc_m))
@@ -363,44 +353,49 @@ q4k_blk:
 	VZEROUPPER
 	RET
 
-// Q6KQUAD finishes one 32-value quad k of a Q6_K half: Y7 holds the 6-bit
-// codes q (0..63); p16 = maddubs(q, q8) − maddubs(32, q8) (so q − 32),
-// times the int8 scales the ggmlK6Shuf mask at soff selects, added to Y6.
-#define Q6KQUAD(xoff, soff) \
-	VMOVDQU xoff(R11), Y11; \
-	VPMADDUBSW Y11, Y13, Y8; \
-	VPMADDUBSW Y11, Y7, Y7; \
-	VPSUBW Y8, Y7, Y7; \
-	VPSHUFB ggmlK6Shuf<>+soff(SB), X10, X12; \
-	VPMOVSXBW X12, Y12; \
-	VPMADDWD Y7, Y12, Y7; \
+// Q6KQUAD(xoff, poff, moff, S) finishes one 32-value quad of a Q6_K
+// half: Y7 holds the 6-bit codes q (0..63); p16 = maddubs(q, q8) −
+// maddubs(32, q8) (so q − 32), with maddubs(32, q8) read ready from the
+// token's q8s (poff(BX)) rather than recomputed for every row; times the
+// quad's two int16 sub-block scales, which the ggmlK6Shuf2 mask at moff
+// selects from S (the half's 8 sign-extended scales in both lanes), added
+// to Y6. The int16 lanes are ggml's, so the sums are too.
+#define Q6KQUAD(xoff, poff, moff, S) \
+	VPMADDUBSW xoff(R11), Y7, Y7; \
+	VPSUBW poff(BX), Y7, Y7; \
+	VPSHUFB ggmlK6Shuf2<>+moff(SB), S, Y8; \
+	VPMADDWD Y7, Y8, Y7; \
 	VPADDD Y7, Y6, Y6
 
-// func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+// func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 //
 // ggml_vec_dot_q6_K_q8_K's AVX2 path: per super-block acc += d·y.d ×
 // float(Σ madd(scales, maddubs(q, q8) − maddubs(32, q8))).
-TEXT ·ggmlQ6KRowsAVX2(SB), NOSPLIT, $0-56
+TEXT ·ggmlQ6KRowsAVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
-	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), DI
 	MOVQ xd+24(FP), R8
-	MOVQ nb+32(FP), CX
-	MOVQ out+40(FP), DX
-	MOVQ nrows+48(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ out+48(FP), DX
+	MOVQ nrows+56(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL $0x03030303, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	MOVL $0x20202020, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
 q6k_row:
 	Q8ROW
+	MOVQ q8s+32(FP), BX
 q6k_blk:
-	VMOVDQU 192(R10), X10
+	PREFETCHT1 4096(R10)
+	PREFETCHT1 4160(R10)
+	PREFETCHT1 4224(R10)
+	PREFETCHT1 4288(R10)
+	// Scales: sc0..7 in both lanes of Y11, sc8..15 in both lanes of Y12.
+	VPMOVSXBW 192(R10), Y10
+	VPERMQ $0x44, Y10, Y11
+	VPERMQ $0xee, Y10, Y12
 	VPXOR Y6, Y6, Y6
 	// Half 0: ql[0:64], qh[0:32], q8[0:128].
 	VMOVDQU 0(R10), Y2
@@ -410,27 +405,27 @@ q6k_blk:
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y2, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(0, 0)
+	Q6KQUAD(0, 0, 0, Y11)
 	VPSRLW $2, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y3, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(32, 16)
+	Q6KQUAD(32, 32, 32, Y11)
 	VPSRLW $4, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y2, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(64, 32)
+	Q6KQUAD(64, 64, 64, Y11)
 	VPSRLW $6, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y3, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(96, 48)
+	Q6KQUAD(96, 96, 96, Y11)
 	// Half 1: ql[64:128], qh[32:64], q8[128:256].
 	VMOVDQU 64(R10), Y2
 	VMOVDQU 96(R10), Y3
@@ -439,46 +434,55 @@ q6k_blk:
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y2, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(128, 64)
+	Q6KQUAD(128, 128, 0, Y12)
 	VPSRLW $2, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPAND Y15, Y3, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(160, 80)
+	Q6KQUAD(160, 160, 32, Y12)
 	VPSRLW $4, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y2, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(192, 96)
+	Q6KQUAD(192, 192, 64, Y12)
 	VPSRLW $6, Y4, Y7
 	VPAND Y14, Y7, Y7
 	VPSLLW $4, Y7, Y7
 	VPSRLW $4, Y3, Y8
 	VPAND Y15, Y8, Y8
 	VPOR Y8, Y7, Y7
-	Q6KQUAD(224, 112)
+	Q6KQUAD(224, 224, 96, Y12)
 	KSCALE(208)
 	VBROADCASTSS X9, Y9
 	VCVTDQ2PS Y6, Y6
 	VFMADD231PS Y6, Y9, Y0
 	ADDQ $210, R10
 	ADDQ $256, R11
+	ADDQ $256, BX
 	ADDQ $4, R12
 	DECQ R13
 	JNZ q6k_blk
-	Q8ENDROW
+	HSUM8
+	VMOVSS X1, (DX)
+	ADDQ $4, DX
+	ADDQ ws+8(FP), SI
+	DECQ R9
 	JNZ q6k_row
 	VZEROUPPER
 	RET
 
-// func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+// func ggmlQ8_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
-// and the token's values and scale are loaded once for the four.
-TEXT ·ggmlQ8_0Rows4AVX2(SB), NOSPLIT, $0-48
+// and the token's values and scale are loaded once for the four. pf is
+// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
+// generated matvec kernels do): four streams and a block ahead keep more
+// bytes in flight than the hardware streamers alone.
+TEXT ·ggmlQ8_0Rows4AVX2(SB), NOSPLIT, $0-56
+	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
 	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), R11
@@ -494,6 +498,10 @@ TEXT ·ggmlQ8_0Rows4AVX2(SB), NOSPLIT, $0-48
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 ggmlq8_0rows4avx2_blk:
+	PREFETCHT1 (R9)
+	PREFETCHT1 (R9)(BX*1)
+	PREFETCHT1 (R9)(BX*2)
+	PREFETCHT1 (R9)(R13*1)
 	VMOVDQU (R11), Y4
 	VBROADCASTSS (R12), Y5
 	VMOVDQU 2(R10), Y6
@@ -537,6 +545,7 @@ ggmlq8_0rows4avx2_blk:
 	VMULPS Y5, Y10, Y10
 	VFMADD231PS Y9, Y10, Y3
 	ADDQ $34, R10
+	ADDQ $34, R9
 	ADDQ $32, R11
 	ADDQ $4, R12
 	DECQ CX
@@ -572,11 +581,15 @@ ggmlq8_0rows4avx2_blk:
 	VZEROUPPER
 	RET
 
-// func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+// func ggmlQ8_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
-// and the token's values and scale are loaded once for the four.
-TEXT ·ggmlQ8_0Rows4VNNI(SB), NOSPLIT, $0-48
+// and the token's values and scale are loaded once for the four. pf is
+// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
+// generated matvec kernels do): four streams and a block ahead keep more
+// bytes in flight than the hardware streamers alone.
+TEXT ·ggmlQ8_0Rows4VNNI(SB), NOSPLIT, $0-56
+	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
 	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), R11
@@ -592,6 +605,10 @@ TEXT ·ggmlQ8_0Rows4VNNI(SB), NOSPLIT, $0-48
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 ggmlq8_0rows4vnni_blk:
+	PREFETCHT1 (R9)
+	PREFETCHT1 (R9)(BX*1)
+	PREFETCHT1 (R9)(BX*2)
+	PREFETCHT1 (R9)(R13*1)
 	VMOVDQU (R11), Y4
 	VBROADCASTSS (R12), Y5
 	VMOVDQU 2(R10), Y6
@@ -635,6 +652,7 @@ ggmlq8_0rows4vnni_blk:
 	VMULPS Y5, Y10, Y10
 	VFMADD231PS Y9, Y10, Y3
 	ADDQ $34, R10
+	ADDQ $34, R9
 	ADDQ $32, R11
 	ADDQ $4, R12
 	DECQ CX
@@ -670,11 +688,15 @@ ggmlq8_0rows4vnni_blk:
 	VZEROUPPER
 	RET
 
-// func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+// func ggmlQ4_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
-// and the token's values and scale are loaded once for the four.
-TEXT ·ggmlQ4_0Rows4AVX2(SB), NOSPLIT, $0-48
+// and the token's values and scale are loaded once for the four. pf is
+// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
+// generated matvec kernels do): four streams and a block ahead keep more
+// bytes in flight than the hardware streamers alone.
+TEXT ·ggmlQ4_0Rows4AVX2(SB), NOSPLIT, $0-56
+	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
 	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), R11
@@ -691,6 +713,10 @@ TEXT ·ggmlQ4_0Rows4AVX2(SB), NOSPLIT, $0-48
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 ggmlq4_0rows4avx2_blk:
+	PREFETCHT1 (R9)
+	PREFETCHT1 (R9)(BX*1)
+	PREFETCHT1 (R9)(BX*2)
+	PREFETCHT1 (R9)(R13*1)
 	VMOVDQU (R11), Y4
 	VBROADCASTSS (R12), Y5
 	VMOVDQU 2(R10), X6
@@ -750,6 +776,7 @@ ggmlq4_0rows4avx2_blk:
 	VMULPS Y5, Y10, Y10
 	VFMADD231PS Y9, Y10, Y3
 	ADDQ $18, R10
+	ADDQ $18, R9
 	ADDQ $32, R11
 	ADDQ $4, R12
 	DECQ CX
@@ -785,11 +812,15 @@ ggmlq4_0rows4avx2_blk:
 	VZEROUPPER
 	RET
 
-// func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32)
+// func ggmlQ4_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
-// and the token's values and scale are loaded once for the four.
-TEXT ·ggmlQ4_0Rows4VNNI(SB), NOSPLIT, $0-48
+// and the token's values and scale are loaded once for the four. pf is
+// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
+// generated matvec kernels do): four streams and a block ahead keep more
+// bytes in flight than the hardware streamers alone.
+TEXT ·ggmlQ4_0Rows4VNNI(SB), NOSPLIT, $0-56
+	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
 	MOVQ ws+8(FP), BX
 	MOVQ xq+16(FP), R11
@@ -806,6 +837,10 @@ TEXT ·ggmlQ4_0Rows4VNNI(SB), NOSPLIT, $0-48
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 ggmlq4_0rows4vnni_blk:
+	PREFETCHT1 (R9)
+	PREFETCHT1 (R9)(BX*1)
+	PREFETCHT1 (R9)(BX*2)
+	PREFETCHT1 (R9)(R13*1)
 	VMOVDQU (R11), Y4
 	VBROADCASTSS (R12), Y5
 	VMOVDQU 2(R10), X6
@@ -865,6 +900,7 @@ ggmlq4_0rows4vnni_blk:
 	VMULPS Y5, Y10, Y10
 	VFMADD231PS Y9, Y10, Y3
 	ADDQ $18, R10
+	ADDQ $18, R9
 	ADDQ $32, R11
 	ADDQ $4, R12
 	DECQ CX

@@ -12,7 +12,7 @@ import (
 //
 // and the Q4_K_M-vs-Q8_0 decode comparison on the stories110M shape:
 //
-//	go test -run x -bench 'GGMLDecode110M' -benchtime 20x ./tensor/kernels
+//	go test -run x -bench 'GGMLDecode(110M|1B)' -benchtime 10x ./tensor/kernels
 
 // benchGGML builds a rows×cols matrix of typ from random blocks; q8_0 is
 // Stride's own runq-style Q8_0 (float32 scales), for comparison.
@@ -58,7 +58,13 @@ func BenchmarkGGMLMatVec(b *testing.B) {
 				b.Run(typ, func(b *testing.B) {
 					benchImpls(b, F32, func(b *testing.B) {
 						for _, th := range []int{1, 2} {
-							b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) { runMatMul(b, pools[th], m, 1) })
+							b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
+								cpu0 := processCPU()
+								runMatMul(b, pools[th], m, 1)
+								// GB/s per CPU second: on a shared host, with t1,
+								// the steadier measure of the kernel's speed.
+								b.ReportMetric(float64(m.Bytes())*float64(b.N)/(processCPU()-cpu0)/1e9, "cpu-GB/s")
+							})
 						}
 					})
 				})
@@ -79,72 +85,101 @@ func BenchmarkGGMLPrefill(b *testing.B) {
 	}
 }
 
-// decode110M is one decode token's matmuls of the stories110M shape (12
-// layers, dim 768, hidden 2048, vocab 32000) in a weight mix: "Q8_0" all
+// decodeShape is a Llama architecture's matmul shapes.
+type decodeShape struct{ layers, dim, hidden, kvDim, vocab int }
+
+var (
+	shape110M = decodeShape{12, 768, 2048, 768, 32000}  // stories110M
+	shape1B   = decodeShape{22, 2048, 5632, 256, 32000} // TinyLlama-1.1B
+)
+
+// decodeSet is one decode token's weight matrices of shape sh in a mix:
+// "q8_0" all Stride's runq-style Q8_0 (the baseline), "Q8_0" all ggml
 // Q8_0, as llama-quantize Q8_0 writes it, or "Q4_K_M" as llama-quantize
 // Q4_K_M does: Q4_K, with Q6_K for the classifier and for attn_v and
 // ffn_down of the layers use_more_bits picks (i < n/8, i ≥ 7n/8, or
-// (i − n/8) % 3 == 2: layers 0, 3, 6, 9, 10, 11).
-func decode110M(b *testing.B, mix string) []*Matrix {
-	const layers, dim, hidden, vocab = 12, 768, 2048, 32000
+// (i − n/8) % 3 == 2).
+func decodeSet(b *testing.B, sh decodeShape, mix string) []*Matrix {
 	typ := func(more bool) string {
 		switch {
-		case mix == "Q8_0":
-			return "Q8_0"
+		case mix == "Q8_0" || mix == "q8_0":
+			return mix
 		case more:
 			return "Q6_K"
 		}
 		return "Q4_K"
 	}
+	n := sh.layers
 	var ms []*Matrix
-	for l := 0; l < layers; l++ {
-		more := l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2
+	for l := 0; l < n; l++ {
+		more := l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
 		ms = append(ms,
-			benchGGML(b, typ(false), dim, dim), // wq
-			benchGGML(b, typ(false), dim, dim), // wk
-			benchGGML(b, typ(more), dim, dim),  // wv
-			benchGGML(b, typ(false), dim, dim), // wo
-			benchGGML(b, typ(false), hidden, dim),
-			benchGGML(b, typ(false), hidden, dim),
-			benchGGML(b, typ(more), dim, hidden), // w2 (ffn_down)
+			benchGGML(b, typ(false), sh.dim, sh.dim),   // wq
+			benchGGML(b, typ(false), sh.kvDim, sh.dim), // wk
+			benchGGML(b, typ(more), sh.kvDim, sh.dim),  // wv
+			benchGGML(b, typ(false), sh.dim, sh.dim),   // wo
+			benchGGML(b, typ(false), sh.hidden, sh.dim),
+			benchGGML(b, typ(false), sh.hidden, sh.dim),
+			benchGGML(b, typ(more), sh.dim, sh.hidden), // w2 (ffn_down)
 		)
 	}
-	return append(ms, benchGGML(b, typ(true), vocab, dim))
+	return append(ms, benchGGML(b, typ(true), sh.vocab, sh.dim))
 }
 
 // BenchmarkGGMLDecode110M runs one decode token's matmuls (T = 1) of the
-// stories110M shape on 2 threads in Q8_0 and in the Q4_K_M mix. MB/token
-// is the weight bytes streamed; Q4_K_M streams 0.55× of Q8_0's bytes, so at
-// the memory wall it decodes faster although each byte costs more work.
-func BenchmarkGGMLDecode110M(b *testing.B) {
-	pool := NewPool(2)
-	defer pool.Close()
-	for _, mix := range []string{"Q8_0", "Q4_K_M"} {
-		ms := decode110M(b, mix)
+// stories110M shape on 1 and 2 threads in Stride's q8_0, ggml Q8_0 and
+// the Q4_K_M mix. MB/token is the weight bytes streamed. These weights
+// (71–123 MB) fit a large L3, where decode is compute-bound.
+func BenchmarkGGMLDecode110M(b *testing.B) { benchDecode(b, shape110M) }
+
+// BenchmarkGGMLDecode1B is the same on TinyLlama-1.1B's shape (0.6–1.2 GB
+// of weights, beyond any L3), where decode streams from DRAM and Q4_K_M's
+// 0.57× of Q8_0's bytes shows. It allocates about 2 GB; skipped under -short.
+func BenchmarkGGMLDecode1B(b *testing.B) {
+	if testing.Short() {
+		b.Skip("allocates about 2 GB")
+	}
+	benchDecode(b, shape1B)
+}
+
+func benchDecode(b *testing.B, sh decodeShape) {
+	pools := map[int]*Pool{1: nil, 2: NewPool(2)}
+	defer pools[2].Close()
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M"} {
+		ms := decodeSet(b, sh, mix)
 		var bytes int64
 		for _, m := range ms {
 			bytes += m.Bytes()
 		}
-		x := make([]float32, 2048)
-		out := make([]float32, 32000)
+		x := make([]float32, max(sh.hidden, sh.dim))
+		out := make([]float32, sh.vocab)
 		for i := range x {
 			x[i] = float32(i%7) - 3
 		}
 		b.Run(mix, func(b *testing.B) {
 			benchImpls(b, F32, func(b *testing.B) {
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					for _, m := range ms {
-						if err := MatMul(pool, out, x[:m.Cols], m, 1); err != nil {
-							b.Fatal(err)
+				for _, th := range []int{1, 2} {
+					b.Run(fmt.Sprintf("t%d", th), func(b *testing.B) {
+						b.ReportAllocs()
+						cpu0 := processCPU()
+						for i := 0; i < b.N; i++ {
+							for _, m := range ms {
+								if err := MatMul(pools[th], out, x[:m.Cols], m, 1); err != nil {
+									b.Fatal(err)
+								}
+							}
 						}
-					}
+						s := b.Elapsed().Seconds() / float64(b.N)
+						// CPU ms per token (all threads): with t1 on a shared
+						// host this is the steadier number.
+						b.ReportMetric((processCPU()-cpu0)*1e3/float64(b.N), "cpu-ms/token")
+						b.ReportMetric(1/s, "tok/s")
+						b.ReportMetric(float64(bytes)/1e6, "MB/token")
+						b.ReportMetric(float64(bytes)/s/1e9, "GB/s")
+					})
 				}
-				s := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(1/s, "tok/s")
-				b.ReportMetric(float64(bytes)/1e6, "MB/token")
-				b.ReportMetric(float64(bytes)/s/1e9, "GB/s")
 			})
 		})
+		ms = nil
 	}
 }

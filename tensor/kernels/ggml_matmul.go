@@ -6,10 +6,20 @@ package kernels
 // depends only on its row, its token and the Impl, so the result is
 // bit-identical for any thread count, row partition and T.
 
+// tokenActs is one token's quantized activations: values q, block scales
+// d, and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
+// sums ggml's AVX2 Q4_K code forms with _mm_hadd_epi16) and q8s, 32 times
+// each pair's sum (maddubs(32, q8), which ggml's AVX2 Q6_K code forms per
+// row).
+type tokenActs struct {
+	q                []int8
+	d                []float32
+	bsums, bs32, q8s []int16
+}
+
 // ggmlRowsFn computes len(out) consecutive weight rows (w holds them, rb
-// bytes each) against one token's quantized activations: xq and xd (the
-// block scales), and bsums for Q8_K.
-type ggmlRowsFn func(w []byte, rb int, xq []int8, xd []float32, bsums []int16, out []float32)
+// bytes each) against one token's activations.
+type ggmlRowsFn func(w []byte, rb int, x *tokenActs, out []float32)
 
 // ggmlDots is one Impl's set of row kernels.
 type ggmlDots struct {
@@ -18,9 +28,9 @@ type ggmlDots struct {
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
 func rowsOf(dot func(w []byte, xq []int8, xd []float32, bsums []int16) float32) ggmlRowsFn {
-	return func(w []byte, rb int, xq []int8, xd []float32, bs []int16, out []float32) {
+	return func(w []byte, rb int, x *tokenActs, out []float32) {
 		for i := range out {
-			out[i] = dot(w[i*rb:(i+1)*rb], xq, xd, bs)
+			out[i] = dot(w[i*rb:(i+1)*rb], x.q, x.d, x.bsums)
 		}
 	}
 }
@@ -85,11 +95,13 @@ func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 		n := min(panel, r1-r)
 		w := m.Blocks[r*rb : (r+n)*rb]
 		for t := 0; t < T; t++ {
-			var bs []int16
+			x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
 			if a.kind == actQ8_K {
-				bs = a.bsums[t*cols/16 : (t+1)*cols/16]
+				x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
+				x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
+				x.q8s = a.q8s[t*cols/2 : (t+1)*cols/2]
 			}
-			fn(w, rb, a.q[t*cols:(t+1)*cols], a.d[t*cols/sd:(t+1)*cols/sd], bs, out[t*m.Rows+r:t*m.Rows+r+n])
+			fn(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
 		}
 	}
 }

@@ -20,6 +20,10 @@ type ggmlOracle struct {
 		Raw, Values        string
 	}
 	QuantizeQ8_0 []struct{ X, Blocks string } `json:"quantize_q8_0"`
+	Halves       struct {
+		X, BF16, F16 string
+		BF16Values   string `json:"bf16_values"`
+	}
 }
 
 func loadGGMLOracle(t *testing.T) *ggmlOracle {
@@ -153,5 +157,40 @@ func TestQuantizeQ8_0MatchesGGUFPy(t *testing.T) {
 	// round the same both ways), so the difference is really exercised.
 	if ties < 4 {
 		t.Errorf("only %d tie differences seen; the tie record should give at least 4", ties)
+	}
+}
+
+// TestHalfRoundingMatchesGGUFPy: the F16 and BF16 roundings MatMul applies
+// to activations for ggml F16 and BF16 weights give numpy's float16 cast
+// and gguf-py's BF16 (ggml_compute_fp32_to_bf16) bit for bit, ties,
+// subnormals, overflow, NaN and Inf included; and a BF16 tensor of those
+// bytes dequantizes as gguf-py does.
+func TestHalfRoundingMatchesGGUFPy(t *testing.T) {
+	h := loadGGMLOracle(t).Halves
+	x := f32le(unhex(t, h.X))
+	bf, f16 := unhex(t, h.BF16), unhex(t, h.F16)
+	if len(x) < 200 || len(bf) != 2*len(x) || len(f16) != 2*len(x) {
+		t.Fatalf("oracle halves: %d values, %d bf16 bytes, %d f16 bytes", len(x), len(bf), len(f16))
+	}
+	for i, v := range x {
+		if got, want := BF16FromFloat32(v), binary.LittleEndian.Uint16(bf[2*i:]); got != want {
+			t.Errorf("BF16(%g) = %#04x, gguf-py %#04x", v, got, want)
+		}
+		if got, want := F16FromFloat32(v), binary.LittleEndian.Uint16(f16[2*i:]); got != want {
+			t.Errorf("F16(%g) = %#04x, numpy %#04x", v, got, want)
+		}
+		if got, want := f16Round(v), binary.LittleEndian.Uint16(f16[2*i:]); got != want {
+			t.Errorf("f16Round(%g) = %#04x, numpy %#04x", v, got, want)
+		}
+	}
+	m, err := NewGGMLMatrix(TypeBF16, 1, len(x), bf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := m.Float32s()
+	for i, want := range f32le(unhex(t, h.BF16Values)) {
+		if math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Errorf("BF16 value %d: %g, gguf-py %g", i, got[i], want)
+		}
 	}
 }

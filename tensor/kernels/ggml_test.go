@@ -20,8 +20,11 @@ func randGGML(t testing.TB, rng *rand.Rand, typ GGMLType, rows, cols int) []byte
 		t.Fatal(err)
 	}
 	b := make([]byte, rows*rb)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
+	for i := 0; i < len(b); i += 8 {
+		v := rng.Uint64()
+		for k := i; k < min(i+8, len(b)); k++ {
+			b[k] = byte(v >> (8 * (k - i)))
+		}
 	}
 	scale := func(p []byte) {
 		binary.LittleEndian.PutUint16(p, F16FromFloat32(float32(0.001+0.05*rng.Float64())))
@@ -161,7 +164,7 @@ func TestGGMLMatMulDeterministic(t *testing.T) {
 	withImpl(t, func(t *testing.T, impl Impl) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		for _, typ := range append(ggmlTypes, TypeF16, TypeBF16) {
-			rows, cols, T := 300, 512, 9
+			rows, cols, T := 300, 512, 17 // T ≥ 16: the activations are converted on two threads too
 			var m *Matrix
 			if typ == TypeF16 || typ == TypeBF16 {
 				raw := make([]byte, rows*cols*2)
@@ -452,5 +455,28 @@ func TestGGMLRowBlock(t *testing.T) {
 		if _, err := m.RowBlock(8, 3); err == nil {
 			t.Errorf("%v: RowBlock(8, 3) of 10 rows accepted", typ)
 		}
+	}
+}
+
+// TestF16RoundMatchesF16FromFloat32: the activation rounding's fast path
+// agrees with the general conversion on every float32 exponent and on the
+// boundaries of the fast range.
+func TestF16RoundMatchesF16FromFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	check := func(b uint32) {
+		v := math.Float32frombits(b)
+		if got, want := f16Round(v), F16FromFloat32(v); got != want && !math.IsNaN(float64(v)) {
+			t.Fatalf("f16Round(%g = %#08x) = %#04x, F16FromFloat32 %#04x", v, b, got, want)
+		}
+		if got, want := f16RoundF32(v), F16ToFloat32(F16FromFloat32(v)); math.Float32bits(got) != math.Float32bits(want) && !math.IsNaN(float64(v)) {
+			t.Fatalf("f16RoundF32(%g = %#08x) = %g, via F16FromFloat32 %g", v, b, got, want)
+		}
+	}
+	for _, b := range []uint32{0x38800000, 0x387fffff, 0x477ff000, 0x477fefff, 0x477fe000, 0x3f800fff, 0x3f801000, 0x3f803000} {
+		check(b)
+		check(b | 0x80000000)
+	}
+	for i := 0; i < 1<<20; i++ {
+		check(rng.Uint32())
 	}
 }
