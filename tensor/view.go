@@ -228,10 +228,10 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 		n = (end-start-1)/step + 1 // ⌈(end−start)/step⌉ without overflow
 	}
 	shape, strides := t.Shape(), t.Strides()
-	offset := t.offset
-	if n > 0 {
-		offset += start * t.strides[d]
-	}
+	// PyTorch moves the offset by start·stride even when the slice is
+	// empty (start is clamped to the size first): empty(5,3)[7:9] has
+	// storage_offset 15.
+	offset := t.offset + start*t.strides[d]
 	shape[d] = n
 	if st := strides[d]; st != 0 && step > maxNumel/st {
 		return nil, errorf("slice", "slice step %d times stride %d overflows for a tensor of shape %s", step, st, FormatInts(t.shape))
@@ -292,6 +292,7 @@ func (t *Tensor) Select(dim, i int) (*Tensor, error) {
 
 // Expand broadcasts size-1 dims (and new leading dims) to the given sizes
 // by giving them stride 0: every index along them reads the same element.
+// A new leading dim of size 1 is not broadcast and keeps a real stride.
 // -1 keeps a dim's size. No memory is allocated, whatever the target size.
 func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 	nd, nt := len(sizes), len(t.shape)
@@ -307,7 +308,14 @@ func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 			if want < 0 {
 				return nil, errorf("expand", "The expanded size of the tensor (%d) isn't allowed in a leading, non-existing dimension %d.  Target sizes: %s.  Tensor sizes: %s", want, i, FormatInts(sizes), FormatInts(t.shape))
 			}
-			shape[i], strides[i] = want, 0
+			// PyTorch's inferExpandGeometry: a new leading dim of size 1
+			// gets size·stride of the dim after it (as unsqueeze would);
+			// only a dim really broadcast, or any dim of a 0-d input, gets
+			// stride 0.
+			shape[i] = want
+			if want == 1 && nt > 0 {
+				strides[i] = shape[i+1] * strides[i+1]
+			}
 			continue
 		}
 		have := t.shape[off]
