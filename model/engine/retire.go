@@ -9,8 +9,15 @@ import "github.com/stride-lm/stride/model"
 func (s *scheduler) retire(logits []float32) error {
 	V := s.e.m.Config.VocabSize
 	kept := s.running[:0]
-	for i, q := range s.running {
-		done, why, err := s.advance(q, logits[i*V:(i+1)*V])
+	for _, q := range s.running {
+		var done bool
+		var why FinishReason
+		var err error
+		if d := len(q.spec.drafts); d > 0 {
+			done, why, err = s.verify(q, logits[q.logitRow*V:(q.logitRow+d+1)*V])
+		} else {
+			done, why, err = s.advance(q, logits[q.logitRow*V:(q.logitRow+1)*V])
+		}
 		if err != nil {
 			return err
 		}
@@ -52,11 +59,16 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if next == model.BOSID {
 		return true, FinishEOS, nil
 	}
+	s.appendToken(q, next)
+	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
+}
+
+// appendToken appends q's next token and streams it.
+func (s *scheduler) appendToken(q *seqState, next int) {
 	prev := q.tokens[len(q.tokens)-1]
 	q.tokens = append(q.tokens, next)
 	q.res.Tokens = append(q.res.Tokens, next)
 	if s.hooks.Token != nil {
 		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
 	}
-	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
 }
