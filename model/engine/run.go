@@ -50,7 +50,6 @@ type scheduler struct {
 	waiting, running []*seqState
 	spec             Speculation // normalized: Method is "off" or "ngram"
 	proposer         ngramProposer
-	verifyOneEntry   bool // tests: pack a verify step as one multi-row entry
 }
 
 // Generate runs the requests together with continuous batching and

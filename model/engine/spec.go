@@ -20,6 +20,12 @@ type Speculation struct {
 	// prompt_lookup_min and prompt_lookup_max); 0 means the defaults 1
 	// and 3.
 	NgramMin, NgramMax int
+	// Exact verifies each draft row with the decode kernel (one
+	// attention entry per row), so every logit is the bit pattern the
+	// non-speculative run computes; the default verifies the rows as one
+	// multi-row query (the prefill kernel), faster, with logits equal to
+	// within rounding (see docs/speculative.md).
+	Exact bool
 }
 
 // The defaults of Speculation's zero fields, vLLM's and the CLI's.
@@ -71,16 +77,18 @@ const (
 // The adaptive rule (see docs/speculative.md for the measurements behind
 // the numbers): a sequence keeps the outcome of its last acceptWindow
 // verify steps; when they accepted fewer than pauseBelow of the tokens
-// they drafted, it stops drafting for a pause of pauseMin decode steps,
-// doubling at every pause that follows a failed probe up to pauseMax,
-// and back to pauseMin once a window passes. After a pause the next
-// verify step is a probe: its outcome enters the window at once, so a
-// sequence whose text stays unpredictable pays one verify step per pause.
+// they drafted, it stops drafting for pauseMin decode steps. The first
+// verify step after a pause is a probe: if it accepts at least pauseBelow
+// of its drafts, drafting resumes with a fresh window; if not, the
+// sequence pauses again for twice as long, up to pauseMax steps. Text
+// that stays unpredictable thus pays one verify step per pauseMax decode
+// steps, and text that turns repetitive (a story that starts to loop) is
+// drafted for again within pauseMax steps.
 const (
 	acceptWindow = 4
 	pauseBelow   = 0.3
 	pauseMin     = 8
-	pauseMax     = 128
+	pauseMax     = 32
 )
 
 // specState is one sequence's speculation bookkeeping.
@@ -92,13 +100,24 @@ type specState struct {
 	// accepted.
 	drafted, accepted [acceptWindow]int
 	filled, next      int
-	pause             int // decode steps left without drafting
-	backoff           int // the next pause's length
+	pause             int  // decode steps left without drafting
+	backoff           int  // the next pause's length
+	probing           bool // the next verify step is a probe after a pause
 }
 
 // record adds a verify step's outcome and starts a pause when the
-// window's acceptance rate is below pauseBelow.
+// window's acceptance rate is below pauseBelow, or when a probe fails.
 func (sp *specState) record(drafted, accepted int) {
+	if sp.probing {
+		sp.probing = false
+		if float64(accepted) >= pauseBelow*float64(drafted) {
+			sp.filled, sp.next, sp.backoff = 0, 0, pauseMin
+			return
+		}
+		sp.backoff = min(2*sp.backoff, pauseMax)
+		sp.pause, sp.probing = sp.backoff, true
+		return
+	}
 	sp.drafted[sp.next], sp.accepted[sp.next] = drafted, accepted
 	sp.next = (sp.next + 1) % acceptWindow
 	sp.filled = min(sp.filled+1, acceptWindow)
@@ -111,14 +130,10 @@ func (sp *specState) record(drafted, accepted int) {
 		a += sp.accepted[i]
 	}
 	if float64(a) >= pauseBelow*float64(d) {
-		sp.backoff = pauseMin
 		return
 	}
-	if sp.backoff == 0 {
-		sp.backoff = pauseMin
-	}
-	sp.pause = sp.backoff
-	sp.backoff = min(2*sp.backoff, pauseMax)
+	sp.backoff = pauseMin
+	sp.pause, sp.probing = pauseMin, true
 }
 
 // decoding reports whether q's next step is a plain decode step: its

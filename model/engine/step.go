@@ -106,14 +106,16 @@ func (s *scheduler) preempt() error {
 // sampled.
 //
 // A sequence with drafts contributes its last token and its d drafts as
-// d+1 consecutive rows, all of whose logits are returned. For attention
-// they are d+1 one-row entries over the same block table with context
-// lengths c+1 … c+d+1: row j attends to positions 0 … c+j, which is the
-// causal mask of one (d+1)-row query, but each row is computed exactly as
-// a decode step computes it. One (d+1)-row entry would be cut into the
-// fused kernel's query tiles, whose matmul loops (from 4 rows) round
-// differently from the decode loops, so a greedy run's tokens could
-// depend on the drafts (TestVerifyRowsAsOneEntryRoundDifferently).
+// d+1 consecutive rows, all of whose logits are returned. By default they
+// are one (d+1)-row query over the existing context, causally masked:
+// the prefill kernel, whose query tiles share every K/V read among the
+// rows, so verifying d drafts costs far less than d decode steps. Those
+// tiles round differently from the decode loops (by ~1e-6 on the logits,
+// TestVerifyTiledRoundsDifferently). With Speculation.Exact the rows are
+// d+1 one-row entries over the same block table with context lengths
+// c+1 … c+d+1 (the same causal mask), each computed exactly as a decode
+// step computes it: a greedy run's logits are then decode's bits,
+// whatever was drafted, at the cost of one context read per row.
 func (s *scheduler) pack() *attention.Batch {
 	buf := &s.e.step
 	b := &buf.batch
@@ -122,7 +124,7 @@ func (s *scheduler) pack() *attention.Batch {
 	tokens, positions, rows := buf.tokens[:0], buf.positions[:0], buf.rows[:0]
 	split := false
 	for _, q := range s.running {
-		split = split || len(q.spec.drafts) > 0
+		split = split || (s.spec.Exact && len(q.spec.drafts) > 0)
 	}
 	if split {
 		buf.tables = buf.tables[:0]
@@ -130,7 +132,7 @@ func (s *scheduler) pack() *attention.Batch {
 	for i, q := range s.running {
 		n, d := q.pending(), len(q.spec.drafts)
 		q.logitRow = len(rows)
-		if d == 0 || s.verifyOneEntry {
+		if d == 0 || !s.spec.Exact {
 			b.QueryStart = append(b.QueryStart, len(tokens))
 			b.QueryLen = append(b.QueryLen, n+d)
 			b.ContextLen = append(b.ContextLen, q.computed+n+d)
