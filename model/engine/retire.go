@@ -55,6 +55,12 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if s.e.opts.OnLogits != nil {
 		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)
 	}
+	// A paused sequence's pause counts the decode steps it completes (not
+	// steps it was preempted in), so its drafting depends only on its own
+	// tokens.
+	if q.spec.pause > 0 {
+		q.spec.pause--
+	}
 	next := q.req.Sampler.Sample(row)
 	if next == model.BOSID {
 		return true, FinishEOS, nil

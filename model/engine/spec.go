@@ -157,8 +157,7 @@ func (s *scheduler) propose() error {
 			continue
 		}
 		if sp.pause > 0 {
-			sp.pause--
-			continue
+			continue // counted down in retire, once the decode step is done
 		}
 		if sp.hist == nil {
 			h, err := newTokenHistory(q.req.Steps+1, s.spec.NgramMin, s.spec.NgramMax)
