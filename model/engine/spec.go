@@ -26,6 +26,9 @@ type Speculation struct {
 	// multi-row query (the prefill kernel), faster, with logits equal to
 	// within rounding (see docs/speculative.md).
 	Exact bool
+
+	// noPause, set by benchmarks, turns the adaptive pause off.
+	noPause bool
 }
 
 // The defaults of Speculation's zero fields, vLLM's and the CLI's.
@@ -87,8 +90,8 @@ const (
 const (
 	acceptWindow = 4
 	pauseBelow   = 0.3
-	pauseMin     = 8
-	pauseMax     = 32
+	pauseMin     = 16
+	pauseMax     = 128
 )
 
 // specState is one sequence's speculation bookkeeping.
@@ -100,6 +103,7 @@ type specState struct {
 	// accepted.
 	drafted, accepted [acceptWindow]int
 	filled, next      int
+	dlen              int  // the next draft's length cap (0 = 1): grows on success
 	pause             int  // decode steps left without drafting
 	backoff           int  // the next pause's length
 	probing           bool // the next verify step is a probe after a pause
@@ -107,7 +111,18 @@ type specState struct {
 
 // record adds a verify step's outcome and starts a pause when the
 // window's acceptance rate is below pauseBelow, or when a probe fails.
-func (sp *specState) record(drafted, accepted int) {
+func (sp *specState) record(drafted, accepted int, noPause bool) {
+	if noPause {
+		return
+	}
+	// The draft length: doubled (up to k, applied by propose's min with
+	// Draft) after a verify step that accepted everything, cut back to
+	// one more than what was accepted otherwise.
+	if accepted == drafted {
+		sp.dlen = min(2*max(sp.dlen, 1), MaxDraft)
+	} else {
+		sp.dlen = accepted + 1
+	}
 	if sp.probing {
 		sp.probing = false
 		if float64(accepted) >= pauseBelow*float64(drafted) {
@@ -115,7 +130,7 @@ func (sp *specState) record(drafted, accepted int) {
 			return
 		}
 		sp.backoff = min(2*sp.backoff, pauseMax)
-		sp.pause, sp.probing = sp.backoff, true
+		sp.pause, sp.probing, sp.dlen = sp.backoff, true, 1
 		return
 	}
 	sp.drafted[sp.next], sp.accepted[sp.next] = drafted, accepted
@@ -133,7 +148,7 @@ func (sp *specState) record(drafted, accepted int) {
 		return
 	}
 	sp.backoff = pauseMin
-	sp.pause, sp.probing = pauseMin, true
+	sp.pause, sp.probing, sp.dlen = pauseMin, true, 1
 }
 
 // decoding reports whether q's next step is a plain decode step: its
@@ -169,6 +184,9 @@ func (s *scheduler) propose() error {
 		sp.hist.sync(q.tokens)
 		// Positions computed … computed+d run; the last must be < Steps.
 		room := q.req.Steps - len(q.tokens)
+		if !s.spec.noPause {
+			room = min(room, max(sp.dlen, 1))
+		}
 		sp.drafts = s.proposer.propose(sp.drafts, sp.hist, room)
 	}
 	return nil
@@ -224,7 +242,7 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 	}
 	s.st.AcceptedTokens += acc
 	q.res.AcceptedTokens += acc
-	sp.record(d, acc)
+	sp.record(d, acc, s.spec.noPause)
 	// Positions base … base+acc hold the K/V of the tokens the sequence
 	// keeps (its last token and the accepted drafts); the rest were fed
 	// rejected drafts.
