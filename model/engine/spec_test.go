@@ -218,3 +218,31 @@ func TestSpeculativeSampledDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeculativeGreedyMHA: the same on a multi-head (not grouped) model,
+// whose prefixes are shared in two-block multiples: greedy tokens with
+// speculation are those without, alone and batched with preemption, both
+// paths and both verify layouts.
+func TestSpeculativeGreedyMHA(t *testing.T) {
+	c := model.Config{Dim: 32, HiddenDim: 48, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 64, SeqLen: 96,
+		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
+	m, err := model.Synthesize(c, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := append(repetitiveRequests(), mixedGreedy()...)
+	for _, path := range []string{"fused", "naive"} {
+		want := alone(t, m, Options{Path: path}, reqs)
+		for _, exact := range []bool{true, false} {
+			got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: Speculation{Method: "ngram", Exact: exact}}, reqs)
+			if exact {
+				sameAsAlone(t, got, want)
+			} else {
+				closeToAlone(t, got, want, 1e-4)
+			}
+			if got.st.Preemptions == 0 || got.st.AcceptedTokens == 0 {
+				t.Fatalf("%s exact=%v: %+v: preemption or acceptance went untested", path, exact, got.st)
+			}
+		}
+	}
+}
