@@ -128,3 +128,57 @@ func readFields(t *testing.T, path string) []string {
 	}
 	return strings.Fields(string(raw))
 }
+
+// TestLayoutShowsTokenHistoryWindows: infer layout shows the view the
+// proposer searches, unfold(0, 3, 1) of an int32 token history: [22, 3]
+// with strides [1, 1] over the history's storage, nothing copied.
+func TestLayoutShowsTokenHistoryWindows(t *testing.T) {
+	code, out, errs := cli(t, "layout", "h = empty(24, dtype=torch.int32); w = h.unfold(0, 3, 1); w[5]")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a header and 3 steps:\n%s", out)
+	}
+	for i, want := range [][]string{
+		{"int32", "[24]", "[1]", "new", "0 B"},
+		{".unfold(0, 3, 1)", "int32", "[22, 3]", "[1, 1]", "False", "shared(h)", "0 B"},
+		{"[5]", "int32", "[3]", "5", "shared(h)", "0 B"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i+1], w) {
+				t.Fatalf("step %d lacks %q: %q", i+1, w, lines[i+1])
+			}
+		}
+	}
+}
+
+// TestSpeculateFromConfigFile: the speculation keys work from a --config
+// YAML file like the other keys (and a flag still overrides the file).
+func TestSpeculateFromConfigFile(t *testing.T) {
+	models := sharedModels(t)
+	cfg := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(cfg, []byte("speculate: ngram\ndraft: 2\nngram_min: 2\nngram_max: 2\ntemperature: 0\nsteps: 200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"generate", "--config", cfg, "--checkpoint", filepath.Join(models, "stories260K.bin"),
+		"--tokenizer", filepath.Join(models, "tok512.bin"), "--prompt", "Lily and Ben went to the park", "--output", "json"}
+	var on, off seqOutput
+	for _, tc := range []struct {
+		args []string
+		o    *seqOutput
+	}{{nil, &on}, {[]string{"--speculate", "off"}, &off}} {
+		code, out, errs := cli(t, append(base, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), tc.o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if on.VerifySteps == 0 || on.DraftTokens > 2*on.VerifySteps || off.VerifySteps != 0 || !slices.Equal(on.IDs, off.IDs) {
+		t.Fatalf("config speculation: on %d verify steps, %d drafted; off %d verify steps; same ids %v",
+			on.VerifySteps, on.DraftTokens, off.VerifySteps, slices.Equal(on.IDs, off.IDs))
+	}
+}
