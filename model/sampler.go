@@ -170,3 +170,142 @@ func (s *Sampler) sampleTopP(p []float32, coin float32) int {
 	}
 	return cand[last].index
 }
+
+// Verify checks one speculative draft token against the target logits of
+// its position, as vLLM's rejection sampler does for a draft whose own
+// probability is 1 (an n-gram draft), and returns the token to append and
+// whether it is the draft.
+//
+// At temperature 0 the target is the argmax: the draft is accepted when it
+// equals it, and otherwise the argmax is the token. At temperature > 0 the
+// target q is exactly the distribution Sample draws from (softmax of
+// logits/temperature, cut to the top-p nucleus and renormalised when top-p
+// is on); the draft d is accepted with probability min(1, q(d)/1) = q(d),
+// using one coin, and on rejection a second coin samples from q with d
+// removed and renormalised, q(i)/(1−q(d)) for i ≠ d. Either way the token
+// returned is distributed as q: P(d) = q(d), and P(i) = (1−q(d))·q(i)/(1−q(d))
+// = q(i) for i ≠ d. Like Sample it overwrites logits with probabilities
+// at temperature > 0 and does not allocate.
+func (s *Sampler) Verify(logits []float32, draft int) (token int, accepted bool) {
+	n := min(len(logits), s.vocab)
+	if n <= 0 {
+		return 0, draft == 0
+	}
+	logits = logits[:n]
+	if s.temperature == 0 {
+		t := argmax(logits)
+		return t, t == draft
+	}
+	for i := range logits {
+		logits[i] /= s.temperature
+	}
+	softmax(logits)
+	nucleus := !(s.topp <= 0 || s.topp >= 1)
+	var cand []probIdx // the nucleus, sorted as sampleTopP sorts it
+	var mass float32   // the nucleus's total probability (1 without top-p)
+	if nucleus {
+		cand, mass = s.nucleus(logits)
+	}
+	// q(d): the draft's probability under the distribution Sample uses.
+	var qd float32
+	if draft >= 0 && draft < n {
+		if !nucleus {
+			qd = logits[draft]
+		} else {
+			for _, c := range cand {
+				if c.index == draft {
+					qd = c.prob / mass
+					break
+				}
+			}
+		}
+	}
+	if s.randomF32() < qd {
+		return draft, true
+	}
+	coin := s.randomF32()
+	if !nucleus {
+		var rest float32
+		for i, v := range logits {
+			if i != draft {
+				rest += v
+			}
+		}
+		r := coin * rest
+		var cdf float32
+		last := -1
+		for i, v := range logits {
+			if i == draft {
+				continue
+			}
+			cdf += v
+			last = i
+			if r < cdf {
+				return i, false
+			}
+		}
+		if last < 0 {
+			return draft, true // a one-token vocabulary: nothing else to draw
+		}
+		return last, false
+	}
+	var rest float32
+	for _, c := range cand {
+		if c.index != draft {
+			rest += c.prob
+		}
+	}
+	r := coin * rest
+	var cdf float32
+	last := -1
+	for _, c := range cand {
+		if c.index == draft {
+			continue
+		}
+		cdf += c.prob
+		last = c.index
+		if r < cdf {
+			return c.index, false
+		}
+	}
+	if last < 0 {
+		return draft, true // the nucleus is the draft alone: q(d) = 1
+	}
+	return last, false
+}
+
+// nucleus returns the top-p nucleus of probabilities p exactly as
+// sampleTopP cuts it (cutoff, stable sort by descending probability, cut
+// just after the cumulative sum first exceeds topp) and its mass. When no
+// token passes the cutoff, sampleTopP returns the argmax: the nucleus is
+// then that one token.
+func (s *Sampler) nucleus(p []float32) ([]probIdx, float32) {
+	n := len(p)
+	if n == 1 {
+		s.cand = append(s.cand[:0], probIdx{p[0], 0})
+		return s.cand, p[0]
+	}
+	cutoff := (1 - s.topp) / float32(n-1)
+	cand := s.cand[:0]
+	for i, v := range p {
+		if v >= cutoff {
+			cand = append(cand, probIdx{v, i})
+		}
+	}
+	if len(cand) == 0 {
+		a := argmax(p)
+		cand = append(cand, probIdx{p[a], a})
+		return cand, p[a]
+	}
+	slices.SortStableFunc(cand, func(a, b probIdx) int { return cmp.Compare(b.prob, a.prob) })
+	var cum float32
+	last := len(cand) - 1
+	for i, c := range cand {
+		cum += c.prob
+		if cum > s.topp {
+			last = i
+			break
+		}
+	}
+	return cand[:last+1], cum
+}

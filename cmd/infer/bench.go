@@ -24,6 +24,7 @@ func init() {
 		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
 		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
 		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
+		configKey{Name: "bench.speculate", Kind: kindString, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
 		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "repetitions per row (after one warm-up)"},
 		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
 		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
@@ -50,11 +51,17 @@ side (--weights f32,bf16,q8_0 compares weight formats this way).
 over a 1 GiB buffer before every round, and shows for each tg row the bytes
 read per token (the weights, shared by the batch, plus the K/V of the
 average context) and the fraction of the bandwidth roofline the achieved
-rate reaches, each run against its own round's bandwidth.`,
+rate reaches, each run against its own round's bandwidth.
+
+--speculate off,ngram runs every row with and without prompt-lookup
+speculative decoding (--draft, --ngram-min, --ngram-max); the spec column
+names the mode, and an ngram tg row adds the drafts' acceptance rate and
+the tokens kept per sequence-step. tg rates count generated tokens.`,
 		Example: `  infer bench --checkpoint stories110M.bin --roofline
   infer bench --tests pp512,tg128 --paths fused,naive --threads 1,2
   infer bench --weights bf16 --tests tg128 --batches 1,4,16
-  infer bench --weights f32,bf16,q8_0 --tests pp512,tg128 --roofline`,
+  infer bench --weights f32,bf16,q8_0 --tests pp512,tg128 --roofline
+  infer bench --checkpoint stories260K.bin --tests tg256 --speculate off,ngram`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(a, cmd) },
 	}
@@ -66,6 +73,8 @@ rate reaches, each run against its own round's bandwidth.`,
 	a.flag(cmd, "tests", "bench.tests", "tests")
 	a.flag(cmd, "batches", "bench.batches", "tg batch sizes")
 	a.flag(cmd, "paths", "bench.paths", "attention paths")
+	a.flag(cmd, "speculate", "bench.speculate", "speculation modes, e.g. off,ngram")
+	specFlags(a, cmd, "speculate")
 	a.flag(cmd, "reps", "bench.reps", "repetitions")
 	a.flag(cmd, "roofline", "bench.roofline", "bandwidth roofline")
 	a.flag(cmd, "output", "bench.output", "output format")
@@ -79,6 +88,7 @@ type benchRow struct {
 	Params    int64   `json:"params"`
 	Weights   string  `json:"weights"`
 	Path      string  `json:"path"`
+	Spec      string  `json:"spec"`
 	Threads   int     `json:"threads"`
 	Test      string  `json:"test"`
 	Batch     int     `json:"batch"`
@@ -89,6 +99,10 @@ type benchRow struct {
 	BytesPerToken int64   `json:"bytes_per_token,omitempty"`
 	BandwidthGBs  float64 `json:"bandwidth_gbs,omitempty"`
 	Roofline      float64 `json:"roofline_fraction,omitempty"`
+	// Speculation columns (ngram tg rows): accepted/drafted tokens, and
+	// tokens generated per sequence-step, over all measured runs.
+	AcceptRate    float64 `json:"accept_rate,omitempty"`
+	TokensPerStep float64 `json:"tokens_per_step,omitempty"`
 }
 
 type benchTest struct {
@@ -131,6 +145,7 @@ type benchPlan struct {
 	threads     []int
 	paths       []string
 	weightsList []string
+	specs       []string
 	reps        int
 }
 
@@ -161,6 +176,17 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 		}
 		p.paths = append(p.paths, path)
 	}
+	p.specs = []string{a.getString("speculate")}
+	if sp := strings.TrimSpace(a.getString("bench.speculate")); sp != "" {
+		p.specs = nil
+		for _, m := range strings.Split(sp, ",") {
+			m = strings.TrimSpace(m)
+			if m != "off" && m != "ngram" {
+				return p, fmt.Errorf("--speculate: %q is not off or ngram", m)
+			}
+			p.specs = append(p.specs, m)
+		}
+	}
 	p.reps = a.getInt("bench.reps")
 	p.weightsList = []string{a.getString("weights")}
 	if s := strings.TrimSpace(a.getString("bench.weights")); s != "" {
@@ -184,6 +210,8 @@ type benchCase struct {
 	batch int
 	rates []float64
 	bws   []float64 // --roofline: the bandwidth of each rate's round
+	// speculation counts summed over the measured runs
+	drafted, accepted, tokens, seqSteps int
 }
 
 // benchRig holds every engine of a run (one per weights, path and
@@ -220,19 +248,21 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 		}
 		for _, path := range p.paths {
 			for _, th := range p.threads {
-				opts, err := engineOptions(a, nil)
-				if err != nil {
-					return err
+				for _, spec := range p.specs {
+					opts, err := engineOptions(a, nil)
+					if err != nil {
+						return err
+					}
+					opts.Path, opts.Threads, opts.Speculation.Method = path, th, spec
+					e, err := newEngine(lm.m, opts)
+					if err != nil {
+						return err
+					}
+					r.engines = append(r.engines, e)
+					base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: lm.m.Config.Params(),
+						Weights: weights, Path: path, Spec: spec, Threads: e.Threads()}
+					r.addRows(base, e, p)
 				}
-				opts.Path, opts.Threads = path, th
-				e, err := newEngine(lm.m, opts)
-				if err != nil {
-					return err
-				}
-				r.engines = append(r.engines, e)
-				base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: lm.m.Config.Params(),
-					Weights: weights, Path: path, Threads: e.Threads()}
-				r.addRows(base, e, p)
 			}
 		}
 	}
@@ -274,7 +304,16 @@ func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.Bandwid
 			if bc.test.kind == "pp" {
 				rate, err = bc.e.BenchPromptRun(bc.test.n)
 			} else {
-				rate, err = bc.e.BenchGenerateRun(bc.test.n, bc.batch)
+				var st engine.Stats
+				rate, st, err = bc.e.BenchGenerateRunStats(bc.test.n, bc.batch)
+				if round > 0 {
+					// A sequence-step is one sequence's share of a step:
+					// a decode row, or a verify step of 1+d rows.
+					bc.drafted += st.DraftTokens
+					bc.accepted += st.AcceptedTokens
+					bc.tokens += st.DecodeTokens + st.PrefillTokens - st.DraftTokens + st.AcceptedTokens
+					bc.seqSteps += st.DecodeTokens + st.PrefillTokens - st.DraftTokens
+				}
 			}
 			if err != nil {
 				return bws, err
@@ -314,6 +353,12 @@ func (r *benchRig) rows(roofline bool) []benchRow {
 				row.BandwidthGBs += bc.bws[i] / float64(len(bc.rates))
 				row.Roofline += float64(row.BytesPerToken) * rate / (bc.bws[i] * 1e9) / float64(len(bc.rates))
 			}
+		}
+		if bc.row.Spec == "ngram" && bc.test.kind == "tg" && bc.seqSteps > 0 {
+			if bc.drafted > 0 {
+				row.AcceptRate = float64(bc.accepted) / float64(bc.drafted)
+			}
+			row.TokensPerStep = float64(bc.tokens) / float64(bc.seqSteps)
 		}
 		rows = append(rows, row)
 	}
@@ -386,14 +431,28 @@ func maxInt(v []int) int {
 }
 
 func writeBench(w io.Writer, rows []benchRow, roofline, markdown bool) error {
-	head := []string{"model", "size", "params", "weights", "path", "threads", "test", "batch", "t/s"}
+	head := []string{"model", "size", "params", "weights", "path", "spec", "threads", "test", "batch", "t/s"}
+	spec := false
+	for _, r := range rows {
+		spec = spec || r.TokensPerStep > 0
+	}
+	if spec {
+		head = append(head, "accept", "tok/step")
+	}
 	if roofline {
 		head = append(head, "bytes/token", "roofline")
 	}
 	var lines [][]string
 	for _, r := range rows {
-		l := []string{r.Model, tensor.FormatBytes(r.SizeBytes), formatParams(r.Params), r.Weights, r.Path,
+		l := []string{r.Model, tensor.FormatBytes(r.SizeBytes), formatParams(r.Params), r.Weights, r.Path, r.Spec,
 			strconv.Itoa(r.Threads), r.Test, strconv.Itoa(r.Batch), fmt.Sprintf("%.2f ± %.2f", r.Mean, r.SD)}
+		if spec {
+			if r.TokensPerStep > 0 {
+				l = append(l, fmt.Sprintf("%.0f%%", 100*r.AcceptRate), fmt.Sprintf("%.2f", r.TokensPerStep))
+			} else {
+				l = append(l, "", "")
+			}
+		}
 		if roofline {
 			if r.BytesPerToken > 0 {
 				l = append(l, tensor.FormatBytes(r.BytesPerToken), fmt.Sprintf("%.0f%%", 100*r.Roofline))

@@ -55,6 +55,7 @@ against the context length for both paths.`,
 	}
 	modelFlags(a, cmd)
 	generationFlags(a, cmd)
+	specFlags(a, cmd)
 	a.flag(cmd, "contexts", "compare.contexts", "context lengths to sweep")
 	a.flag(cmd, "decode", "compare.decode", "decode steps per sweep point")
 	a.flag(cmd, "plot", "compare.plot", "PNG chart of the sweep")

@@ -45,7 +45,14 @@ Output: text streams token by token (one prompt) and ends with a tok/s line
 on stderr; ids prints the ids after BOS on one line per sequence (prompt
 tokens, then generated ones); json prints one JSON object per sequence the
 moment it finishes (in completion order; "seq" is its index), with its
-"finish_reason": length, eos, interrupted or error.
+"finish_reason": length, eos, interrupted or error, and its speculation
+counts "draft_tokens", "accepted_tokens" and "verify_steps".
+
+--speculate ngram drafts up to --draft tokens per step from the sequence's
+own earlier tokens (the tokens that followed the last --ngram-max … --ngram-min
+tokens where they occurred before) and verifies them in one step: greedy
+output is unchanged, sampled output has the same distribution (see
+docs/speculative.md).
 
 Ctrl-C (SIGINT) or SIGTERM stops at the next step: every sequence's tokens so
 far are printed in the chosen format and the exit status is 130. A second
@@ -67,6 +74,7 @@ seq_len means seq_len (the latter with a warning).`,
 	}
 	modelFlags(a, cmd)
 	generationFlags(a, cmd)
+	specFlags(a, cmd)
 	a.flag(cmd, "output", "generate.output", "output format")
 	return cmd
 }
@@ -79,8 +87,12 @@ type seqOutput struct {
 	Text         string `json:"text"`
 	CachedTokens int    `json:"cached_tokens"`
 	Preemptions  int    `json:"preemptions"`
-	FinishReason string `json:"finish_reason"`
-	Error        string `json:"error,omitempty"`
+	// Speculative decoding (0 with --speculate off).
+	DraftTokens    int    `json:"draft_tokens"`
+	AcceptedTokens int    `json:"accepted_tokens"`
+	VerifySteps    int    `json:"verify_steps"`
+	FinishReason   string `json:"finish_reason"`
+	Error          string `json:"error,omitempty"`
 }
 
 // generation is one run of infer generate: the prompts, where output
@@ -187,7 +199,8 @@ func (g *generation) finish(i int, r engine.Result) {
 		return
 	}
 	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: r.Tokens, Text: decodeAll(g.lm.codec, r.Tokens),
-		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason)}
+		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason),
+		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps}
 	if o.IDs == nil {
 		o.IDs = []int{}
 	}

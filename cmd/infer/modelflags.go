@@ -46,7 +46,36 @@ func init() {
 		configKey{Name: "threads", Kind: kindInt, Default: 0, Range: inRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
 		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "most sequences running at once; 0 = no cap"},
 		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
+		configKey{Name: "speculate", Kind: kindString, Default: "off", Allowed: []string{"off", "ngram"}, Help: "speculative decoding: off, or ngram (prompt lookup)"},
+		configKey{Name: "draft", Kind: kindInt, Default: engine.DefaultDraft, Range: inRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
+		configKey{Name: "ngram_min", Kind: kindInt, Default: engine.DefaultNgramMin, Range: inRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
+		configKey{Name: "ngram_max", Kind: kindInt, Default: engine.DefaultNgramMax, Range: inRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
 	)
+}
+
+// specFlags adds the speculative decoding flags of generate, compare and
+// bench (bench binds --speculate to its list key, so it skips it here).
+func specFlags(a *app, cmd *cobra.Command, skip ...string) {
+	for _, f := range []struct{ name, key, usage string }{
+		{"speculate", "speculate", "speculative decoding"},
+		{"draft", "draft", "speculation: most tokens drafted per step"},
+		{"ngram-min", "ngram_min", "speculation: shortest n-gram looked up"},
+		{"ngram-max", "ngram_max", "speculation: longest n-gram looked up"},
+	} {
+		if !slices.Contains(skip, f.name) {
+			a.flag(cmd, f.name, f.key, f.usage)
+		}
+	}
+}
+
+// speculation reads the speculation keys.
+func speculation(a *app) (engine.Speculation, error) {
+	sp := engine.Speculation{Method: a.getString("speculate"), Draft: a.getInt("draft"),
+		NgramMin: a.getInt("ngram_min"), NgramMax: a.getInt("ngram_max")}
+	if sp.NgramMax < sp.NgramMin {
+		return sp, fmt.Errorf("ngram_max %d is less than ngram_min %d", sp.NgramMax, sp.NgramMin)
+	}
+	return sp, nil
 }
 
 // modelFlags adds the model and engine flags to cmd, except the ones
@@ -240,10 +269,14 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 			return engine.Options{}, fmt.Errorf("kv_memory %q is 0 bytes, smaller than one KV block; give at least one block's bytes, or leave it unset for the default pool", s)
 		}
 	}
+	spec, err := speculation(a)
+	if err != nil {
+		return engine.Options{}, err
+	}
 	return engine.Options{
 		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
 		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
-		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led,
+		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led, Speculation: spec,
 	}, nil
 }
 

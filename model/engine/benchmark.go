@@ -113,35 +113,46 @@ func (e *Engine) BenchGenerate(n, batch, reps int) (BenchStat, error) {
 	return benchStat(rates), nil
 }
 
-// BenchGenerateRun is one run of BenchGenerate: decode rows per second.
+// BenchGenerateRun is one run of BenchGenerate: generated tokens per
+// second of decode time.
 func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
+	rate, _, err := e.BenchGenerateRunStats(n, batch)
+	return rate, err
+}
+
+// BenchGenerateRunStats is BenchGenerateRun with the run's Stats (the
+// speculation counts among them). The rate counts generated tokens, not
+// forward rows: with speculation a verify step runs 1+d rows and keeps
+// 1 + its accepted drafts.
+func (e *Engine) BenchGenerateRunStats(n, batch int) (float64, Stats, error) {
 	c := e.m.Config
 	if n < 1 || n+1 > c.SeqLen || batch < 1 {
-		return 0, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
+		return 0, Stats{}, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
 	}
 	reqs := make([]Request, batch)
 	for i := range reqs {
 		// A BOS-only prompt: every position after it is a decode row.
 		// Sampling at temperature 1 keeps sequences from stopping early
 		// on BOS as often as greedy decoding might; a sequence that does
-		// stop just contributes fewer rows.
+		// stop just contributes fewer tokens.
 		reqs[i] = Request{Prompt: []int{model.BOSID}, Steps: n + 1, Sampler: model.NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
 	}
 	res, st, err := e.Generate(reqs, nil)
 	if err != nil {
-		return 0, err
+		return 0, st, err
 	}
+	tokens := 0
 	for _, rr := range res {
 		if rr.Err != nil {
-			return 0, rr.Err
+			return 0, st, rr.Err
 		}
+		tokens += len(rr.Tokens)
 	}
-	rows := st.DecodeTokens + st.PrefillTokens
 	dt := st.DecodeTime + st.PrefillTime
 	if dt <= 0 {
-		return 0, fmt.Errorf("bench: tg%d measured no time", n)
+		return 0, st, fmt.Errorf("bench: tg%d measured no time", n)
 	}
-	return float64(rows) / dt.Seconds(), nil
+	return float64(tokens) / dt.Seconds(), st, nil
 }
 
 // benchTokens is a deterministic prompt: BOS, then ids cycling through

@@ -58,13 +58,22 @@
 //
 // # Speculative decoding
 //
-// The step is built for more than one new row per running sequence: the
-// builder gives AppendStep each sequence's N (kvcache.StepSeq) and packs
-// N consecutive rows over the sequence's existing context. A verifier
-// will give a sequence N = k+1 (its last token and k drafts), ask
-// Forward.Run for the logits of each of those rows instead of the last
-// only, and give the rejected drafts' slots back with
-// kvcache.Cache.Truncate; the next AppendStep republishes the shortened
-// table (Step.Changed). A shared prefix block is never written: the
-// cache copies it on write first.
+// With Options.Speculation (spec.go, ngram.go; docs/speculative.md), a
+// decoding sequence may draft up to k tokens from its own history before
+// the step: the tokens that followed the most recent earlier occurrence
+// of its last n tokens (n from NgramMax down to NgramMin), found through
+// unfold(0, n, 1) window views of an int32 tensor of its tokens. The step
+// builder then gives AppendStep N = k+1 for it and packs its last token
+// and the drafts as k+1 rows over its existing context, asking
+// Forward.Run for the logits of all of them; retire verifies the drafts
+// (greedy: equal to the argmax; sampled: model.Sampler.Verify, the
+// rejection sampler), keeps the accepted ones and the token after them,
+// gives the rejected drafts' slots back with kvcache.Cache.Truncate and
+// only then commits, so no block is registered with a rejected draft's
+// K/V. The next AppendStep republishes the shortened table
+// (Step.Changed), and a shared prefix block is never written: the cache
+// copies it on write first. A sequence's drafts depend only on its own
+// tokens and acceptance history, so speculation changes nothing about
+// batching, preemption (a preempted sequence replays without drafting,
+// then drafts again as before) or prefix sharing.
 package engine

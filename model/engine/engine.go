@@ -39,6 +39,9 @@ type Options struct {
 	// seq is the request index and pos the position of the token whose
 	// logits they are. The slice is only valid during the call.
 	OnLogits func(seq, pos int, logits []float32)
+	// Speculation turns prompt-lookup speculative decoding on (the zero
+	// value is off).
+	Speculation Speculation
 }
 
 // DefaultKVSequences is how many full-length (seq_len) sequences the
@@ -56,6 +59,10 @@ type Engine struct {
 	fwd    *model.Forward
 	pool   *kernels.Pool
 	nextID int
+	spec   Speculation // opts.Speculation with its defaults filled
+
+	// afterStep, set by tests, checks the scheduler after every step.
+	afterStep func(*scheduler) error
 
 	// step holds the packed inputs of one scheduler step. Its slices are
 	// truncated and refilled every step, so a steady decode loop reuses
@@ -81,6 +88,10 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	if opts.Path == "" {
 		opts.Path = "fused"
 	}
+	spec, err := opts.Speculation.normalize()
+	if err != nil {
+		return nil, err
+	}
 	// One persistent worker pool serves the matmuls and the attention
 	// kernel: workers live for the engine's lifetime, so no call pays for
 	// starting goroutines.
@@ -101,7 +112,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec}
 	for l := 0; l < c.NLayers; l++ {
 		k, v := cache.Layer(l)
 		e.caches = append(e.caches, model.LayerCache{K: k, V: v})
@@ -176,6 +187,10 @@ func (e *Engine) Forward() *model.Forward { return e.fwd }
 
 // PathName returns "fused" or "naive".
 func (e *Engine) PathName() string { return e.opts.Path }
+
+// Speculation returns the engine's speculation settings, defaults
+// filled (Method "off" or "ngram").
+func (e *Engine) Speculation() Speculation { return e.spec }
 
 // Threads is the number of worker threads the engine's kernels use.
 func (e *Engine) Threads() int { return e.pool.Threads() }

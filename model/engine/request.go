@@ -62,6 +62,10 @@ type Result struct {
 	Preemptions int
 	// FinishReason says why the sequence stopped.
 	FinishReason FinishReason
+	// DraftTokens counts the tokens speculation drafted for the sequence,
+	// AcceptedTokens those of them the verifier kept, and VerifySteps the
+	// steps that verified drafts (all 0 with speculation off).
+	DraftTokens, AcceptedTokens, VerifySteps int
 }
 
 // FinishReason says why a sequence stopped generating. The values are the
@@ -98,6 +102,9 @@ type Stats struct {
 	DecodeTime    time.Duration // time of pure decode steps
 	MaxBatch      int           // most sequences in one step
 	Preemptions   int
+	// Speculation: drafted and accepted tokens, and sequence-steps that
+	// verified drafts (each also counted in DecodeTokens, 1+drafts rows).
+	DraftTokens, AcceptedTokens, VerifySteps int
 }
 
 // validate returns why request i cannot run on an engine for config c

@@ -7,8 +7,15 @@ package engine
 func (s *scheduler) retire(logits []float32) error {
 	V := s.e.m.Config.VocabSize
 	kept := s.running[:0]
-	for i, q := range s.running {
-		done, why, err := s.advance(q, logits[i*V:(i+1)*V])
+	for _, q := range s.running {
+		var done bool
+		var why FinishReason
+		var err error
+		if d := len(q.spec.drafts); d > 0 {
+			done, why, err = s.verify(q, logits[q.logitRow*V:(q.logitRow+d+1)*V])
+		} else {
+			done, why, err = s.advance(q, logits[q.logitRow*V:(q.logitRow+1)*V])
+		}
 		if err != nil {
 			return err
 		}
@@ -46,15 +53,26 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if s.e.opts.OnLogits != nil {
 		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)
 	}
+	// A paused sequence's pause counts the decode steps it completes (not
+	// steps it was preempted in), so its drafting depends only on its own
+	// tokens.
+	if q.spec.pause > 0 {
+		q.spec.pause--
+	}
 	next := q.req.Sampler.Sample(row)
 	if q.req.stops(next) {
 		return true, FinishEOS, nil
 	}
+	s.appendToken(q, next)
+	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
+}
+
+// appendToken appends q's next token and streams it.
+func (s *scheduler) appendToken(q *seqState, next int) {
 	prev := q.tokens[len(q.tokens)-1]
 	q.tokens = append(q.tokens, next)
 	q.res.Tokens = append(q.res.Tokens, next)
 	if s.hooks.Token != nil {
 		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
 	}
-	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
 }

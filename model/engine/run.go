@@ -14,6 +14,8 @@ type seqState struct {
 	computed int   // positions whose K/V are in the cache
 	res      *Result
 	admitted bool // admitted at least once (prompt tokens streamed)
+	spec     specState
+	logitRow int // the step's first logit row of this sequence
 }
 
 // pending is the number of positions the sequence's next step computes:
@@ -46,6 +48,8 @@ type scheduler struct {
 	results          []Result
 	st               Stats
 	waiting, running []*seqState
+	spec             Speculation // normalized: Method is "off" or "ngram"
+	proposer         ngramProposer
 }
 
 // Generate runs the requests together with continuous batching and
@@ -72,7 +76,8 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, Stats, er
 //
 // A run is validate → (admit → step → retire)*: see the package doc.
 func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, Stats, error) {
-	s := &scheduler{e: e, hooks: hooks, results: make([]Result, len(reqs))}
+	s := &scheduler{e: e, hooks: hooks, results: make([]Result, len(reqs)), spec: e.spec}
+	s.proposer = ngramProposer{k: e.spec.Draft, minN: e.spec.NgramMin, maxN: e.spec.NgramMax}
 	s.accept(reqs)
 	for len(s.waiting) > 0 || len(s.running) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -87,6 +92,11 @@ func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result
 		}
 		if err := s.retire(logits); err != nil {
 			return s.results, s.st, err
+		}
+		if e.afterStep != nil {
+			if err := e.afterStep(s); err != nil {
+				return s.results, s.st, err
+			}
 		}
 	}
 	return s.results, s.st, nil

@@ -16,14 +16,19 @@ type stepBuffers struct {
 	seqs                    []kvcache.StepSeq // what each running sequence computes
 	kv                      kvcache.Step      // its slots and block tables
 	batch                   attention.Batch
+	tables                  [][]int32 // batch.BlockTables when verify rows split a sequence
 	tokens, positions, rows []int
 }
 
 // step hands out the slots of every running sequence's pending positions
 // (preempting when the pool runs dry), packs them into one batch and runs
 // the forward pass over it. It returns the logits of each running
-// sequence's last row, [len(running), vocab], valid until the next step.
+// sequence's last row, or of every row of a verify step, from row
+// q.logitRow on, valid until the next step.
 func (s *scheduler) step() ([]float32, error) {
+	if err := s.propose(); err != nil {
+		return nil, err
+	}
 	if err := s.allocate(); err != nil {
 		return nil, err
 	}
@@ -57,7 +62,7 @@ func (s *scheduler) allocate() error {
 	for {
 		buf.seqs = buf.seqs[:0]
 		for _, q := range s.running {
-			buf.seqs = append(buf.seqs, kvcache.StepSeq{ID: q.id, N: q.pending()})
+			buf.seqs = append(buf.seqs, kvcache.StepSeq{ID: q.id, N: q.pending() + len(q.spec.drafts)})
 		}
 		err := s.e.cache.AppendStep(&buf.kv, buf.seqs)
 		if err == nil {
@@ -86,6 +91,7 @@ func (s *scheduler) preempt() error {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	victim.computed = 0
+	victim.spec.drafts = victim.spec.drafts[:0] // drafted again when it decodes again
 	victim.res.Preemptions++
 	s.st.Preemptions++
 	s.running = s.running[:n-1]
@@ -98,21 +104,67 @@ func (s *scheduler) preempt() error {
 // their slots, so the cache's slot mapping is the batch's), its context
 // length and block table, and its last row as the one whose logits are
 // sampled.
+//
+// A sequence with drafts contributes its last token and its d drafts as
+// d+1 consecutive rows, all of whose logits are returned. By default they
+// are one (d+1)-row query over the existing context, causally masked:
+// the prefill kernel, whose query tiles share every K/V read among the
+// rows, so verifying d drafts costs far less than d decode steps. Those
+// tiles round differently from the decode loops (by ~1e-6 on the logits,
+// TestVerifyTiledRoundsDifferently). With Speculation.Exact the rows are
+// d+1 one-row entries over the same block table with context lengths
+// c+1 … c+d+1 (the same causal mask), each computed exactly as a decode
+// step computes it: a greedy run's logits are then decode's bits,
+// whatever was drafted, at the cost of one context read per row.
 func (s *scheduler) pack() *attention.Batch {
 	buf := &s.e.step
 	b := &buf.batch
 	b.QueryStart, b.QueryLen, b.ContextLen = b.QueryStart[:0], b.QueryLen[:0], b.ContextLen[:0]
 	b.BlockTables, b.SlotMapping = buf.kv.BlockTables, buf.kv.SlotMapping
 	tokens, positions, rows := buf.tokens[:0], buf.positions[:0], buf.rows[:0]
+	split := false
 	for _, q := range s.running {
-		b.QueryStart = append(b.QueryStart, len(tokens))
-		b.QueryLen = append(b.QueryLen, q.pending())
-		b.ContextLen = append(b.ContextLen, q.computed+q.pending())
-		for p := q.computed; p < q.computed+q.pending(); p++ {
+		split = split || (s.spec.Exact && len(q.spec.drafts) > 0)
+	}
+	if split {
+		buf.tables = buf.tables[:0]
+	}
+	for i, q := range s.running {
+		n, d := q.pending(), len(q.spec.drafts)
+		q.logitRow = len(rows)
+		if d == 0 || !s.spec.Exact {
+			b.QueryStart = append(b.QueryStart, len(tokens))
+			b.QueryLen = append(b.QueryLen, n+d)
+			b.ContextLen = append(b.ContextLen, q.computed+n+d)
+			if split {
+				buf.tables = append(buf.tables, buf.kv.BlockTables[i])
+			}
+		} else {
+			for j := 0; j <= d; j++ {
+				b.QueryStart = append(b.QueryStart, len(tokens)+j)
+				b.QueryLen = append(b.QueryLen, 1)
+				b.ContextLen = append(b.ContextLen, q.computed+1+j)
+				buf.tables = append(buf.tables, buf.kv.BlockTables[i])
+			}
+		}
+		for p := q.computed; p < q.computed+n; p++ {
 			tokens = append(tokens, q.tokens[p])
 			positions = append(positions, p)
 		}
-		rows = append(rows, len(tokens)-1)
+		for j, t := range q.spec.drafts {
+			tokens = append(tokens, t)
+			positions = append(positions, q.computed+n+j)
+		}
+		if d == 0 {
+			rows = append(rows, len(tokens)-1)
+		} else {
+			for r := len(tokens) - d - 1; r < len(tokens); r++ {
+				rows = append(rows, r)
+			}
+		}
+	}
+	if split {
+		b.BlockTables = buf.tables
 	}
 	buf.tokens, buf.positions, buf.rows = tokens, positions, rows // keep grown capacity
 	return b

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// bruteForcePropose is the proposer's specification written the obvious
+// way over a plain slice: for n from maxN down to minN, the most recent
+// i < L−n with tokens[i:i+n] == tokens[L−n:], and then up to limit tokens
+// from i+n.
+func bruteForcePropose(tokens []int, minN, maxN, k, limit int) []int {
+	L := len(tokens)
+	limit = min(limit, k)
+	if limit <= 0 {
+		return nil
+	}
+	for n := maxN; n >= minN; n-- {
+		if n >= L {
+			continue
+		}
+		suffix := tokens[L-n:]
+		for i := L - n - 1; i >= 0; i-- {
+			if slices.Equal(tokens[i:i+n], suffix) {
+				return slices.Clone(tokens[i+n : min(i+n+limit, L)])
+			}
+		}
+	}
+	return nil
+}
+
+// TestNgramProposerMatchesBruteForce: on random histories over small
+// vocabularies (so n-grams recur), at every length as the history grows,
+// the unfold-window proposer proposes exactly what the brute-force search
+// does, for several (minN, maxN, k, limit).
+func TestNgramProposerMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	found := 0
+	for trial := 0; trial < 300; trial++ {
+		vocab := 2 + r.IntN(6)
+		minN := 1 + r.IntN(3)
+		maxN := minN + r.IntN(3)
+		k := 1 + r.IntN(6)
+		n := 1 + r.IntN(60)
+		tokens := make([]int, n)
+		for i := range tokens {
+			tokens[i] = r.IntN(vocab)
+		}
+		h, err := newTokenHistory(n, minN, maxN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := ngramProposer{k: k, minN: minN, maxN: maxN}
+		var dst []int
+		for L := 1; L <= n; L++ {
+			h.sync(tokens[:L])
+			limit := r.IntN(k + 2)
+			dst = p.propose(dst[:0], h, limit)
+			want := bruteForcePropose(tokens[:L], minN, maxN, k, limit)
+			if !slices.Equal(dst, want) && !(len(dst) == 0 && len(want) == 0) {
+				t.Fatalf("trial %d (n %d..%d, k %d, limit %d) history %v: proposed %v, brute force %v",
+					trial, minN, maxN, k, limit, tokens[:L], dst, want)
+			}
+			if len(want) > 0 {
+				found++
+			}
+		}
+	}
+	if found < 1000 {
+		t.Fatalf("only %d proposals made: the matching path is barely tested", found)
+	}
+}
+
+// TestTokenHistoryWindowsAreZeroCopyViews: the windows are unfold(0, n, 1)
+// views of the int32 history (shape [cap−n+1, n], strides [1, 1], the
+// same storage), they see tokens appended after they were built, and a
+// proposal allocates nothing.
+func TestTokenHistoryWindowsAreZeroCopyViews(t *testing.T) {
+	h, err := newTokenHistory(32, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, w := range h.windows {
+		n := 2 + j
+		if got := w.Shape(); !slices.Equal(got, []int{32 - n + 1, n}) {
+			t.Fatalf("window %d shape %v", n, got)
+		}
+		if got := w.Strides(); !slices.Equal(got, []int{1, 1}) {
+			t.Fatalf("window %d strides %v", n, got)
+		}
+		if w.Storage() != h.hist.Storage() || &w.Storage().Int32s()[0] != &h.ids[0] {
+			t.Fatalf("window %d does not share the history's storage", n)
+		}
+		if w.IsContiguous() {
+			t.Fatalf("overlapping windows reported contiguous")
+		}
+	}
+	tokens := []int{1, 7, 8, 9, 4, 7, 8}
+	h.sync(tokens)
+	win, err := h.windows[0].Select(0, 5) // (7, 8): the suffix
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := win.Int32s(); !slices.Equal(got, []int32{7, 8}) {
+		t.Fatalf("window 5 reads %v", got)
+	}
+	p := ngramProposer{k: 4, minN: 2, maxN: 3}
+	dst := make([]int, 0, 4)
+	if got := p.propose(dst, h, 4); !slices.Equal(got, []int{9, 4, 7, 8}) {
+		t.Fatalf("proposed %v, want [9 4 7 8]", got)
+	}
+	if a := testing.AllocsPerRun(100, func() { dst = p.propose(dst[:0], h, 4) }); a != 0 {
+		t.Fatalf("propose allocates %v times per call", a)
+	}
+}

@@ -1,0 +1,141 @@
+package model
+
+import (
+	"math"
+	"sort"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// targetDist is the distribution Sample draws from, in float64, written
+// from its definition: p = softmax(logits/temperature); with top-p in
+// (0, 1), the most probable tokens up to and including the one where the
+// cumulative probability first exceeds topp, renormalised.
+func targetDist(logits []float32, temperature, topp float64) []float64 {
+	n := len(logits)
+	p := make([]float64, n)
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v)/temperature)
+	}
+	var sum float64
+	for i, v := range logits {
+		p[i] = math.Exp(float64(v)/temperature - mx)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	if topp <= 0 || topp >= 1 {
+		return p
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] > p[idx[b]] })
+	q := make([]float64, n)
+	var cum float64
+	for _, i := range idx {
+		q[i] = p[i]
+		cum += p[i]
+		if cum > topp {
+			break
+		}
+	}
+	for i := range q {
+		q[i] /= cum
+	}
+	return q
+}
+
+// chiSquare returns the statistic and degrees of freedom of counts
+// against probabilities q over n draws, pooling cells expected below 5,
+// and fails if a token of probability 0 was drawn.
+func chiSquare(t *testing.T, counts []int, q []float64, n int) (float64, int) {
+	t.Helper()
+	var stat, poolE float64
+	pooled, cells := 0, 0
+	for i, c := range counts {
+		e := q[i] * float64(n)
+		if q[i] == 0 {
+			if c != 0 {
+				t.Fatalf("token %d has target probability 0 but was drawn %d times", i, c)
+			}
+			continue
+		}
+		if e < 5 {
+			poolE += e
+			pooled += c
+			continue
+		}
+		stat += (float64(c) - e) * (float64(c) - e) / e
+		cells++
+	}
+	if poolE > 0 {
+		stat += (float64(pooled) - poolE) * (float64(pooled) - poolE) / poolE
+		cells++
+	}
+	return stat, cells - 1
+}
+
+// TestVerifyDrawsFromTarget: whatever the draft (the most probable token,
+// a middling one, one outside the top-p nucleus), the token Verify
+// returns is distributed as Sample's target distribution (chi-square at
+// p = 0.001 over 40000 seeded draws, deterministic), it accepts the draft
+// exactly when it returns it, and at temperature 0 it is argmax.
+func TestVerifyDrawsFromTarget(t *testing.T) {
+	logits := []float32{1.2, -0.3, 2.0, 0.4, -1.5, 0.9, 0.0, 1.7}
+	const n = 40000
+	for _, tc := range []struct{ temp, topp float64 }{{1, 0}, {0.7, 0}, {1, 0.9}, {1, 0.5}, {0.8, 0.95}} {
+		q := targetDist(logits, tc.temp, tc.topp)
+		for _, draft := range []int{2, 5, 4} {
+			s := NewSampler(len(logits), float32(tc.temp), float32(tc.topp), 12345+uint64(draft))
+			counts := make([]int, len(logits))
+			acc := 0
+			buf := make([]float32, len(logits))
+			for i := 0; i < n; i++ {
+				copy(buf, logits)
+				tok, ok := s.Verify(buf, draft)
+				if ok != (tok == draft) {
+					t.Fatalf("Verify returned %d with accepted=%v for draft %d", tok, ok, draft)
+				}
+				if ok {
+					acc++
+				}
+				counts[tok]++
+			}
+			stat, df := chiSquare(t, counts, q, n)
+			crit := distuv.ChiSquared{K: float64(df)}.Quantile(0.999)
+			t.Logf("T=%g topp=%g draft %d: q(draft)=%.4f accepted %.4f, chi2 %.1f (df %d, critical %.1f)",
+				tc.temp, tc.topp, draft, q[draft], float64(acc)/n, stat, df, crit)
+			if stat > crit {
+				t.Errorf("T=%g topp=%g draft %d: chi-square %.1f > %.1f: counts %v, target %v", tc.temp, tc.topp, draft, stat, crit, counts, q)
+			}
+		}
+	}
+	g := NewSampler(len(logits), 0, 0.9, 1)
+	for _, d := range []int{2, 3} {
+		tok, ok := g.Verify(append([]float32(nil), logits...), d)
+		if tok != 2 || ok != (d == 2) {
+			t.Fatalf("greedy Verify(draft %d) = %d, %v; want 2, %v", d, tok, ok, d == 2)
+		}
+	}
+}
+
+// TestVerifyAllocatesNothing: Verify, like Sample, runs without
+// allocating, with and without top-p.
+func TestVerifyAllocatesNothing(t *testing.T) {
+	logits := make([]float32, 512)
+	for i := range logits {
+		logits[i] = float32(i%17) / 5
+	}
+	for _, topp := range []float32{0, 0.9} {
+		s := NewSampler(512, 1, topp, 7)
+		buf := make([]float32, 512)
+		if a := testing.AllocsPerRun(50, func() { copy(buf, logits); s.Verify(buf, 3) }); a != 0 {
+			t.Fatalf("topp %v: Verify allocates %v times", topp, a)
+		}
+	}
+}
