@@ -15,8 +15,9 @@ type Sampler struct {
 	vocab       int
 	temperature float32
 	topp        float32
-	state       uint64    // xorshift64* state; 0 stays 0 forever, as in run.c
-	cand        []probIdx // preallocated top-p candidates, so Sample never allocates
+	state       uint64       // xorshift64* state; 0 stays 0 forever, as in run.c
+	cand        []probIdx    // preallocated top-p candidates, so Sample never allocates
+	filt        *filterState // the logit filters (sampler_filters.go); nil = run.c's chain only
 }
 
 // probIdx is run.c's ProbIndex: a probability and the token it belongs to.
@@ -63,6 +64,21 @@ func (s *Sampler) Sample(logits []float32) int {
 		return 0
 	}
 	logits = logits[:n]
+	if s.filt == nil {
+		return s.sample(logits)
+	}
+	s.filt.apply(logits)
+	tok := s.sample(logits)
+	if s.temperature != 0 {
+		tok = survivor(logits, tok)
+	}
+	s.filt.record(tok)
+	return tok
+}
+
+// sample is run.c's chain: argmax at temperature 0, else temperature,
+// softmax, and a multinomial or top-p draw.
+func (s *Sampler) sample(logits []float32) int {
 	if s.temperature == 0 {
 		return argmax(logits)
 	}
