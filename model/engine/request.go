@@ -18,6 +18,11 @@ type Request struct {
 	Steps int
 	// Sampler picks each generated token; it is used by this request only.
 	Sampler *model.Sampler
+	// Stop, when set, is called after each generated token (and after
+	// Hooks.Token) with the result's tokens so far; true ends the
+	// sequence there with FinishStop. The CLI matches stop strings on
+	// the decoded text with it. It runs on the scheduler's goroutine.
+	Stop func(tokens []int) bool
 }
 
 // Event is one token of one sequence, streamed while generating.

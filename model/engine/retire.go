@@ -58,5 +58,8 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if s.hooks.Token != nil {
 		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
 	}
+	if q.req.Stop != nil && q.req.Stop(q.res.Tokens) {
+		return true, FinishStop, nil
+	}
 	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
 }
