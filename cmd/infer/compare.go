@@ -251,11 +251,11 @@ func writeCompare(w io.Writer, format, header string, points []comparePoint) err
 // from fresh samplers.
 func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []engine.Request, error) {
 	c := lm.m.Config
-	ps, err := promptList(a)
+	ps, err := promptList(a, processStdin, nil)
 	if err != nil {
 		return nil, err
 	}
-	prompts, errs := lm.requestsFor(ps)
+	prompts, errs := lm.requestsFor(ps, lm.m.Config.SeqLen)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

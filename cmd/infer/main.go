@@ -27,6 +27,7 @@ func main() {
 		outfile.RemoveTemps()
 		os.Exit(exitInterrupted)
 	})
+	processStdin = os.Stdin
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	// The last write's error may only surface at close (NFS, some FUSE

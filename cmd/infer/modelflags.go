@@ -48,7 +48,7 @@ func init() {
 // named in skip (a command that gives a flag another meaning).
 func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 	for _, f := range []struct{ name, key, usage string }{
-		{"checkpoint", "checkpoint", "llama2.c checkpoint; empty = the synthetic model"},
+		{"checkpoint", "checkpoint", "llama2.c checkpoint (-m, --model); empty = the synthetic model"},
 		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
@@ -56,12 +56,12 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"num-blocks", "num_blocks", "KV cache blocks; 0 = from --kv-memory, else 8 full sequences"},
 		{"kv-memory", "kv_memory", "KV cache byte budget, e.g. 64MiB; at least one block"},
 		{"kv-dtype", "kv_dtype", "KV cache dtype"},
-		{"threads", "threads", "worker threads; 0 = all cores"},
+		{"threads", "threads", "worker threads (-t); 0 = all cores"},
 		{"max-batch", "max_batch", "most running sequences"},
 		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
 	} {
 		if !slices.Contains(skip, f.name) {
-			a.flag(cmd, f.name, f.key, f.usage)
+			a.flagP(cmd, f.name, shortFlags[f.name], f.key, f.usage)
 		}
 	}
 	syntheticFlags(a, cmd)
@@ -70,13 +70,17 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 // generationFlags adds the prompt and sampler flags of generate and
 // compare.
 func generationFlags(a *app, cmd *cobra.Command) {
-	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt)")
+	a.flagP(cmd, "prompt", "p", "prompt", "prompt text (repeat for several sequences; - = stdin)")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt; - = stdin)")
 	a.flag(cmd, "steps", "steps", "positions to run, prompt included; 0 = seq_len")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature; 0 = greedy")
-	a.flag(cmd, "topp", "topp", "top-p sampling; 0 or 1 = off")
-	a.flag(cmd, "seed", "seed", "RNG seed; 0 = the time")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature (--temp); 0 = greedy")
+	a.flag(cmd, "topp", "topp", "top-p sampling (--top-p); 0 or 1 = off")
+	a.flagP(cmd, "seed", "s", "seed", "RNG seed; 0 = the time")
 }
+
+// shortFlags are llama.cpp's one-letter flags (run.c's single letters
+// mean other things: its -n is our --steps, its -t the temperature).
+var shortFlags = map[string]string{"checkpoint": "m", "threads": "t"}
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
 func samplerSeed(a *app) uint64 {
