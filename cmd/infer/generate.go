@@ -96,7 +96,7 @@ type generation struct {
 	out     io.Writer
 	stderr  io.Writer
 	cancel  context.CancelFunc // stops the run when a write fails
-	res     []engine.Result     // by prompt index
+	res     []engine.Result    // by prompt index
 	first   time.Time          // when the first streamed token arrived
 	emitted int                // tokens streamed
 	seqs    []seqTrack         // per prompt: timing and stop strings (genseq.go)
