@@ -104,6 +104,10 @@ type loadedModel struct {
 	codec    model.TextCodec
 	name     string
 	maxPiece int // see maxPieceBytes; 0 until computed
+	// chatTemplate is the Jinja chat template the checkpoint carries
+	// (GGUF's tokenizer.chat_template, HF's tokenizer_config.json), and
+	// eosText its eos_token's text; both empty for llama2.c checkpoints.
+	chatTemplate, eosText string
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
