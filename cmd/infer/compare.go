@@ -205,6 +205,8 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		return []comparePoint{newPoint(0, cmp)}, nil
 	}
 	var points []comparePoint
+	bar := newProgress(stderr, "compare", int64(len(contexts)))
+	defer bar.done()
 	for _, L := range contexts {
 		if err := ctx.Err(); err != nil {
 			return points, err
@@ -219,7 +221,10 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		}
 		points = append(points, newPoint(L, cmp))
 		// Progress on stderr: a long sweep shows it is moving, and what
-		// an interrupt would keep.
+		// an interrupt would keep (a bar on a terminal).
+		if bar.set(int64(len(points))); bar != nil {
+			continue
+		}
 		fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", L, len(points), len(contexts))
 	}
 	// One point cannot be stopped part way (engine.Compare runs to the

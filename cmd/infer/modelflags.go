@@ -123,6 +123,7 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
+		defer loadingNotice(a.errw, path)()
 		m, err := checkpoint.Load(path, model.LoadOptions{WeightDType: wdt})
 		if err != nil {
 			return nil, err

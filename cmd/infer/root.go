@@ -89,7 +89,8 @@ type app struct {
 	reg        *registry
 	v          *viper.Viper
 	bindings   []flagBinding
-	configFile string // the --config file in effect, "" if none
+	configFile string    // the --config file in effect, "" if none
+	errw       io.Writer // the running command's stderr (progress displays)
 	errs       []error
 }
 
@@ -190,7 +191,8 @@ func (a *app) load(cmd *cobra.Command) error {
 		}
 		a.configFile = path
 	}
-	a.warnUnknownEnv(cmd.ErrOrStderr())
+	a.errw = cmd.ErrOrStderr()
+	a.warnUnknownEnv(a.errw)
 	for _, name := range a.reg.sortedKeys() {
 		if err := a.reg.keys[name].check(a.v.Get(name)); err != nil {
 			return fmt.Errorf("config key %q (from %s): %v", name, a.source(name), err)
