@@ -56,7 +56,8 @@ func (s *Sampler) randomF32() float32 {
 
 // Sample returns the next token for logits (length vocab). Like run.c it
 // works in place: at temperature > 0 logits is overwritten with the
-// probabilities softmax(logits/temperature). It does not allocate.
+// probabilities softmax(logits/temperature). It does not allocate (with a
+// repeat penalty, SetFilters' history grows amortized, like an append).
 // An empty logits vector yields 0.
 func (s *Sampler) Sample(logits []float32) int {
 	n := min(len(logits), s.vocab)

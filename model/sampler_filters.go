@@ -4,7 +4,7 @@ import (
 	"math"
 )
 
-// Filters are the logit filters llama.cpp users expect (its -top-k,
+// Filters are the logit filters llama.cpp users expect (its --top-k,
 // --min-p, --repeat-penalty and --repeat-last-n). They run on the raw
 // logits, in llama.cpp's order: repeat penalty, then top-k, then min-p.
 // run.c's own chain follows unchanged (temperature, softmax, top-p,
