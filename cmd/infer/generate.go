@@ -40,11 +40,20 @@ together with continuous batching over the paged KV cache; each sequence's
 output is what it would be alone. Without --checkpoint the synthetic model of
 the synthetic.* keys runs (random weights: its text is noise).
 
+The prompt is a positional argument, --prompt/-p (repeatable), --file/-f
+(a whole file) or --prompts (one per line); "-" reads stdin, and with none
+of them a piped stdin is the prompt. -n counts new tokens (-1 = until the
+context ends), --steps run.c's positions; -c caps the context and sizes
+the KV pool. --top-k, --min-p and --repeat-penalty filter the logits
+before run.c's chain; --stop ends a sequence at a string (docs/cli.md).
+
 Output: text streams token by token (one prompt) and ends with a tok/s line
-on stderr; ids prints the ids after BOS on one line per sequence (prompt
-tokens, then generated ones); json prints one JSON object per sequence the
-moment it finishes (in completion order; "seq" is its index), with its
-"finish_reason": length, eos, interrupted or error.
+on stderr; several prompts print each sequence as it finishes. ids prints
+the ids after BOS on one line per sequence (prompt tokens, then generated
+ones); json prints one JSON object per sequence the moment it finishes (in
+completion order; "seq" is its index), with its "finish_reason" (length,
+eos, stop, interrupted or error), prompt_tokens, generated_tokens, ttft_ms
+and tokens_per_second.
 
 Ctrl-C (SIGINT) or SIGTERM stops at the next step: every sequence's tokens so
 far are printed in the chosen format and the exit status is 130. A second

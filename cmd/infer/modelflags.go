@@ -48,7 +48,7 @@ func init() {
 // named in skip (a command that gives a flag another meaning).
 func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 	for _, f := range []struct{ name, key, usage string }{
-		{"checkpoint", "checkpoint", "llama2.c checkpoint (-m, --model); empty = the synthetic model"},
+		{"checkpoint", "checkpoint", "llama2.c checkpoint (alias --model); empty = the synthetic model"},
 		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
@@ -56,7 +56,7 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"num-blocks", "num_blocks", "KV cache blocks; 0 = from --kv-memory, else 8 full sequences"},
 		{"kv-memory", "kv_memory", "KV cache byte budget, e.g. 64MiB; at least one block"},
 		{"kv-dtype", "kv_dtype", "KV cache dtype"},
-		{"threads", "threads", "worker threads (-t); 0 = all cores"},
+		{"threads", "threads", "worker threads; 0 = all cores"},
 		{"max-batch", "max_batch", "most running sequences"},
 		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
 	} {
