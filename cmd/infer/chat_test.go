@@ -153,3 +153,26 @@ func TestChatPiped(t *testing.T) {
 		t.Errorf("empty stdin: exit %d, %q, %q", code, out, errs)
 	}
 }
+
+// FuzzLoadChatTemplate: any file given as --chat-template (Jinja text or
+// a tokenizer_config.json) loads or fails with an error; it never
+// panics. (Rendering is not fuzzed: a template may loop as long as its
+// author wrote it to.)
+func FuzzLoadChatTemplate(f *testing.F) {
+	f.Add([]byte(builtinTemplates["llama-3"]))
+	f.Add([]byte(`{"chat_template": "{{ messages[0]['content'] }}", "eos_token": "</s>"}`))
+	f.Add([]byte(`{"chat_template": 3}`))
+	f.Add([]byte("{% for m in messages %}{{ m.content"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, name := range []string{"t.jinja", "tokenizer_config.json"} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tpl, err := loadChatTemplate(p); err == nil && tpl == nil {
+				t.Fatal("nil template without an error")
+			}
+		}
+	})
+}
