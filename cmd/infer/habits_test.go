@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -246,5 +247,24 @@ func TestJSONStatsAndTextStreaming(t *testing.T) {
 		if n := strings.Count(out, "=== sequence "+string(rune('0'+i))+" ==="); n != 1 {
 			t.Fatalf("sequence %d printed %d times:\n%s", i, n, out)
 		}
+	}
+}
+
+// TestClosedStdinIsNoPrompt: the real binary with standard input closed
+// (sh's <&-) runs with no prompt, exactly like </dev/null.
+func TestClosedStdinIsNoPrompt(t *testing.T) {
+	args := []string{"generate", "-n", "6", "--temp", "0", "--output", "ids"}
+	var outs []string
+	for _, redirect := range []string{"<&-", "</dev/null"} {
+		c := exec.Command("sh", append([]string{"-c", `exec "$0" "$@" ` + redirect, os.Args[0]}, args...)...)
+		c.Env = append(os.Environ(), asMainEnv+"=1")
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", redirect, err, out)
+		}
+		outs = append(outs, string(out))
+	}
+	if want := strings.Join(genIDs(t, "", "-n", "6"), " ") + "\n"; outs[0] != want || outs[1] != want {
+		t.Fatalf("closed stdin %q, /dev/null %q, want no prompt's %q", outs[0], outs[1], want)
 	}
 }
