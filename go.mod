@@ -1,13 +1,14 @@
 module github.com/stride-lm/stride
 
-go 1.26
+go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/spf13/viper v1.21.0
 	github.com/x448/float16 v0.8.4
-	golang.org/x/sys v0.29.0
+	golang.org/x/sys v0.43.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
 )

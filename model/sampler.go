@@ -15,8 +15,9 @@ type Sampler struct {
 	vocab       int
 	temperature float32
 	topp        float32
-	state       uint64    // xorshift64* state; 0 stays 0 forever, as in run.c
-	cand        []probIdx // preallocated top-p candidates, so Sample never allocates
+	state       uint64       // xorshift64* state; 0 stays 0 forever, as in run.c
+	cand        []probIdx    // preallocated top-p candidates, so Sample never allocates
+	filt        *filterState // the logit filters (sampler_filters.go); nil = run.c's chain only
 }
 
 // probIdx is run.c's ProbIndex: a probability and the token it belongs to.
@@ -55,7 +56,8 @@ func (s *Sampler) randomF32() float32 {
 
 // Sample returns the next token for logits (length vocab). Like run.c it
 // works in place: at temperature > 0 logits is overwritten with the
-// probabilities softmax(logits/temperature). It does not allocate.
+// probabilities softmax(logits/temperature). It does not allocate (with a
+// repeat penalty, SetFilters' history grows amortized, like an append).
 // An empty logits vector yields 0.
 func (s *Sampler) Sample(logits []float32) int {
 	n := min(len(logits), s.vocab)
@@ -63,6 +65,21 @@ func (s *Sampler) Sample(logits []float32) int {
 		return 0
 	}
 	logits = logits[:n]
+	if s.filt == nil {
+		return s.sample(logits)
+	}
+	s.filt.apply(logits)
+	tok := s.sample(logits)
+	if s.temperature != 0 {
+		tok = survivor(logits, tok)
+	}
+	s.filt.record(tok)
+	return tok
+}
+
+// sample is run.c's chain: argmax at temperature 0, else temperature,
+// softmax, and a multinomial or top-p draw.
+func (s *Sampler) sample(logits []float32) int {
 	if s.temperature == 0 {
 		return argmax(logits)
 	}

@@ -289,6 +289,9 @@ func (r *benchRig) addRows(base benchRow, e *engine.Engine, p benchPlan) {
 // error that stopped it, if any; the rates measured so far are kept.
 func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.BandwidthProbe, pool *kernels.Pool, stderr io.Writer) ([]float64, error) {
 	var bws []float64
+	bar := newProgress(stderr, "bench", int64((reps+1)*len(r.cases)))
+	defer bar.done()
+	runs := int64(0)
 	for round := 0; round <= reps; round++ {
 		var bw float64
 		if probe != nil && round > 0 {
@@ -322,8 +325,14 @@ func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.Bandwid
 				bc.rates = append(bc.rates, rate)
 				bc.bws = append(bc.bws, bw)
 			}
+			runs++
+			bar.set(runs)
 		}
-		// Progress on stderr: what an interrupt would keep.
+		// Progress on stderr: what an interrupt would keep (a bar on a
+		// terminal, a line per round elsewhere).
+		if bar != nil {
+			continue
+		}
 		if round == 0 {
 			fmt.Fprintf(stderr, "bench: warm-up done\n")
 		} else {

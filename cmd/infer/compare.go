@@ -206,6 +206,8 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		return []comparePoint{newPoint(0, cmp)}, nil
 	}
 	var points []comparePoint
+	bar := newProgress(stderr, "compare", int64(len(contexts)))
+	defer bar.done()
 	for _, L := range contexts {
 		if err := ctx.Err(); err != nil {
 			return points, err
@@ -220,7 +222,10 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		}
 		points = append(points, newPoint(L, cmp))
 		// Progress on stderr: a long sweep shows it is moving, and what
-		// an interrupt would keep.
+		// an interrupt would keep (a bar on a terminal).
+		if bar.set(int64(len(points))); bar != nil {
+			continue
+		}
 		fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", L, len(points), len(contexts))
 	}
 	// One point cannot be stopped part way (engine.Compare runs to the
@@ -252,11 +257,11 @@ func writeCompare(w io.Writer, format, header string, points []comparePoint) err
 // from fresh samplers.
 func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []engine.Request, error) {
 	c := lm.m.Config
-	ps, err := promptList(a)
+	ps, err := promptList(a, processStdin, nil)
 	if err != nil {
 		return nil, err
 	}
-	prompts, errs := lm.requestsFor(ps)
+	prompts, errs := lm.requestsFor(ps, lm.m.Config.SeqLen)
 	for _, err := range errs {
 		if err != nil {
 			return nil, err

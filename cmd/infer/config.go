@@ -432,6 +432,18 @@ func resolvePath(p, configFile string) string {
 // suggest names the declared key closest to a misspelled one, or lists
 // them all when none is close.
 func (r *registry) suggest(name string) string {
+	// A key in the wrong section (a top-level "output" for
+	// generate.output) is named by its last part.
+	var placed []string
+	last := name[strings.LastIndex(name, ".")+1:]
+	for _, k := range r.sortedKeys() {
+		if k != name && k[strings.LastIndex(k, ".")+1:] == last {
+			placed = append(placed, fmt.Sprintf("%q", k))
+		}
+	}
+	if len(placed) > 0 {
+		return "did you mean " + strings.Join(placed, " or ") + "?"
+	}
 	best, bestD := "", 4 // at most 3 edits away
 	for _, k := range r.sortedKeys() {
 		if d := editDistance(name, k); d < bestD {

@@ -102,6 +102,18 @@ written through; a directory, socket or block device is refused.`,
 				desc = "GGUF, " + opts.Type.String()
 				write = func(w *bufio.Writer) error { return gguf.WriteModel(w, lm.m, opts) }
 			}
+			if bar := newProgress(cmd.ErrOrStderr(), "export "+out, 0); bar != nil {
+				bar.bytes = true
+				defer bar.done()
+				inner := write
+				write = func(w *bufio.Writer) error {
+					pw := bufio.NewWriterSize(&progressWriter{w: w, p: bar}, 1<<20)
+					if err := inner(pw); err != nil {
+						return err
+					}
+					return pw.Flush()
+				}
+			}
 			size, err := writeCheckpoint(cmd.Context(), out, write)
 			if err != nil {
 				return err

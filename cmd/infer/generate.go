@@ -41,12 +41,21 @@ together with continuous batching over the paged KV cache; each sequence's
 output is what it would be alone. Without --checkpoint the synthetic model of
 the synthetic.* keys runs (random weights: its text is noise).
 
+The prompt is a positional argument, --prompt/-p (repeatable), --file/-f
+(a whole file) or --prompts (one per line); "-" reads stdin, and with none
+of them a piped stdin is the prompt. -n counts new tokens (-1 = until the
+context ends), --steps run.c's positions; -c caps the context and sizes
+the KV pool. --top-k, --min-p and --repeat-penalty filter the logits
+before run.c's chain; --stop ends a sequence at a string (docs/cli.md).
+
 Output: text streams token by token (one prompt) and ends with a tok/s line
-on stderr; ids prints the ids after BOS on one line per sequence (prompt
-tokens, then generated ones); json prints one JSON object per sequence the
-moment it finishes (in completion order; "seq" is its index), with its
-"finish_reason": length, eos, interrupted or error, and its speculation
-counts "draft_tokens", "accepted_tokens" and "verify_steps".
+on stderr; several prompts print each sequence as it finishes. ids prints
+the ids after BOS on one line per sequence (prompt tokens, then generated
+ones); json prints one JSON object per sequence the moment it finishes (in
+completion order; "seq" is its index), with its "finish_reason" (length,
+eos, stop, interrupted or error), prompt_tokens, generated_tokens, ttft_ms
+tokens_per_second, and its speculation counts "draft_tokens",
+"accepted_tokens" and "verify_steps".
 
 --speculate ngram drafts up to --draft tokens per step from the sequence's
 own earlier tokens (the tokens that followed the last --ngram-max … --ngram-min
@@ -65,16 +74,19 @@ be in [0, 1] (run.c turns any other value into 0.9), and NaN or infinite
 numbers are refused for every setting. As in run.c, --steps 0 or above
 seq_len means seq_len (the latter with a warning).`,
 		Example: `  infer generate --config configs/stories260k.yaml --temperature 0
-  infer generate --checkpoint stories15M.bin --tokenizer tokenizer.bin --prompt "Once upon a time"
+  infer generate -m stories15M.bin --tokenizer tokenizer.bin "Once upon a time"
+  echo "Once upon a time" | infer generate -m stories15M.bin --tokenizer tokenizer.bin -n 64
   infer generate --config configs/tiny.yaml --prompt a --prompt b --output json`,
-		Args: cobra.NoArgs,
+		Args: cobra.ArbitraryArgs, // the words of a positional prompt
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGenerate(a, cmd)
+			return runGenerate(a, cmd, args)
 		},
 	}
 	modelFlags(a, cmd)
 	generationFlags(a, cmd)
 	specFlags(a, cmd)
+	samplingFlags(a, cmd)
+	a.flagP(cmd, "file", "f", "prompt_file", "file whose whole text is the prompt; - = stdin")
 	a.flag(cmd, "output", "generate.output", "output format")
 	return cmd
 }
@@ -93,6 +105,7 @@ type seqOutput struct {
 	VerifySteps    int    `json:"verify_steps"`
 	FinishReason   string `json:"finish_reason"`
 	Error          string `json:"error,omitempty"`
+	seqTiming
 }
 
 // generation is one run of infer generate: the prompts, where output
@@ -108,25 +121,35 @@ type generation struct {
 	res     []engine.Result    // by prompt index
 	first   time.Time          // when the first streamed token arrived
 	emitted int                // tokens streamed
+	seqs    []seqTrack         // per prompt: timing and stop strings (genseq.go)
+	start   time.Time          // when the run began
 }
 
-func runGenerate(a *app, cmd *cobra.Command) error {
+func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 	lm, err := loadModel(a)
 	if err != nil {
 		return err
 	}
 	defer lm.m.Close() // unmap the checkpoint
-	ps, err := promptList(a)
+	if h := tokenizerHint(a, lm); h != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), h)
+	}
+	ps, err := promptList(a, cmd.InOrStdin(), args)
 	if err != nil {
 		return err
 	}
 	c := lm.m.Config
-	steps := clampSteps(a.getInt("steps"), c.SeqLen, cmd.ErrOrStderr())
-	ids, encErrs := lm.requestsFor(ps) // before the KV pool is allocated
+	ctxLen := contextSize(a, c, cmd.ErrOrStderr())
+	rule, err := newStepsRule(a, ctxLen, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	ids, encErrs := lm.requestsFor(ps, ctxLen) // before the KV pool is allocated
 	opts, err := engineOptions(a, nil)
 	if err != nil {
 		return err
 	}
+	poolForContext(&opts, ctxLen)
 	e, err := newEngine(lm.m, opts)
 	if err != nil {
 		return err
@@ -134,7 +157,8 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 	defer e.Close()
 	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
 		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]engine.Result, len(ps))}
-	temp, topp, seed := float32(a.getFloat("temperature")), float32(a.getFloat("topp")), samplerSeed(a)
+	seed := samplerSeed(a)
+	g.seqs = make([]seqTrack, len(ps))
 	var reqs []engine.Request
 	var index []int // index[k] is the prompt of request k
 	for i := range ps {
@@ -143,8 +167,11 @@ func runGenerate(a *app, cmd *cobra.Command) error {
 			continue
 		}
 		index = append(index, i)
-		reqs = append(reqs, engine.Request{Prompt: ids[i], Steps: steps, StopTokens: lm.stop,
-			Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)})
+		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
+			StopTokens: lm.stop,
+			Sampler:    newSampler(a, c.VocabSize, seed, ids[i])}
+		g.track(i, &r, a.getStrings("stop"))
+		reqs = append(reqs, r)
 	}
 	g.stream = g.format == "text" && len(ps) == 1 && len(reqs) == 1
 	return g.run(cmd.Context(), e, reqs, index)
@@ -157,10 +184,9 @@ func (g *generation) run(parent context.Context, e *engine.Engine, reqs []engine
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	g.cancel = cancel
-	hooks := engine.Hooks{Finish: func(k int, r engine.Result) { g.finish(index[k], r) }}
-	if g.stream {
-		hooks.Token = g.token
-	}
+	hooks := engine.Hooks{Finish: func(k int, r engine.Result) { g.finish(index[k], r) },
+		Token: func(ev engine.Event) { g.seqToken(index[ev.Seq], ev) }}
+	g.start = time.Now()
 	var runErr error
 	if len(reqs) > 0 {
 		_, _, runErr = e.Run(ctx, reqs, hooks)
@@ -187,7 +213,14 @@ func (g *generation) token(ev engine.Event) {
 		g.first = time.Now()
 	}
 	g.emitted++
-	if err := writePiece(g.out, g.lm.codec, g.lm.codec.Decode(ev.Prev, ev.Token)); err != nil {
+	piece := g.lm.codec.Decode(ev.Prev, ev.Token)
+	var err error
+	if m := g.seqs[0].stop; m != nil && g.seqs[0].generated(ev) {
+		_, err = g.out.Write(m.ready()) // fed by seqToken
+	} else {
+		err = writePiece(g.out, g.lm.codec, piece)
+	}
+	if err != nil {
 		g.cancel()
 	}
 }
@@ -195,12 +228,18 @@ func (g *generation) token(ev engine.Event) {
 // finish records prompt i's result; --output json prints it at once.
 func (g *generation) finish(i int, r engine.Result) {
 	g.res[i] = r
+	g.seqs[i].done = time.Now()
+	if g.format == "text" && !g.stream && r.Err == nil {
+		g.printSeq(i, r) // several prompts: each one as it finishes
+		return
+	}
 	if g.format != "json" {
 		return
 	}
-	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: r.Tokens, Text: decodeAll(g.lm.codec, r.Tokens),
+	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: r.Tokens, Text: g.text(i, r.Tokens),
 		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason),
-		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps}
+		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps,
+		seqTiming: g.timing(i, r)}
 	if o.IDs == nil {
 		o.IDs = []int{}
 	}
@@ -224,6 +263,11 @@ func (g *generation) printAll() error {
 		if r := g.res[0]; r.Err != nil {
 			return r.Err
 		}
+		if m := g.seqs[0].stop; m != nil {
+			if _, err := g.out.Write(m.rest()); err != nil {
+				return err
+			}
+		}
 		if _, err := fmt.Fprintln(g.out); err != nil { // run.c ends its text with a newline
 			return err
 		}
@@ -232,24 +276,15 @@ func (g *generation) printAll() error {
 		}
 		return nil
 	}
-	for i, r := range g.res {
-		if r.Err != nil || g.format == "json" {
-			continue
+	for _, r := range g.res {
+		if r.Err != nil || g.format != "ids" {
+			continue // text and json were printed as each sequence finished
 		}
-		var err error
-		switch {
-		case g.format == "ids":
-			err = writeIDs(g.out, r.Tokens)
-		case len(g.res) > 1:
-			_, err = fmt.Fprintf(g.out, "=== sequence %d ===\n%s\n", i, decodeAll(g.lm.codec, r.Tokens))
-		default:
-			_, err = fmt.Fprintln(g.out, decodeAll(g.lm.codec, r.Tokens))
-		}
-		if err != nil {
+		if err := writeIDs(g.out, r.Tokens); err != nil {
 			return err
 		}
 	}
-	return nil
+	return writeErr(g.out)
 }
 
 // failures reports the sequences that failed: a single prompt's error

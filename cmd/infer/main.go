@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
@@ -27,6 +28,7 @@ func main() {
 		outfile.RemoveTemps()
 		os.Exit(exitInterrupted)
 	})
+	processStdin = os.Stdin
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	// The last write's error may only surface at close (NFS, some FUSE
@@ -105,6 +107,12 @@ func writeErr(w io.Writer) error {
 	return nil
 }
 
+// replyInterrupt, when set, sees SIGINT before the run's context does:
+// infer chat on a terminal sets it so that Ctrl-C stops the current
+// reply, not the session. It returns false to let the signal interrupt
+// the run as usual (no reply is being generated).
+var replyInterrupt atomic.Pointer[func() bool]
+
 // interruptContext returns a context cancelled by the first SIGINT or
 // SIGTERM, so the command stops at its next step and prints what it has;
 // a second signal calls exitNow. stop releases the signals.
@@ -123,8 +131,15 @@ func interruptContext(exitNow func()) (ctx context.Context, stop func()) {
 // watchSignals cancels on the first signal and calls exitNow on the
 // second; it returns when ch is closed.
 func watchSignals(ch <-chan os.Signal, cancel, exitNow func()) {
-	if _, ok := <-ch; !ok {
-		return
+	for {
+		sig, ok := <-ch
+		if !ok {
+			return
+		}
+		if f := replyInterrupt.Load(); f != nil && sig == os.Interrupt && (*f)() {
+			continue // infer chat stopped its reply; the session goes on
+		}
+		break
 	}
 	cancel()
 	if _, ok := <-ch; ok {

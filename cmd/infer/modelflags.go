@@ -82,7 +82,7 @@ func speculation(a *app) (engine.Speculation, error) {
 // named in skip (a command that gives a flag another meaning).
 func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 	for _, f := range []struct{ name, key, usage string }{
-		{"checkpoint", "checkpoint", "llama2.c checkpoint; empty = the synthetic model"},
+		{"checkpoint", "checkpoint", "llama2.c checkpoint (alias --model); empty = the synthetic model"},
 		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
@@ -95,7 +95,7 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"prefix-sharing", "prefix_sharing", "share KV blocks of common prompt prefixes"},
 	} {
 		if !slices.Contains(skip, f.name) {
-			a.flag(cmd, f.name, f.key, f.usage)
+			a.flagP(cmd, f.name, shortFlags[f.name], f.key, f.usage)
 		}
 	}
 	syntheticFlags(a, cmd)
@@ -104,13 +104,17 @@ func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 // generationFlags adds the prompt and sampler flags of generate and
 // compare.
 func generationFlags(a *app, cmd *cobra.Command) {
-	a.flag(cmd, "prompt", "prompt", "prompt text (repeat for several sequences)")
-	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt)")
+	a.flagP(cmd, "prompt", "p", "prompt", "prompt text (repeat for several sequences; - = stdin)")
+	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt; - = stdin)")
 	a.flag(cmd, "steps", "steps", "positions to run, prompt included; 0 = seq_len")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature; 0 = greedy")
-	a.flag(cmd, "topp", "topp", "top-p sampling; 0 or 1 = off")
-	a.flag(cmd, "seed", "seed", "RNG seed; 0 = the time")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature (--temp); 0 = greedy")
+	a.flag(cmd, "topp", "topp", "top-p sampling (--top-p); 0 or 1 = off")
+	a.flagP(cmd, "seed", "s", "seed", "RNG seed; 0 = the time")
 }
+
+// shortFlags are llama.cpp's one-letter flags (run.c's single letters
+// mean other things: its -n is our --steps, its -t the temperature).
+var shortFlags = map[string]string{"checkpoint": "m", "threads": "t"}
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
 func samplerSeed(a *app) uint64 {
@@ -140,6 +144,10 @@ type loadedModel struct {
 	// them (a GGUF: "Q8_0+F16"); empty otherwise.
 	types    string
 	maxPiece int // see maxPieceBytes; 0 until computed
+	// chatTemplate is the Jinja chat template the checkpoint carries
+	// (GGUF's tokenizer.chat_template, HF's tokenizer_config.json), and
+	// eosText its eos_token's text; both empty for llama2.c checkpoints.
+	chatTemplate, eosText string
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -155,6 +163,7 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
+		defer loadingNotice(a.errw, path)()
 		opts := model.LoadOptions{WeightDType: wdt}
 		src, err := checkpoint.Open(path, opts)
 		if err != nil {
@@ -219,6 +228,13 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			return nil, fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), lm.m.Config.VocabSize)
 		}
 		lm.codec = tok
+		// infer chat renders the model's own template (GGUF's
+		// tokenizer.chat_template, tokenizer_config.json's chat_template)
+		// and ends a reply at its eos_token's text.
+		lm.chatTemplate = tok.ChatTemplate()
+		if eos := tok.EOS(); eos >= 0 && eos < tok.VocabSize() {
+			lm.eosText = tok.Piece(eos)
+		}
 	} else if tokPath != "" {
 		tok, err := llama2c.LoadTokenizer(tokPath, lm.m.Config.VocabSize)
 		if err != nil {

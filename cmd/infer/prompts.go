@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 )
@@ -13,27 +14,80 @@ type prompt struct {
 	where string
 }
 
-// promptList returns the prompts to run: the prompt key (repeated
-// --prompt flags, INFER_PROMPT, or a string or list in the config file),
-// else the lines of the prompts file, else one empty prompt. Setting both
-// is an error: neither silently wins.
-func promptList(a *app) ([]prompt, error) {
-	texts, path := a.getStrings("prompt"), a.getPath("prompts")
-	if len(texts) > 0 && path != "" {
-		return nil, fmt.Errorf("--prompt (from %s) and --prompts (from %s) are both set; give one of them",
-			a.source("prompt"), a.source("prompts"))
+// promptList returns the prompts to run, from exactly one source: the
+// positional words (joined by spaces: one prompt), the prompt key
+// (repeated --prompt/-p flags, INFER_PROMPT, or a string or list in the
+// config file), the prompt_file key (-f: the whole file is one prompt),
+// or the lines of the prompts file. "-" for -p, -f or --prompts reads
+// standard input. With none of them, standard input is the prompt when
+// it is not a terminal; an empty one (or none) is one empty prompt.
+// Setting two sources is an error: neither silently wins.
+func promptList(a *app, in io.Reader, args []string) ([]prompt, error) {
+	texts, path, file := a.getStrings("prompt"), a.getPath("prompts"), a.getPath("prompt_file")
+	var set []string
+	if len(args) > 0 {
+		set = append(set, "a positional prompt")
 	}
-	if path != "" {
+	for _, k := range []struct {
+		flag, key string
+		on        bool
+	}{{"--prompt", "prompt", len(texts) > 0}, {"--file", "prompt_file", file != ""}, {"--prompts", "prompts", path != ""}} {
+		if k.on {
+			set = append(set, fmt.Sprintf("%s (from %s)", k.flag, a.source(k.key)))
+		}
+	}
+	if len(set) > 1 {
+		return nil, fmt.Errorf("%s are both set; give one of them", strings.Join(set, " and "))
+	}
+	switch {
+	case len(args) > 0:
+		return []prompt{{strings.Join(args, " "), "the prompt"}}, nil
+	case path == "-":
+		text, err := readStdin(in)
+		if err != nil {
+			return nil, err
+		}
+		return promptLines(text, "stdin")
+	case path != "":
 		return readPromptsFile(path)
-	}
-	if len(texts) == 0 {
+	case file != "":
+		text, err := readPromptFile(in, file)
+		return []prompt{{text, "prompt file"}}, err
+	case len(texts) == 0 && !stdinTerminal(in):
+		text, err := readStdin(in)
+		return []prompt{{trimNewline(text), "stdin"}}, err
+	case len(texts) == 0:
 		texts = []string{""}
 	}
 	out := make([]prompt, len(texts))
 	for i, t := range texts {
+		if t == "-" {
+			text, err := readStdin(in)
+			if err != nil {
+				return nil, err
+			}
+			t = trimNewline(text)
+		}
 		out[i] = prompt{t, fmt.Sprintf("prompt %d", i+1)}
 	}
 	return out, nil
+}
+
+// readPromptFile is -f: a whole file (or stdin for "-") as one prompt,
+// its final newline dropped as llama.cpp drops it.
+func readPromptFile(in io.Reader, path string) (string, error) {
+	if path == "-" {
+		text, err := readStdin(in)
+		return trimNewline(text), err
+	}
+	raw, err := readCapped(path, "prompt file")
+	return trimNewline(string(raw)), err
+}
+
+// trimNewline drops one final line ending: "echo text |" gives "text".
+func trimNewline(s string) string {
+	s = strings.TrimSuffix(s, "\n")
+	return strings.TrimSuffix(s, "\r")
 }
 
 // readPromptsFile returns the non-blank lines of a prompts file (at most
@@ -43,15 +97,21 @@ func readPromptsFile(path string) ([]prompt, error) {
 	if err != nil {
 		return nil, err
 	}
+	return promptLines(string(raw), filepath.Base(path))
+}
+
+// promptLines returns the non-blank lines of text, each named by its
+// line number in name.
+func promptLines(text, name string) ([]prompt, error) {
 	var out []prompt
-	for i, line := range strings.Split(string(raw), "\n") {
+	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		if strings.TrimSpace(line) != "" {
-			out = append(out, prompt{line, fmt.Sprintf("%s line %d", filepath.Base(path), i+1)})
+			out = append(out, prompt{line, fmt.Sprintf("%s line %d", name, i+1)})
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("prompts file %s has no prompts", path)
+		return nil, fmt.Errorf("prompts file %s has no prompts", name)
 	}
 	return out, nil
 }
@@ -62,9 +122,13 @@ func readPromptsFile(path string) ([]prompt, error) {
 // for at most maxPieceBytes bytes of the text, so it needs at least
 // 1 + ⌈len/maxPieceBytes⌉ tokens.
 func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
+	limit := fmt.Sprintf("seq_len %d", seqLen)
+	if seqLen < lm.m.Config.SeqLen {
+		limit = fmt.Sprintf("the context of %d positions (--ctx-size)", seqLen)
+	}
 	if n := 1 + (len(p.text)+lm.maxPieceBytes()-1)/lm.maxPieceBytes(); n > seqLen {
-		return nil, fmt.Errorf("%s: its %d bytes are at least %d tokens (no token is longer than %d bytes), longer than seq_len %d",
-			p.where, len(p.text), n, lm.maxPieceBytes(), seqLen)
+		return nil, fmt.Errorf("%s: its %d bytes are at least %d tokens (no token is longer than %d bytes), longer than %s",
+			p.where, len(p.text), n, lm.maxPieceBytes(), limit)
 	}
 	ids, err := lm.codec.Encode(p.text, lm.addBOS(), false)
 	if err != nil {
@@ -74,7 +138,7 @@ func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
 		return nil, fmt.Errorf("%s is empty and the tokenizer adds no BOS: there is nothing to start from", p.where)
 	}
 	if len(ids) > seqLen {
-		return nil, fmt.Errorf("%s is %d tokens, longer than seq_len %d", p.where, len(ids), seqLen)
+		return nil, fmt.Errorf("%s is %d tokens, longer than %s", p.where, len(ids), limit)
 	}
 	return ids, nil
 }
@@ -106,12 +170,12 @@ func (lm *loadedModel) maxPieceBytes() int {
 	return lm.maxPiece
 }
 
-// requestsFor encodes every prompt; a prompt that fails gets its error
-// instead of ids.
-func (lm *loadedModel) requestsFor(ps []prompt) (ids [][]int, errs []error) {
+// requestsFor encodes every prompt for a context of ctx positions; a
+// prompt that fails gets its error instead of ids.
+func (lm *loadedModel) requestsFor(ps []prompt, ctx int) (ids [][]int, errs []error) {
 	ids, errs = make([][]int, len(ps)), make([]error, len(ps))
 	for i, p := range ps {
-		ids[i], errs[i] = lm.encodePrompt(p, lm.m.Config.SeqLen)
+		ids[i], errs[i] = lm.encodePrompt(p, ctx)
 	}
 	return ids, errs
 }

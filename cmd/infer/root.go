@@ -89,7 +89,8 @@ type app struct {
 	reg        *registry
 	v          *viper.Viper
 	bindings   []flagBinding
-	configFile string // the --config file in effect, "" if none
+	configFile string    // the --config file in effect, "" if none
+	errw       io.Writer // the running command's stderr (progress displays)
 	errs       []error
 }
 
@@ -116,7 +117,10 @@ func newApp(reg *registry) *app {
 
 // flag defines a flag named name on cmd, typed by key's kind, with key's
 // default, and binds it to key. Usage gets the env variable appended.
-func (a *app) flag(cmd *cobra.Command, name, key, usage string) {
+func (a *app) flag(cmd *cobra.Command, name, key, usage string) { a.flagP(cmd, name, "", key, usage) }
+
+// flagP is flag with a one-letter shorthand (llama.cpp's -m, -p, -n...).
+func (a *app) flagP(cmd *cobra.Command, name, short, key, usage string) {
 	k, ok := a.reg.keys[key]
 	if !ok {
 		a.errs = append(a.errs, fmt.Errorf("flag --%s of %q: config key %q is not declared (registerKeys)", name, cmd.Name(), key))
@@ -132,17 +136,17 @@ func (a *app) flag(cmd *cobra.Command, name, key, usage string) {
 	fs := cmd.Flags()
 	switch def := k.defaultValue(); k.Kind {
 	case kindInt:
-		fs.Int(name, def.(int), usage)
+		fs.IntP(name, short, def.(int), usage)
 	case kindFloat:
-		fs.Float64(name, def.(float64), usage)
+		fs.Float64P(name, short, def.(float64), usage)
 	case kindBool:
-		fs.Bool(name, def.(bool), usage)
+		fs.BoolP(name, short, def.(bool), usage)
 	case kindDuration:
-		fs.Duration(name, def.(time.Duration), usage)
+		fs.DurationP(name, short, def.(time.Duration), usage)
 	case kindStrings:
-		fs.StringArray(name, def.([]string), usage)
+		fs.StringArrayP(name, short, def.([]string), usage)
 	default:
-		fs.String(name, def.(string), usage)
+		fs.StringP(name, short, def.(string), usage)
 	}
 	a.bindFlag(cmd, name, key)
 }
@@ -187,6 +191,8 @@ func (a *app) load(cmd *cobra.Command) error {
 		}
 		a.configFile = path
 	}
+	a.errw = cmd.ErrOrStderr()
+	a.warnUnknownEnv(a.errw)
 	for _, name := range a.reg.sortedKeys() {
 		if err := a.reg.keys[name].check(a.v.Get(name)); err != nil {
 			return fmt.Errorf("config key %q (from %s): %v", name, a.source(name), err)
@@ -262,11 +268,11 @@ file given by --config (or INFER_CONFIG), then defaults.`,
 			return a.load(cmd)
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().String("config", "", "YAML config file; env INFER_CONFIG")
 	for _, f := range a.reg.commands {
 		root.AddCommand(f(a))
 	}
+	habits(root) // --version, completion, llama.cpp's flag aliases (habits.go)
 	return root
 }
 
@@ -298,7 +304,11 @@ func executeWithContext(ctx context.Context, reg *registry, args []string, stdou
 	if len(a.errs) > 0 {
 		return errors.Join(a.errs...)
 	}
+	if err := checkBoolValues(root, args); err != nil {
+		return err
+	}
 	root.SetArgs(args)
+	root.SetIn(processStdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	return root.ExecuteContext(ctx)

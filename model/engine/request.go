@@ -25,6 +25,11 @@ type Request struct {
 	// since such a vocabulary has its own BOS (or none). nil keeps run.c's
 	// rule: the prompt starts with BOSID and generation stops at BOSID.
 	StopTokens []int
+	// Stop, when set, is called after each generated token (and after
+	// Hooks.Token) with the result's tokens so far; true ends the
+	// sequence there with FinishStop. The CLI matches stop strings on
+	// the decoded text with it. It runs on the scheduler's goroutine.
+	Stop func(tokens []int) bool
 }
 
 // stops reports whether id ends the request's sequence.

@@ -64,6 +64,9 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 		return true, FinishEOS, nil
 	}
 	s.appendToken(q, next)
+	if q.stopped() {
+		return true, FinishStop, nil
+	}
 	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
 }
 
@@ -75,4 +78,10 @@ func (s *scheduler) appendToken(q *seqState, next int) {
 	if s.hooks.Token != nil {
 		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
 	}
+}
+
+// stopped reports whether the caller's stop check (Request.Stop: stop
+// strings on the decoded text) ends q after the token it just appended.
+func (q *seqState) stopped() bool {
+	return q.req.Stop != nil && q.req.Stop(q.res.Tokens)
 }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-
-	"github.com/stride-lm/stride/model"
 )
 
 // Speculation configures prompt-lookup speculative decoding (see
@@ -224,7 +222,7 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 		} else {
 			next = q.req.Sampler.Sample(row)
 		}
-		if next == model.BOSID {
+		if q.req.stops(next) {
 			done, why = true, FinishEOS
 			break
 		}
@@ -232,6 +230,10 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 			acc++
 		}
 		s.appendToken(q, next)
+		if q.stopped() {
+			done, why = true, FinishStop
+			break
+		}
 		if len(q.tokens)-1 >= q.req.Steps {
 			done = true
 			break

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
+)
+
+func init() {
+	registerKeys(
+		configKey{Name: "chat.system", Kind: kindString, Default: "", Help: "system prompt of infer chat"},
+		configKey{Name: "chat.template", Kind: kindString, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
+		configKey{Name: "chat.raw", Kind: kindBool, Default: false, Help: "no template: each line continues the text (base models)"},
+	)
+	register(newChatCmd)
+}
+
+func newChatCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk with a model: one user turn per line, the reply streamed",
+		Long: `chat reads a user turn (one line), renders the conversation with the chat
+template, streams the model's reply and reads the next turn. The
+conversation's KV cache stays in the paged cache between turns: each turn
+resubmits the conversation's tokens, and the engine's prefix sharing reuses
+the blocks already computed (cached_tokens in the statistics line).
+
+Template: --chat-template NAME|FILE, else the model's own (GGUF's
+tokenizer.chat_template, HF's tokenizer_config.json), else run.c's -m chat
+format for Llama-2 ("[INST] ... [/INST]", each turn starting with BOS).
+--raw uses no template: each line continues the text, for base models.
+
+With stdin piped, each line is one user turn, replies go to stdout and
+statistics to stderr; EOF ends the session with status 0. On a terminal,
+Ctrl-C stops the current reply (not the session) and Ctrl-D exits.
+
+--steps caps the whole conversation, as in run.c; -n caps each reply.`,
+		Example: `  printf 'Hello\nTell me a story\n' | infer chat --config configs/stories260k.yaml
+  infer chat -m stories15M.bin --tokenizer tokenizer.bin --system "You are terse." -n 128`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runChat(a, cmd) },
+	}
+	modelFlags(a, cmd)
+	a.flag(cmd, "steps", "steps", "positions of the whole conversation, as run.c; 0 = the context")
+	a.flag(cmd, "temperature", "temperature", "sampling temperature (--temp); 0 = greedy")
+	a.flag(cmd, "topp", "topp", "top-p sampling (--top-p); 0 or 1 = off")
+	a.flagP(cmd, "seed", "s", "seed", "RNG seed; 0 = the time")
+	samplingFlags(a, cmd)
+	a.flag(cmd, "system", "chat.system", "system prompt")
+	a.flag(cmd, "chat-template", "chat.template", "chat template name or file")
+	a.flag(cmd, "raw", "chat.raw", "no template: plain continuation")
+	return cmd
+}
+
+// chatSession is one conversation: the messages, the ids the model has
+// seen (BOS first, replies included) and the one engine whose cache
+// keeps them.
+type chatSession struct {
+	lm        *loadedModel
+	e         *engine.Engine
+	tmpl      *chatTemplate // nil with --raw
+	system    string
+	stops     []string
+	rule      stepsRule
+	limit     int // the conversation's positions: min(steps, ctx)
+	sampler   *model.Sampler
+	msgs      []chatMessage
+	tokens    []int
+	newTokens int    // how many ids the last extend added
+	fed       string // the text tokens stand for (Jinja templates)
+	out, log  io.Writer
+	turns     int
+}
+
+func runChat(a *app, cmd *cobra.Command) error {
+	lm, err := loadModel(a)
+	if err != nil {
+		return err
+	}
+	defer lm.m.Close()
+	stderr := cmd.ErrOrStderr()
+	if h := tokenizerHint(a, lm); h != "" {
+		fmt.Fprintln(stderr, h)
+	}
+	s := &chatSession{lm: lm, system: a.getString("chat.system"), stops: a.getStrings("stop"),
+		out: cmd.OutOrStdout(), log: stderr}
+	if !a.getBool("chat.raw") {
+		switch spec := a.getString("chat.template"); {
+		case spec != "":
+			s.tmpl, err = loadChatTemplate(spec)
+		case lm.chatTemplate != "": // the model's own, when its format carries one
+			s.tmpl, err = newChatTemplate("of the model", lm.chatTemplate, lm.eosText)
+		default: // a llama2.c checkpoint: run.c's -m chat
+			s.tmpl, err = loadChatTemplate("llama-2")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c := lm.m.Config
+	ctxLen := contextSize(a, c, stderr)
+	if s.rule, err = newStepsRule(a, ctxLen, stderr); err != nil {
+		return err
+	}
+	s.limit = min(s.rule.steps, ctxLen)
+	if s.rule.nPredict != 0 || a.source("steps") == "default" {
+		s.limit = ctxLen // -n caps each reply; the context caps the conversation
+	}
+	opts, err := engineOptions(a, nil)
+	if err != nil {
+		return err
+	}
+	poolForContext(&opts, ctxLen)
+	if s.e, err = newEngine(lm.m, opts); err != nil {
+		return err
+	}
+	defer s.e.Close()
+	s.sampler = newSampler(a, c.VocabSize, samplerSeed(a), nil)
+	return s.loop(cmd.Context(), cmd.InOrStdin())
+}
+
+// errContextFull ends a session whose conversation filled the context.
+var errContextFull = errors.New("the conversation filled the context; start a new one or raise --ctx-size")
+
+// loop reads user turns until EOF (Ctrl-D) and answers each.
+func (s *chatSession) loop(ctx context.Context, in io.Reader) error {
+	term := stdinTerminal(in)
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() { // a blocked read must not keep an interrupt from ending the session
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), maxInputBytes)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
+	for {
+		if term {
+			fmt.Fprint(s.out, "> ")
+		}
+		var line string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case line, ok = <-lines:
+		}
+		if !ok {
+			if term {
+				fmt.Fprintln(s.out)
+			}
+			select {
+			case err := <-readErr:
+				if err != nil {
+					return fmt.Errorf("reading standard input: %w", err)
+				}
+			default:
+			}
+			return writeErr(s.out)
+		}
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if err := s.turn(ctx, line, term); err != nil {
+			return err
+		}
+	}
+}
+
+// turn answers one user line: it extends the conversation's ids, runs
+// the engine over all of them (the cached prefix is shared, not
+// recomputed), streams the reply and prints the turn's statistics.
+func (s *chatSession) turn(parent context.Context, line string, term bool) error {
+	s.turns++
+	s.msgs = append(s.msgs, chatMessage{"user", line})
+	if err := s.extend(line); err != nil {
+		return err
+	}
+	if len(s.tokens) >= s.limit {
+		return errContextFull
+	}
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var mu sync.Mutex
+	generating := true
+	if term { // Ctrl-C stops this reply only
+		stop := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if generating {
+				cancel()
+			}
+			return generating
+		}
+		replyInterrupt.Store(&stop)
+		defer replyInterrupt.Store(nil)
+	}
+	steps := s.limit
+	if s.rule.nPredict > 0 {
+		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
+	}
+	m := newStopMatcher(append(append([]string(nil), s.stops...), s.templateStops()...))
+	var full []byte // the reply's whole text, markers included
+	var first time.Time
+	gen := 0
+	promptLen := len(s.tokens)
+	req := engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
+		Stop: func(tokens []int) bool {
+			return m.matched || (s.tmpl != nil && s.tmpl.tpl == nil && tokens[len(tokens)-1] == runcEOS)
+		}}
+	hooks := engine.Hooks{Token: func(ev engine.Event) {
+		if ev.Pos < promptLen-1 {
+			return
+		}
+		if gen == 0 {
+			first = time.Now()
+		}
+		gen++
+		piece := appendPiece(s.lm.codec, nil, s.lm.codec.Decode(ev.Prev, ev.Token))
+		full = append(full, piece...)
+		m.feed(piece)
+		if _, err := s.out.Write(m.ready()); err != nil {
+			cancel()
+		}
+	}}
+	s.sampler.Accept(s.tokens[len(s.tokens)-s.newTokens:]...)
+	res, _, err := s.e.Run(ctx, []engine.Request{req}, hooks)
+	mu.Lock()
+	generating = false
+	mu.Unlock()
+	if werr := writeErr(s.out); werr != nil {
+		return werr
+	}
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	if parent.Err() != nil {
+		return parent.Err()
+	}
+	r := res[0]
+	if r.Err != nil {
+		return r.Err
+	}
+	if !m.matched {
+		s.out.Write(m.rest())
+	}
+	fmt.Fprintln(s.out)
+	tps := 0.0
+	if d := time.Since(first).Seconds(); gen > 1 && d > 0 {
+		tps = float64(gen-1) / d
+	}
+	why := string(r.FinishReason)
+	if m.matched || r.FinishReason == engine.FinishStop {
+		why = "stop"
+	}
+	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
+		s.turns, promptLen, r.CachedTokens, gen, tps, why)
+	s.tokens = append(s.tokens, r.Tokens[min(len(r.Tokens), promptLen-1):]...)
+	s.fed += string(full)
+	s.msgs = append(s.msgs, chatMessage{"assistant", string(m.text)})
+	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
+		return errContextFull
+	}
+	return nil
+}
+
+// runcEOS is the id that ends a reply in run.c's chat loop (EOS, 2).
+const runcEOS = 2
+
+// templateStops are the markers that end a reply in the template's format.
+func (s *chatSession) templateStops() []string {
+	if s.tmpl == nil {
+		return nil
+	}
+	return s.tmpl.stops
+}
+
+// extend appends the user's turn to the conversation's ids: run.c's
+// rendering of the turn (with BOS) for llama-2, the line itself for
+// --raw, and for a Jinja template the part of the re-rendered
+// conversation after what the model has already seen. When the
+// rendering does not extend what was fed (a template that rewrites
+// history), the whole conversation is re-encoded; prefix sharing still
+// reuses whatever blocks agree.
+func (s *chatSession) extend(line string) error {
+	codec := s.lm.codec
+	var ids []int
+	var err error
+	switch {
+	case s.tmpl == nil: // --raw
+		ids, err = codec.Encode(line, len(s.tokens) == 0, false)
+	case s.tmpl.tpl == nil: // run.c's llama-2 chat
+		ids, err = codec.Encode(runcTurn(s.system, line, len(s.tokens) == 0), true, false)
+	default:
+		msgs := s.msgs
+		if s.system != "" {
+			msgs = append([]chatMessage{{"system", s.system}}, msgs...)
+		}
+		var text string
+		if text, err = s.tmpl.render(msgs, true, ""); err != nil {
+			return err
+		}
+		if len(s.tokens) > 0 && strings.HasPrefix(text, s.fed) {
+			ids, err = codec.Encode(text[len(s.fed):], false, false)
+		} else {
+			s.tokens = nil
+			ids, err = codec.Encode(text, true, false)
+		}
+		s.fed = text
+	}
+	if err != nil {
+		return err
+	}
+	s.tokens = append(s.tokens, ids...)
+	s.newTokens = len(ids)
+	return nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stride-lm/stride/model/engine"
+)
+
+// seqTrack is what generate follows for one sequence while it runs: its
+// prompt length, when its first generated token came and when it
+// finished, how many it generated, and its stop strings.
+type seqTrack struct {
+	promptLen int // ids, BOS included
+	first     time.Time
+	done      time.Time
+	gen       int
+	stop      *stopMatcher // nil without stop strings
+}
+
+// generated reports whether ev is a generated token (not a prompt one).
+func (t *seqTrack) generated(ev engine.Event) bool { return ev.Pos >= t.promptLen-1 }
+
+// seqTiming is the per-sequence statistics of --output json (llama.cpp
+// server's and vLLM's names for them).
+type seqTiming struct {
+	// PromptTokens counts the prompt's ids, BOS included.
+	PromptTokens int `json:"prompt_tokens"`
+	// GeneratedTokens counts the sampled tokens (the end token excluded).
+	GeneratedTokens int `json:"generated_tokens"`
+	// TTFTMillis is the time from the start of the run to this
+	// sequence's first generated token (queueing and prefill included).
+	TTFTMillis float64 `json:"ttft_ms"`
+	// TokensPerSecond is run.c's measure: the generated tokens after the
+	// first, over the time since the first (0 with fewer than two).
+	TokensPerSecond float64 `json:"tokens_per_second"`
+}
+
+// track prepares prompt i's statistics and, with stop strings, gives its
+// request the Stop check that ends it at a match.
+func (g *generation) track(i int, r *engine.Request, stops []string) {
+	t := &g.seqs[i]
+	t.promptLen = len(r.Prompt)
+	if len(stops) == 0 {
+		return
+	}
+	t.stop = newStopMatcher(stops)
+	if len(t.stop.stops) == 0 {
+		t.stop = nil
+		return
+	}
+	m := t.stop
+	r.Stop = func([]int) bool { return m.matched } // fed by seqToken, which runs first
+}
+
+// seqToken follows one token of prompt i, then streams it when a single
+// prompt streams.
+func (g *generation) seqToken(i int, ev engine.Event) {
+	t := &g.seqs[i]
+	if t.generated(ev) {
+		if t.gen == 0 {
+			t.first = time.Now()
+		}
+		t.gen++
+		if t.stop != nil {
+			t.stop.feed(appendPiece(g.lm.codec, nil, g.lm.codec.Decode(ev.Prev, ev.Token)))
+		}
+	}
+	if g.stream {
+		g.token(ev)
+	}
+}
+
+// timing is prompt i's statistics once it finished with r.
+func (g *generation) timing(i int, r engine.Result) seqTiming {
+	t := g.seqs[i]
+	st := seqTiming{PromptTokens: t.promptLen, GeneratedTokens: t.gen}
+	if t.gen > 0 {
+		st.TTFTMillis = float64(t.first.Sub(g.start).Microseconds()) / 1000
+	}
+	if d := t.done.Sub(t.first).Seconds(); t.gen > 1 && d > 0 {
+		st.TokensPerSecond = float64(t.gen-1) / d
+	}
+	return st
+}
+
+// text is prompt i's output text: run.c's decoding of its tokens, cut
+// before a matched stop string.
+func (g *generation) text(i int, tokens []int) string {
+	m := g.seqs[i].stop
+	if m == nil {
+		return decodeAll(g.lm.codec, tokens)
+	}
+	n := min(len(tokens), max(0, g.seqs[i].promptLen-1))
+	return decodeAll(g.lm.codec, tokens[:n]) + string(m.text)
+}
+
+// printSeq prints one finished sequence of several in text mode, under a
+// header naming it (the order is completion order).
+func (g *generation) printSeq(i int, r engine.Result) {
+	var err error
+	if len(g.res) > 1 {
+		_, err = fmt.Fprintf(g.out, "=== sequence %d ===\n%s\n", i, g.text(i, r.Tokens))
+	} else {
+		_, err = fmt.Fprintln(g.out, g.text(i, r.Tokens))
+	}
+	if err != nil && g.cancel != nil {
+		g.cancel()
+	}
+}

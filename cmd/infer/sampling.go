@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
+)
+
+// The settings llama.cpp users bring to generate and chat: how many new
+// tokens (-n), the context cap (-c), the logit filters and stop strings.
+// Every filter defaults to off, so the defaults stay run.c's sampler.
+func init() {
+	registerKeys(
+		configKey{Name: "n_predict", Kind: kindInt, Default: 0, Range: atLeast(-1), Help: "new tokens to generate after the prompt (llama.cpp's -n); -1 = until the context ends; 0 = steps decides"},
+		configKey{Name: "ctx_size", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "context cap in positions; the KV pool is sized from it; 0 = min(seq_len, 4096)"},
+		configKey{Name: "prompt_file", Kind: kindPath, Default: "", Help: "file whose whole text is one prompt (llama.cpp's -f; at most 16 MiB); - = stdin"},
+		configKey{Name: "top_k", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "keep the k most likely tokens; 0 = off"},
+		configKey{Name: "min_p", Kind: kindFloat, Default: 0.0, Range: inRange(0, 1), Help: "drop tokens less likely than min_p × the most likely; 0 = off"},
+		configKey{Name: "repeat_penalty", Kind: kindFloat, Default: 1.0, Range: above(0), Help: "penalize tokens seen in the last repeat_last_n; 1 = off"},
+		configKey{Name: "repeat_last_n", Kind: kindInt, Default: 64, Range: atLeast(-1), Help: "tokens the repeat penalty looks back over; -1 = the whole context, 0 = off"},
+		configKey{Name: "stop", Kind: kindStrings, Default: []string{}, Help: "stop when the generated text contains this string (repeatable); it is cut from the output"},
+	)
+}
+
+// maxDefaultContext caps the default context: a 128k-context model must
+// not reserve 8 × 128k positions of KV cache unless asked to.
+const maxDefaultContext = 4096
+
+// samplingFlags adds -n, -c, -f and the filter and stop flags.
+func samplingFlags(a *app, cmd *cobra.Command) {
+	a.flagP(cmd, "n-predict", "n", "n_predict", "new tokens to generate; -1 = until the context ends; 0 = --steps decides")
+	a.flagP(cmd, "ctx-size", "c", "ctx_size", "context cap (positions); 0 = min(seq_len, 4096)")
+	a.flag(cmd, "top-k", "top_k", "keep the k most likely tokens; 0 = off")
+	a.flag(cmd, "min-p", "min_p", "drop tokens below min-p × the top probability; 0 = off")
+	a.flag(cmd, "repeat-penalty", "repeat_penalty", "repeat penalty; 1 = off")
+	a.flag(cmd, "repeat-last-n", "repeat_last_n", "tokens the repeat penalty looks at; -1 = all")
+	a.flag(cmd, "stop", "stop", "stop string (repeatable)")
+}
+
+// contextSize is the ctx_size key, or min(seq_len, 4096); never more
+// than seq_len (with a warning when more was asked for).
+func contextSize(a *app, c model.Config, stderr io.Writer) int {
+	n := a.getInt("ctx_size")
+	switch {
+	case n == 0:
+		return min(c.SeqLen, maxDefaultContext)
+	case n > c.SeqLen:
+		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", n, c.SeqLen, c.SeqLen)
+		return c.SeqLen
+	}
+	return n
+}
+
+// stepsRule turns steps and n_predict into each request's Steps.
+type stepsRule struct {
+	ctx      int
+	steps    int // run.c's rule, clamped to ctx; used when nPredict == 0
+	nPredict int
+}
+
+// newStepsRule reads steps and n_predict. When both are set the one
+// from the stronger source wins (a flag over INFER_*, over the config
+// file: -n on the command line overrides a config's steps); both from
+// the same source is an error.
+func newStepsRule(a *app, ctx int, stderr io.Writer) (stepsRule, error) {
+	np := a.getInt("n_predict")
+	if np != 0 && a.source("steps") != "default" {
+		rs, rn := sourceRank(a.source("steps")), sourceRank(a.source("n_predict"))
+		if rs == rn {
+			return stepsRule{}, fmt.Errorf("--steps (from %s) and --n-predict (from %s) are both set; give one of them (--steps counts the prompt, -n does not)",
+				a.source("steps"), a.source("n_predict"))
+		}
+		if rs > rn {
+			np = 0
+		}
+	}
+	steps := a.getInt("steps")
+	if steps > ctx {
+		fmt.Fprintf(stderr, "warning: --steps %d exceeds the context of %d positions; clamped to %d\n", steps, ctx, ctx)
+	}
+	if steps <= 0 || steps > ctx {
+		steps = ctx
+	}
+	return stepsRule{ctx: ctx, steps: steps, nPredict: np}, nil
+}
+
+// forPrompt is the Steps of a request whose prompt has n ids (BOS
+// included): Steps counts the ids after BOS, so -n N is n-1+N, and the
+// context end always stops it (finish_reason length).
+func (r stepsRule) forPrompt(n int) int {
+	switch {
+	case r.nPredict < 0:
+		return r.ctx
+	case r.nPredict > 0:
+		return max(1, min(r.ctx, n-1+r.nPredict))
+	}
+	return r.steps
+}
+
+// poolForContext sizes the default KV pool from the context cap instead
+// of the model's seq_len: DefaultKVSequences sequences of ctx positions.
+// An explicit num_blocks or kv_memory wins.
+func poolForContext(o *engine.Options, ctx int) {
+	if o.NumBlocks == 0 && o.KVMemory == 0 {
+		o.NumBlocks = engine.DefaultKVSequences * ((ctx + o.BlockSize - 1) / o.BlockSize)
+	}
+}
+
+// newSampler is run.c's sampler with the configured filters; prompt (its
+// ids) is what the repeat penalty starts from, as in llama.cpp.
+func newSampler(a *app, vocab int, seed uint64, prompt []int) *model.Sampler {
+	s := model.NewSampler(vocab, float32(a.getFloat("temperature")), float32(a.getFloat("topp")), seed)
+	s.SetFilters(model.Filters{TopK: a.getInt("top_k"), MinP: float32(a.getFloat("min_p")),
+		RepeatPenalty: float32(a.getFloat("repeat_penalty")), RepeatLastN: a.getInt("repeat_last_n")})
+	s.Accept(prompt...)
+	return s
+}
+
+// sourceRank orders app.source's answers by precedence.
+func sourceRank(src string) int {
+	switch {
+	case strings.HasPrefix(src, "flag "):
+		return 3
+	case strings.HasPrefix(src, "env "):
+		return 2
+	case strings.HasPrefix(src, "config "):
+		return 1
+	}
+	return 0
+}
