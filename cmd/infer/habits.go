@@ -8,6 +8,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"io"
 	"os"
 	"runtime/debug"
@@ -204,8 +205,7 @@ func tokenizerHint(a *app, lm *loadedModel) string {
 	if a.getPath("checkpoint") == "" || a.getPath("tokenizer") != "" || lm.m.Config.VocabSize == 259 {
 		return ""
 	}
-	// By type name: the byte tokenizer is moving to model/tokenizer.
-	if !strings.HasSuffix(fmt.Sprintf("%T", lm.codec), ".ByteTokenizer") {
+	if _, bytes := lm.codec.(*tokenizer.Bytes); !bytes {
 		return "" // the checkpoint brought its own vocabulary
 	}
 	return fmt.Sprintf("warning: the checkpoint's vocabulary has %d tokens but no --tokenizer was given: ids past 258 print as <id>; pass the tokenizer it was trained with (e.g. --tokenizer tok%d.bin)",

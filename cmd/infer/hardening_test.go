@@ -202,15 +202,18 @@ func TestGenerateToDevFull(t *testing.T) {
 }
 
 // slowModel makes a synthetic model slow enough that a run is still
-// going when the test interrupts it.
-var slowModel = []string{"--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
+// going when the test interrupts it. Greedy, because a sampled sequence on random weights meets BOS after a
+// few hundred tokens on average (1 in 259 per step), which can end the run
+// before the signal arrives; greedy runs all 4096 steps (about 25 s on 2
+// cores).
+var slowModel = []string{"--temperature", "0", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
 	"--synthetic.n_heads", "8", "--synthetic.n_kv_heads", "8", "--synthetic.seq_len", "4096", "--steps", "4096",
 	"--num-blocks", "520"} // two full sequences' KV (130 MiB), not the default eight
 
 // TestGenerateInterruptText: SIGINT during streamed text ends the line
 // and exits 130 with the text so far kept (before, the process died).
 func TestGenerateInterruptText(t *testing.T) {
-	p := startCLI(t, nil, append([]string{"generate", "--prompt", "abc", "--temperature", "0.8", "--seed", "3"}, slowModel...)...)
+	p := startCLI(t, nil, append([]string{"generate", "--prompt", "abc"}, slowModel...)...)
 	p.waitFor("abc", false, time.Minute)
 	p.signal(syscall.SIGINT)
 	if code := p.wait(time.Minute); code != exitInterrupted || !strings.HasSuffix(p.out(), "\n") ||

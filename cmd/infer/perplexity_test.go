@@ -121,8 +121,8 @@ func cliStdin(t *testing.T, in string, args ...string) (code int, stdout, stderr
 		t.Fatal(err)
 	}
 	defer f.Close()
-	old := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = old }()
+	old := processStdin
+	processStdin = f
+	defer func() { processStdin = old }()
 	return cli(t, args...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/stride-lm/stride/model"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func (c bosCodec) AddBOS() bool              { return c.addBOS }
 // BOS to start from is refused by name instead of reaching the engine.
 func TestEncodePromptFollowsAddBOS(t *testing.T) {
 	for _, add := range []bool{true, false} {
-		lm := &loadedModel{codec: bosCodec{addBOS: add}, maxPiece: 1}
+		lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{addBOS: add}, maxPiece: 1}
 		ids, err := lm.encodePrompt(prompt{text: "ab", where: "prompt 1"}, 16)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestEncodePromptFollowsAddBOS(t *testing.T) {
 			t.Errorf("add_bos %v: ids %v", add, ids)
 		}
 	}
-	lm := &loadedModel{codec: bosCodec{}, maxPiece: 1}
+	lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{}, maxPiece: 1}
 	if _, err := lm.encodePrompt(prompt{text: "", where: "prompt 1"}, 16); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
 		t.Errorf("empty prompt without BOS: %v", err)
 	}

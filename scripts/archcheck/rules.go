@@ -20,6 +20,7 @@ type rule struct {
 // Module path prefixes of the dependencies go.mod allows.
 const (
 	xSys    = "golang.org/x/sys/"
+	jinja   = "github.com/ardanlabs/jinja"
 	float16 = "github.com/x448/float16"
 	gonum   = "gonum.org/v1/gonum/"
 	plot    = "gonum.org/v1/plot"
@@ -65,8 +66,8 @@ var rules = []rule{
 	{pkg: "cuda", concept: "experimental: CUDA kernels for the attention paths and their memory-traffic simulation",
 		imports: []string{"tensor", "kvcache", "attention"}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys}},
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys}},
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
 	{pkg: "scripts/archcheck", concept: "this check: the import rules and the size report"},
 }
