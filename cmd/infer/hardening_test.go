@@ -423,7 +423,7 @@ func TestEveryCommandChecksStdout(t *testing.T) {
 // exit 1 too, though there is nowhere left to say why.
 func TestStderrFailureFails(t *testing.T) {
 	var out strings.Builder
-	if code := run([]string{"generate", "--steps", "8"}, &out, &failingWriter{}); code != 1 || out.Len() == 0 {
+	if code := run([]string{"generate", "--steps", "8", "--temperature", "0"}, &out, &failingWriter{}); code != 1 || out.Len() == 0 {
 		t.Fatalf("exit %d, stdout %q", code, out.String())
 	}
 }
