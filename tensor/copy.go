@@ -71,6 +71,8 @@ func copyStrided(dst, src *Tensor) {
 	switch {
 	case dst.st.dtype == F32 && src.st.dtype == F32:
 		copySame(dst, src, dst.st.f32, src.st.f32)
+	case dst.st.dtype == I32 && src.st.dtype == I32:
+		copySame(dst, src, dst.st.i32, src.st.i32)
 	case dst.st.dtype == src.st.dtype:
 		copySame(dst, src, dst.st.half, src.st.half)
 	default:
@@ -85,7 +87,7 @@ func copyStrided(dst, src *Tensor) {
 }
 
 // copySame is copyStrided for equal dtypes, on the raw element slices.
-func copySame[E float32 | uint16](dst, src *Tensor, d, s []E) {
+func copySame[E float32 | uint16 | int32](dst, src *Tensor, d, s []E) {
 	n := dst.Numel()
 	if dst.IsContiguous() && src.IsContiguous() {
 		copy(d[dst.offset:dst.offset+n], s[src.offset:src.offset+n])
@@ -100,7 +102,7 @@ func copySame[E float32 | uint16](dst, src *Tensor, d, s []E) {
 
 // copyWalk is the plain strided copy: row-major order, innermost dim as a
 // tight loop (a memmove when both inner strides are 1).
-func copyWalk[E float32 | uint16](dst, src *Tensor, d, s []E) {
+func copyWalk[E float32 | uint16 | int32](dst, src *Tensor, d, s []E) {
 	walk2(dst, src, func(do, dstr, so, sstr, cnt int) {
 		if dstr == 1 && sstr == 1 {
 			copy(d[do:do+cnt], s[so:so+cnt])
@@ -148,7 +150,7 @@ func tileDim(dst, src *Tensor) int {
 
 // copyTiled copies in copyTile×copyTile blocks over dims (b, last), for
 // every index of the remaining (outer) dims.
-func copyTiled[E float32 | uint16](dst, src *Tensor, d, s []E, b int) {
+func copyTiled[E float32 | uint16 | int32](dst, src *Tensor, d, s []E, b int) {
 	l := len(dst.shape) - 1
 	nb, nl := dst.shape[b], dst.shape[l]
 	dsb, dsl, ssb, ssl := dst.strides[b], dst.strides[l], src.strides[b], src.strides[l]

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -206,8 +207,8 @@ func TestDTypeNamesAndSizes(t *testing.T) {
 			}
 		}
 	}
-	if DType(7).String() != "DType(7)" {
-		t.Errorf("unknown dtype prints %q", DType(7).String())
+	if DType(77).String() != "DType(77)" {
+		t.Errorf("unknown dtype prints %q", DType(77).String())
 	}
 }
 
@@ -269,5 +270,43 @@ func TestHalfTensorsThroughViews(t *testing.T) {
 		if slices.Equal(fv, bv) {
 			t.Errorf("%v: no element changed in a half round trip of random normals", dt)
 		}
+	}
+}
+
+// TestInt32TokenHistory: an I32 token history holds exact ids, and
+// unfold(0, n, 1) is a zero-copy view of its n-grams (what speculative
+// decoding's n-gram lookup reads); Contiguous copies them exactly.
+func TestInt32TokenHistory(t *testing.T) {
+	led := NewLedger()
+	ids := []int32{1, 16777217, 3, -4, 5, 2147483647}
+	h := Must(FromInt32(led, ids, 6))
+	if h.DType() != I32 || h.Nbytes() != 24 || led.Stats().BytesAllocated != 24 {
+		t.Fatalf("history %v, %d bytes, ledger %d", h, h.Nbytes(), led.Stats().BytesAllocated)
+	}
+	w := Must(h.Unfold(0, 3, 1))
+	if !SharesStorage(w, h) || FormatInts(w.Shape()) != "[4, 3]" || FormatInts(w.Strides()) != "[1, 1]" {
+		t.Fatalf("windows %v", w)
+	}
+	got, err := w.Int32s()
+	want := []int32{1, 16777217, 3, 16777217, 3, -4, 3, -4, 5, -4, 5, 2147483647}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("windows = %v, %v", got, err)
+	}
+	c := Must(w.Contiguous())
+	if SharesStorage(c, h) || !slices.Equal(c.Storage().Int32s(), want) {
+		t.Fatalf("contiguous copy %v", c.Storage().Int32s())
+	}
+	wrapped := Must(WrapInt32(nil, ids, 2, 3))
+	if v, _ := wrapped.At(1, 2); v != 2147483648 { // float32 rounding of 2^31-1
+		t.Fatalf("At = %v", v)
+	}
+	if _, err := Empty(nil, I64, 2); err == nil || !strings.Contains(err.Error(), "meta tensors only") {
+		t.Fatalf("int64 with data: %v", err)
+	}
+	if m, err := Meta(I64, 2, 3); err != nil || m.Nbytes() != 48 {
+		t.Fatalf("int64 meta: %v %v", m, err)
+	}
+	if _, err := h.Float32s(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,7 +87,7 @@ func TestShapeOpErrors(t *testing.T) {
 		// constructors
 		{"empty negative", func() (*Tensor, error) { return Empty(nil, F32, 2, -3) }, "empty", []string{"negative dimension -3", "[2 -3]"}},
 		{"zeros overflow", func() (*Tensor, error) { return Zeros(nil, F32, 1<<30, 1<<30) }, "zeros", []string{"2^53"}},
-		{"meta bad dtype", func() (*Tensor, error) { return Meta(DType(9), 2) }, "meta", []string{"unknown dtype 9"}},
+		{"meta bad dtype", func() (*Tensor, error) { return Meta(DType(99), 2) }, "meta", []string{"unknown dtype 99"}},
 		{"arange negative", func() (*Tensor, error) { return Arange(nil, F32, -1) }, "arange", []string{"negative dimension -1"}},
 		{"from_float32 length", func() (*Tensor, error) { return FromFloat32(nil, F32, []float32{1, 2}, 3) }, "from_float32", []string{"[3]", "got 2"}},
 		{"wrap length", func() (*Tensor, error) { return WrapFloat32(nil, make([]float32, 5), 2, 3) }, "wrap", []string{"[2 3]", "got 5"}},

@@ -285,7 +285,13 @@ func FuzzExpand(f *testing.F) {
 			got := e.shape[i]
 			switch {
 			case i < lead:
-				if s < 0 || got != s || e.strides[i] != 0 {
+				// PyTorch's inferExpandGeometry (issue 15): a new size-1
+				// dim gets size·stride of the next dim; a broadcast one 0.
+				want := 0
+				if s == 1 && x.Dim() > 0 {
+					want = e.shape[i+1] * e.strides[i+1]
+				}
+				if s < 0 || got != s || e.strides[i] != want {
 					t.Fatalf("expand%v of %v: leading dim %d is %d/%d", sizes, x, i, got, e.strides[i])
 				}
 			case s == -1 || s == x.shape[i-lead]:

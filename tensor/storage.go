@@ -9,12 +9,14 @@ import (
 // (views) may share one Storage; a Tensor adds shape, strides and an offset.
 //
 // F32 elements live in a []float32; F16 and BF16 elements as their 16-bit
-// patterns in a []uint16. A meta storage has a length and no data.
+// patterns in a []uint16; I32 elements in a []int32. A meta storage has a
+// length and no data (the only kind the other dtypes have).
 type Storage struct {
 	dtype    DType
 	n        int
 	f32      []float32
 	half     []uint16
+	i32      []int32
 	meta     bool
 	led      *Ledger
 	counted  bool // allocation was recorded in led (false for wrapped buffers)
@@ -29,9 +31,12 @@ func newStorage(led *Ledger, dt DType, n int, meta bool) *Storage {
 	if meta {
 		return s
 	}
-	if dt == F32 {
+	switch dt {
+	case F32:
 		s.f32 = make([]float32, n)
-	} else {
+	case I32:
+		s.i32 = make([]int32, n)
+	default:
 		s.half = make([]uint16, n)
 	}
 	s.counted = true
@@ -59,6 +64,9 @@ func (s *Storage) Float32s() []float32 { return s.f32 }
 // otherwise).
 func (s *Storage) Uint16s() []uint16 { return s.half }
 
+// Int32s returns the raw buffer of an I32 storage (nil otherwise).
+func (s *Storage) Int32s() []int32 { return s.i32 }
+
 // Ledger returns the Ledger the storage was allocated in (may be nil).
 func (s *Storage) Ledger() *Ledger { return s.led }
 
@@ -80,16 +88,24 @@ func (s *Storage) Load(i int) float32 { return s.load(i) }
 func (s *Storage) Store(i int, v float32) { s.store(i, v) }
 
 func (s *Storage) load(i int) float32 {
-	if s.dtype == F32 {
+	switch s.dtype {
+	case F32:
 		return s.f32[i]
+	case I32:
+		return float32(s.i32[i])
 	}
 	return s.dtype.fromBits(s.half[i])
 }
 
+// store rounds v to the storage dtype; for I32 it truncates toward zero,
+// as PyTorch's float → int conversion does.
 func (s *Storage) store(i int, v float32) {
-	if s.dtype == F32 {
+	switch s.dtype {
+	case F32:
 		s.f32[i] = v
-		return
+	case I32:
+		s.i32[i] = int32(v)
+	default:
+		s.half[i] = s.dtype.toBits(v)
 	}
-	s.half[i] = s.dtype.toBits(v)
 }

@@ -55,8 +55,11 @@ func numelOf(op string, shape []int) (int, error) {
 }
 
 func newTensor(led *Ledger, dt DType, shape []int, meta bool, op string) (*Tensor, error) {
-	if dt > BF16 {
+	if !dt.Valid() {
 		return nil, errorf(op, "unknown dtype %d", dt)
+	}
+	if !meta && !dt.HasData() {
+		return nil, errorf(op, "dtype %v exists on meta tensors only (tensors with data are float32, float16, bfloat16 or int32)", dt)
 	}
 	n, err := numelOf(op, shape)
 	if err != nil {
@@ -153,6 +156,53 @@ func WrapUint16(led *Ledger, dt DType, data []uint16, shape ...int) (*Tensor, er
 	}
 	st := &Storage{dtype: dt, n: n, half: data, led: led}
 	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
+}
+
+// FromInt32 allocates a contiguous I32 tensor of the given shape holding a
+// copy of data (token ids, a token history). len(data) must equal the
+// product of shape.
+func FromInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
+	n, err := numelOf("from_int32", shape)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(data) {
+		return nil, errorf("from_int32", "shape %v needs %d elements, got %d", shape, n, len(data))
+	}
+	t, err := newTensor(led, I32, shape, false, "from_int32")
+	if err != nil {
+		return nil, err
+	}
+	copy(t.st.i32, data)
+	return t, nil
+}
+
+// WrapInt32 makes a contiguous I32 tensor that uses data as its storage
+// without copying it; no allocation is recorded (the caller owns data).
+func WrapInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
+	n, err := numelOf("wrap", shape)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(data) {
+		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
+	}
+	st := &Storage{dtype: I32, n: n, i32: data, led: led}
+	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
+}
+
+// Int32s returns the elements of an I32 tensor in row-major logical order
+// as a new slice (exact, unlike the float32 of At).
+func (t *Tensor) Int32s() ([]int32, error) {
+	if t.st.meta {
+		return nil, fmt.Errorf("int32s: %w", ErrMeta)
+	}
+	if t.st.dtype != I32 {
+		return nil, errorf("int32s", "tensor is %v, not int32", t.st.dtype)
+	}
+	out := make([]int32, 0, t.Numel())
+	forEachOffset(t.shape, t.strides, t.offset, func(o int) { out = append(out, t.st.i32[o]) })
+	return out, nil
 }
 
 // Randn allocates a contiguous tensor of standard-normal samples drawn from

@@ -216,10 +216,10 @@ func (t *Tensor) Slice(dim, start, end, step int) (*Tensor, error) {
 		n = (end-start-1)/step + 1 // ⌈(end−start)/step⌉ without overflow
 	}
 	shape, strides := t.Shape(), t.Strides()
-	offset := t.offset
-	if n > 0 {
-		offset += start * t.strides[d]
-	}
+	// PyTorch moves the offset by start·stride even when the slice is
+	// empty (start is clamped to the size first): empty(5,3)[7:9] has
+	// storage_offset 15.
+	offset := t.offset + start*t.strides[d]
 	shape[d] = n
 	if st := strides[d]; st != 0 && step > maxNumel/st {
 		return nil, errorf("slice", "slice step %d times stride %d overflows for a tensor of shape %s", step, st, FormatInts(t.shape))
@@ -280,6 +280,7 @@ func (t *Tensor) Select(dim, i int) (*Tensor, error) {
 
 // Expand broadcasts size-1 dims (and new leading dims) to the given sizes
 // by giving them stride 0: every index along them reads the same element.
+// A new leading dim of size 1 is not broadcast and keeps a real stride.
 // -1 keeps a dim's size. No memory is allocated, whatever the target size.
 func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 	nd, nt := len(sizes), len(t.shape)
@@ -295,7 +296,14 @@ func (t *Tensor) Expand(sizes ...int) (*Tensor, error) {
 			if want < 0 {
 				return nil, errorf("expand", "The expanded size of the tensor (%d) isn't allowed in a leading, non-existing dimension %d.  Target sizes: %s.  Tensor sizes: %s", want, i, FormatInts(sizes), FormatInts(t.shape))
 			}
-			shape[i], strides[i] = want, 0
+			// PyTorch's inferExpandGeometry: a new leading dim of size 1
+			// gets size·stride of the dim after it (as unsqueeze would);
+			// only a dim really broadcast, or any dim of a 0-d input, gets
+			// stride 0.
+			shape[i] = want
+			if want == 1 && nt > 0 {
+				strides[i] = shape[i+1] * strides[i+1]
+			}
 			continue
 		}
 		have := t.shape[off]
@@ -587,26 +595,30 @@ func (t *Tensor) IsNonOverlappingAndDense() bool {
 
 // ChannelsLastStrides returns the strides of a 4-D NCHW shape stored as
 // NHWC: C is innermost, then W, then H, then N. [2,3,32,32] → (3072,1,96,3).
+// It is PyTorch's get_channels_last_strides_2d, sizes used as they are: a
+// size-0 dim zeroes the strides outside it ([2,0,6,1] → (0,1,0,0)).
 func ChannelsLastStrides(shape []int) ([]int, error) {
 	if len(shape) != 4 {
 		return nil, errorf("channels_last", "ChannelsLast format requires a 4-D shape, got %s", FormatInts(shape))
 	}
-	c1, h1, w1 := max(shape[1], 1), max(shape[2], 1), max(shape[3], 1)
-	return []int{c1 * w1 * h1, 1, w1 * c1, c1}, nil
+	st := make([]int, 4)
+	st[1] = 1
+	st[3] = shape[1]
+	st[2] = st[3] * shape[3]
+	st[0] = st[2] * shape[2]
+	return st, nil
 }
 
 // IsChannelsLast reports whether a 4-D tensor has channels-last strides
-// (PyTorch's is_contiguous(memory_format=torch.channels_last)).
+// (PyTorch's is_contiguous(memory_format=torch.channels_last)): walking
+// C, W, H, N, every dim of size != 1 has the running stride. Unlike
+// IsContiguous there is no shortcut for empty tensors, as in PyTorch 1.13.
 func (t *Tensor) IsChannelsLast() bool {
 	if len(t.shape) != 4 {
 		return false
 	}
-	// Walk dims in NHWC order from innermost: C, W, H, N.
 	expected := 1
 	for _, d := range []int{1, 3, 2, 0} {
-		if t.shape[d] == 0 {
-			return true
-		}
 		if t.shape[d] == 1 {
 			continue
 		}

@@ -1,10 +1,12 @@
-package tensor
+package layoutexpr
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor"
 )
 
 // want is one expected step: shape, strides, offset, contiguous, storage,
@@ -21,7 +23,7 @@ type wantStep struct {
 	copied         int64
 }
 
-func TestEvalLayoutExprSeedExamples(t *testing.T) {
+func TestEvalSeedExamples(t *testing.T) {
 	cases := []struct {
 		expr  string
 		steps []wantStep
@@ -31,7 +33,8 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 			{"[12]", "[1]", 0, true, "new", 0},
 			{"[3, 4]", "[4, 1]", 0, true, "shared(step 1)", 0},
 			{"[4, 3]", "[1, 4]", 0, false, "shared(step 1)", 0},
-			{"[4, 3]", "[3, 1]", 0, true, "new", 48},
+			// arange(12) is int64 in PyTorch, so the copy is 12 × 8 bytes.
+			{"[4, 3]", "[3, 1]", 0, true, "new", 96},
 		}, ""},
 		// Seed exercise: permute(2,0,1) of a contiguous (2,3,4) has strides
 		// (1,12,4), and view(4,6) works because 12 == 3·4.
@@ -50,7 +53,7 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 			{"[12]", "[1]", 0, true, "new", 0},
 			{"[3, 4]", "[4, 1]", 0, true, "shared(step 1)", 0},
 			{"[4, 3]", "[1, 4]", 0, false, "shared(step 1)", 0},
-			{"[12]", "[1]", 0, true, "new", 48},
+			{"[12]", "[1]", 0, true, "new", 96},
 		}, ""},
 		// x[1:, 1:3] and x[:, 1:3] of the seed's arange(12).reshape(3, 4).
 		{"arange(12).view(3,4).slice(0,1).slice(1,1,3)", []wantStep{
@@ -130,7 +133,7 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 		}, ""},
 		{"arange(4).as_strided((2,2),(2,2))", []wantStep{
 			{"[4]", "[1]", 0, true, "new", 0},
-		}, "out of bounds for storage of size 16"},
+		}, "out of bounds for storage of size 32"},
 		{"empty(2,3).expand(3,3)", []wantStep{
 			{"[2, 3]", "[3, 1]", 0, true, "new", 0},
 		}, "The expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 0.  Target sizes: [3, 3].  Tensor sizes: [2, 3]"},
@@ -150,7 +153,7 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.expr, func(t *testing.T) {
-			steps, err := EvalLayoutExpr(c.expr)
+			steps, err := Eval(c.expr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +166,7 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 			}
 			for i, w := range c.steps {
 				s := steps[i]
-				got := wantStep{FormatInts(s.Shape), FormatInts(s.Strides), s.Offset, s.Contiguous, s.Storage, s.CopiedBytes}
+				got := wantStep{tensor.FormatInts(s.Shape), tensor.FormatInts(s.Strides), s.Offset, s.Contiguous, s.Storage, s.CopiedBytes}
 				if got != w || s.Error != "" || s.Step != i+1 {
 					t.Errorf("step %d %s = %+v (error %q), want %+v", i+1, s.Op, got, s.Error, w)
 				}
@@ -175,70 +178,121 @@ func TestEvalLayoutExprSeedExamples(t *testing.T) {
 	}
 }
 
-func TestEvalLayoutExprStepFields(t *testing.T) {
-	steps, err := EvalLayoutExpr("torch.arange(0, 10, 3, dtype=torch.bfloat16).view(2, -1).half()")
+func TestEvalStepFields(t *testing.T) {
+	steps, err := Eval("torch.arange(0, 10, 3, dtype=torch.bfloat16).view(2, -1).half()")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(steps) != 3 {
 		t.Fatalf("%+v", steps)
 	}
-	if s := steps[0]; s.Op != "torch.arange(0, 10, 3, dtype=torch.bfloat16)" || FormatInts(s.Shape) != "[4]" || s.DType != BF16 || s.AllocatedBytes != 8 {
+	if s := steps[0]; s.Op != "torch.arange(0, 10, 3, dtype=torch.bfloat16)" || tensor.FormatInts(s.Shape) != "[4]" || s.DType != tensor.BF16 || s.AllocatedBytes != 8 {
 		t.Errorf("step 1 = %+v", s)
 	}
-	if s := steps[1]; s.Op != ".view(2, -1)" || FormatInts(s.Shape) != "[2, 2]" || s.AllocatedBytes != 0 {
+	if s := steps[1]; s.Op != ".view(2, -1)" || tensor.FormatInts(s.Shape) != "[2, 2]" || s.AllocatedBytes != 0 {
 		t.Errorf("step 2 = %+v", s)
 	}
 	// A dtype conversion is a copy into a new, narrower storage.
-	if s := steps[2]; s.DType != F16 || s.Storage != "new" || s.CopiedBytes != 8 || s.AllocatedBytes != 8 {
+	if s := steps[2]; s.DType != tensor.F16 || s.Storage != "new" || s.CopiedBytes != 8 || s.AllocatedBytes != 8 {
 		t.Errorf("step 3 = %+v", s)
 	}
-	steps, err = EvalLayoutExpr("arange(6).view(2,3).t().reshape(6).view(3,2)")
+	steps, err = Eval("arange(6).view(2,3).t().reshape(6).view(3,2)")
 	if err != nil || steps[4].Storage != "shared(step 4)" || steps[3].Storage != "new" {
 		t.Fatalf("the view after a copying reshape shares the copy's storage: %+v %v", steps, err)
 	}
 }
 
-func TestEvalLayoutExprSyntaxErrors(t *testing.T) {
+func TestEvalSyntaxErrors(t *testing.T) {
 	cases := []struct {
 		expr string
 		col  int
 		msg  string
 	}{
-		{"", 1, "empty expression"},
+		{"", 1, "empty program"},
 		{"empty(2,3", 10, "expected ',' or ')'"},
-		{"empty(2,,3)", 9, "expected an integer"},
+		{"empty(2,,3)", 9, "expected a value"},
 		{"empty(2,3).foo()", 12, `unknown tensor method "foo"`},
 		{"view(2,3)", 1, `unknown constructor "view"`},
 		{"empty(2,3).view(3 2)", 19, "expected ',' or ')'"},
 		{"empty(2,3).t", 13, `expected "("`},
 		{"empty(2,3).T()", 13, "T is an attribute"},
-		{"empty(2,3).transpose(0)", 23, "missing required argument 'dim1'"},
-		{"empty(2,3).transpose(0,1,2)", 26, "takes 2 positional arguments but 3 were given"},
-		{"empty(2,3).narrow(dim=0, start=1, size=1)", 35, "unexpected keyword argument 'size'"},
-		{"empty(2,3).unsqueeze(0, dim=1)", 25, "multiple values for argument 'dim'"},
-		{"empty(2, dtype=f64)", 10, `unknown dtype "f64"`},
-		{"empty(2,3).select((0,1), 0)", 19, "argument 'dim' must be an int"},
 		{"empty(2,3) x", 12, "expected '.' and a method"},
-		{"empty(2,3).view((3,2),4)", 17, "not a mix"},
 		{"empty(99999999999999999999)", 7, "out of range"},
-		{"empty(2) @ empty(2)", 10, "unexpected character '@'"},
-		{"empty(2).view(((2)))", 16, "expected an integer in (...)"},
+		{"x = empty(2)\ny = x.bar()", 7, `unknown tensor method "bar"`},
+		{"empty(2)[1", 11, "expected ',' or ']'"},
+		{"a, = = empty(2)", 6, "expected a value"},
+		{"torch.nope(2)", 7, "unknown function torch.nope"},
+		{strings.Repeat("(", 100) + "1", 65, "nested deeper than 64"},
 	}
 	for _, c := range cases {
-		_, err := EvalLayoutExpr(c.expr)
-		var se *LayoutSyntaxError
+		_, err := Eval(c.expr)
+		var se *SyntaxError
 		if !errors.As(err, &se) {
-			t.Errorf("%q: error %v, want a *LayoutSyntaxError", c.expr, err)
+			t.Errorf("%q: error %v, want a *SyntaxError", c.expr, err)
 			continue
 		}
-		if se.Pos+1 != c.col || !strings.Contains(se.Msg, c.msg) || !strings.Contains(err.Error(), fmt.Sprintf("column %d:", c.col)) {
-			t.Errorf("%q: %v (column %d), want column %d and %q", c.expr, err, se.Pos+1, c.col, c.msg)
+		_, col := lineCol(c.expr, se.Pos)
+		if col != c.col || !strings.Contains(se.Msg, c.msg) {
+			t.Errorf("%q: %v (column %d), want column %d and %q", c.expr, err, col, c.col, c.msg)
 		}
 	}
-	long := "empty(1)" + strings.Repeat(".t()", 300)
-	if _, err := EvalLayoutExpr(long); err == nil || !strings.Contains(err.Error(), "more than 256 steps") {
-		t.Errorf("300 steps: %v", err)
+}
+
+// TestEvalArgumentErrors: a badly typed or missing argument is the
+// failing step's error (as Python raises it when the call runs), after
+// the rows that worked, with the column of the method.
+func TestEvalArgumentErrors(t *testing.T) {
+	cases := []struct {
+		expr string
+		col  int
+		msg  string
+	}{
+		{"empty(2,3).transpose(0)", 12, "missing required argument 'dim1'"},
+		{"empty(2,3).transpose(0,1,2)", 12, "takes 2 positional arguments but 3 were given"},
+		{"empty(2,3).narrow(dim=0, start=1, size=1)", 12, "unexpected keyword argument 'size'"},
+		{"empty(2,3).unsqueeze(0, dim=1)", 12, "multiple values for argument 'dim'"},
+		{"empty(2,3).select((0,1), 0)", 12, "argument 'dim' must be int, not tuple"},
+		{"empty(2,3).view((3,2),4)", 12, "must be tuple of ints"},
+		{"x = empty(2)\ny = q + x", 5, "name 'q' is not defined"},
+		{"a, b = empty(2)", 8, "cannot unpack non-iterable Tensor"},
+		{"a, b = empty(6).split(2)", 8, "too many values to unpack (expected 2)"},
+	}
+	for _, c := range cases {
+		rows, err := Eval(c.expr)
+		if err != nil {
+			t.Errorf("%q: %v", c.expr, err)
+			continue
+		}
+		last := rows[len(rows)-1]
+		_, col := lineCol(c.expr, last.ErrPos)
+		if !strings.Contains(last.Error, c.msg) || col != c.col {
+			t.Errorf("%q: last row error %q at column %d, want %q at column %d", c.expr, last.Error, col, c.msg, c.col)
+		}
+	}
+}
+
+// TestEvalBounds: long programs stay bounded: a program over the length,
+// statement or row limits is refused, and one of thousands of statements
+// evaluates (in linear time: each statement is O(ndim)).
+func TestEvalBounds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x = empty(4, 4)\n")
+	for i := 0; i < 5000; i++ {
+		b.WriteString("x = x.t()\n")
+	}
+	rows, err := Eval(b.String())
+	if err != nil || len(rows) != 5001 || rows[5000].Error != "" || tensor.FormatInts(rows[5000].Strides) != "[4, 1]" {
+		t.Fatalf("5000 transposes: %d rows, %v", len(rows), err)
+	}
+	if _, err := Eval(strings.Repeat("empty(1);", MaxStatements+1)); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("too many statements: %v", err)
+	}
+	if _, err := Eval(strings.Repeat(" ", MaxProgramLen+1)); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("too long: %v", err)
+	}
+	rows, err = Eval("empty(200000).unbind()")
+	if err != nil || !strings.Contains(rows[len(rows)-1].Error, "more than") {
+		t.Errorf("200000-way unbind should fail, not make 200000 rows: %v", err)
 	}
 }
 
@@ -256,13 +310,17 @@ func FuzzLayoutExpr(f *testing.F) {
 		"empty(0,3).view(-1,0)",
 		"empty(2,3).flatten(1,0)",
 		"empty(2,3).view((3,2),4",
+		"q, k, v = empty(2,8,12).split(4, -1); s = q @ k.transpose(-2, -1) / 2**0.5; a = s.softmax(-1)",
+		"x = arange(24).view(2,3,4)[:, None, ..., ::2]; y = x.sum(-1, keepdim=True) * x.float().mT",
+		"empty(2,3,4,5).contiguous(memory_format=torch.channels_last).view(torch.int8)",
+		"a, b = empty(4,6).chunk(2, 1); c = torch.matmul(a, b.T); c.unflatten(0, (2, -1)).movedim(0, -1)",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
-		steps, err := EvalLayoutExpr(expr)
+		steps, err := Eval(expr)
 		if err != nil {
-			var se *LayoutSyntaxError
+			var se *SyntaxError
 			if !errors.As(err, &se) || se.Pos < 0 || se.Pos > len(expr) {
 				t.Fatalf("%q: error %v is not a positioned syntax error", expr, err)
 			}
@@ -271,8 +329,12 @@ func FuzzLayoutExpr(f *testing.F) {
 		if len(steps) == 0 {
 			t.Fatalf("%q: no steps and no error", expr)
 		}
+		for _, r := range steps {
+			_ = Grid(r) // must not panic, whatever the layout
+		}
+		NewPicture(steps)
 		for i, s := range steps {
-			if s.Step != i+1 {
+			if s.Step != i+1 || s.Stmt < 1 {
 				t.Fatalf("%q: step %d numbered %d", expr, i+1, s.Step)
 			}
 			if s.Error != "" {
@@ -289,7 +351,7 @@ func FuzzLayoutExpr(f *testing.F) {
 				if n < 0 || s.Strides[k] < 0 {
 					t.Fatalf("%q: negative size or stride in %+v", expr, s)
 				}
-				if n != 0 && numel > maxNumel/n {
+				if n != 0 && numel > maxInt/n {
 					t.Fatalf("%q: numel beyond 2^53 in %+v", expr, s)
 				}
 				numel *= n
@@ -297,21 +359,24 @@ func FuzzLayoutExpr(f *testing.F) {
 			if s.Contiguous != isContiguous(s.Shape, s.Strides) {
 				t.Fatalf("%q: contiguity flag wrong in %+v", expr, s)
 			}
+			if s.Shape == nil {
+				t.Fatalf("%q: a 0-d result must have shape [], not nil: %+v", expr, s)
+			}
 		}
 	})
 }
 
-func ExampleEvalLayoutExpr() {
-	steps, err := EvalLayoutExpr("arange(12).view(3,4).t().contiguous()")
+func ExampleEval() {
+	steps, err := Eval("arange(12).view(3,4).t().contiguous()")
 	if err != nil {
 		panic(err)
 	}
 	for _, s := range steps {
-		fmt.Println(s.Op, FormatInts(s.Shape), FormatInts(s.Strides), s.Contiguous, s.Storage, s.CopiedBytes)
+		fmt.Println(s.Op, tensor.FormatInts(s.Shape), tensor.FormatInts(s.Strides), s.Contiguous, s.Storage, s.CopiedBytes)
 	}
 	// Output:
 	// arange(12) [12] [1] true new 0
 	// .view(3,4) [3, 4] [4, 1] true shared(step 1) 0
 	// .t() [4, 3] [1, 4] false shared(step 1) 0
-	// .contiguous() [4, 3] [3, 1] true new 48
+	// .contiguous() [4, 3] [3, 1] true new 96
 }
