@@ -75,9 +75,6 @@ function evaluate(src, keepStep) {
   const ok = state.rows.filter((r) => r.error === null).length;
   state.cur = keepStep !== undefined ? Math.min(Math.max(keepStep, 0), Math.max(ok - 1, 0))
                                      : Math.max(ok - 1, 0);
-  const url = new URL(window.location.href);
-  url.searchParams.set("expr", src);
-  try { history.replaceState(null, "", url.search); } catch (e) { /* file:// or sandboxed */ }
   renderError();
   renderTable();
   select(state.cur);
@@ -155,6 +152,11 @@ function select(i) {
   $("stepinfo").textContent = n ? "step " + (i + 1) + " of " + n + (state.rows.length > n ? " (then the error)" : "") : "";
   $("prev").disabled = i <= 0;
   $("next").disabled = i >= n - 1;
+  // The link holds the program and the step shown: ?expr=...&step=N.
+  const url = new URL(window.location.href);
+  url.searchParams.set("expr", state.src);
+  if (n && i !== n - 1) url.searchParams.set("step", String(i + 1)); else url.searchParams.delete("step");
+  try { history.replaceState(null, "", url.search); } catch (e) { /* file:// or a sandboxed frame */ }
   draw();
 }
 
@@ -259,7 +261,7 @@ function strip(svg, y, title, elems, counts, wanted, step) {
     }
     x += W + 2;
   });
-  return rowY + H + 20;
+  return rowY + H + 30;
 }
 
 function draw() {
@@ -289,8 +291,9 @@ function draw() {
     const pc = readCounts(prev);
     y = strip(svg, y, "source: storage of step " + (state.cur) + " (" + px.storage_elems + " × " + prev.dtype + "), read by the copy",
       px.storage_elems, pc, new Set([...(pc ? pc.keys() : [])].sort((a, b) => a - b)), state.cur);
-    notes.push("copy: " + fmtBytes(r.copied_bytes) + " written into a new storage");
   }
+  if (r.storage === "new" && r.copied_bytes > 0)
+    notes.push("a copy: " + fmtBytes(r.copied_bytes) + " written into a new storage; no earlier view shares it");
   const storName = r.storage === "new" ? "new storage" : "storage " + r.storage.replace(/^shared\((.*)\)$/, "of $1");
   y = strip(svg, y, storName + ": " + x.storage_elems + " × " + r.dtype + (x.storage_elems > MAXSTRIP ? " (only the cells the grid reads are drawn)" : ""),
     x.storage_elems, x.storage_elems <= MAXSTRIP ? counts : null, sortedWanted, step);
@@ -421,7 +424,8 @@ async function load() {
   await ready;
   $("status").textContent = "";
   document.body.dataset.ready = "true";
-  evaluate($("program").value);
+  const step = Number(new URLSearchParams(window.location.search).get("step"));
+  evaluate($("program").value, step >= 1 ? step - 1 : undefined);
   document.dispatchEvent(new Event("explorer-ready"));
 }
 

@@ -88,7 +88,9 @@ function frame(src) {
 }
 function read(d) {
   const box = d.getElementById("error");
+  const cur = d.querySelector('#rows tbody tr[aria-current="true"]');
   return {
+    current: cur ? Number(cur.dataset.step) : 0,
     rows: [...d.querySelectorAll("#rows tbody tr")].map((tr) => [...tr.children].map((td) => td.textContent)),
     error: box.hidden ? null : { msg: d.getElementById("errmsg").textContent,
       head: d.querySelector("#error .msg").textContent, caret: d.getElementById("errcaret").textContent },
@@ -133,8 +135,8 @@ async function main() {
     r.url = w.location.search;
     out.cases.push(r);
   }
-  // A shared link: ?expr= is evaluated on load.
-  const w2 = await frame("index.html?expr=" + encodeURIComponent(EXPR));
+  // A shared link: ?expr= is evaluated on load, &step= picks the step drawn.
+  const w2 = await frame("index.html?expr=" + encodeURIComponent(EXPR) + "&step=2");
   out.expr = Object.assign({ program: w2.document.getElementById("program").value }, read(w2.document));
   document.getElementById("result").textContent = JSON.stringify(out);
 }
@@ -155,7 +157,8 @@ type pageView struct {
 		Stores  []int    `json:"stores"`
 		Views   []string `json:"views"`
 	} `json:"hovers"`
-	URL string `json:"url"`
+	URL     string `json:"url"`
+	Current int    `json:"current"` // the step drawn (the row marked aria-current)
 }
 
 type harnessResult struct {
@@ -167,6 +170,10 @@ type harnessResult struct {
 const exprProgram = "x = empty(2, 3).t()\ny = x.contiguous()"
 
 func TestExplorerInBrowser(t *testing.T) {
+	if testing.Short() {
+		// .ci/run's -race -short pass; the plain go test ./... runs it.
+		t.Skip("-short: the browser test builds the wasm and starts Chromium")
+	}
 	browser := chromium(t)
 	root := checkoutRoot()
 	if root == "" {
@@ -219,11 +226,17 @@ func TestExplorerInBrowser(t *testing.T) {
 				t.Errorf("URL query %q, want %q", c.URL, want)
 			}
 			checkHovers(t, browserCases[i], c)
+			if n := len(c.Rows); browserCases[i].Step == 0 && c.Error == nil && c.Current != n {
+				t.Errorf("after Evaluate step %d is drawn, want the last, %d", c.Current, n)
+			}
 		})
 	}
 	t.Run("expr", func(t *testing.T) {
 		if res.Expr.Program != exprProgram {
 			t.Fatalf("?expr= loaded %q, want %q", res.Expr.Program, exprProgram)
+		}
+		if res.Expr.Current != 2 {
+			t.Errorf("&step=2 drew step %d", res.Expr.Current)
 		}
 		checkPage(t, res.Expr)
 	})
