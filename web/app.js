@@ -424,6 +424,8 @@ async function load() {
   await ready;
   $("status").textContent = "";
   document.body.dataset.ready = "true";
+  // Time from navigation to a usable evaluator (docs/explorer.md quotes it).
+  document.body.dataset.loadMs = String(Math.round(performance.now()));
   const step = Number(new URLSearchParams(window.location.search).get("step"));
   evaluate($("program").value, step >= 1 ? step - 1 : undefined);
   document.dispatchEvent(new Event("explorer-ready"));
