@@ -17,10 +17,10 @@ go build -o "$out/infer" ./cmd/infer
 port=$(( 20000 + RANDOM % 20000 ))
 "$out/infer" explore --dir "$out/dist" --addr "127.0.0.1:$port" > "$out/log" 2>&1 &
 server=$!
-for _ in $(seq 50); do grep -q serving "$out/log" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -qs serving "$out/log" && break; sleep 0.1; done
 
 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
 	--user-data-dir="$out/profile" --hide-scrollbars --force-device-scale-factor=1 \
-	--window-size=1280,1500 --virtual-time-budget=20000 \
+	--window-size=1600,1450 --virtual-time-budget=20000 \
 	--screenshot="$root/docs/explorer-mha.png" "http://127.0.0.1:$port/index.html?step=5" 2>/dev/null
 echo "wrote docs/explorer-mha.png"
