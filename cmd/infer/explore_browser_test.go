@@ -132,6 +132,15 @@ async function main() {
         r.hovers.push(Object.assign({ store: idx }, lit(d)));
       }
     }
+    if (c.step) {
+      // Keyboard: focus the grid's tab stop, press ArrowRight then
+      // ArrowDown; focus moves a cell each time and lights like hover.
+      const first = d.querySelector('#drawing .cell.view[tabindex="0"]');
+      first.focus();
+      first.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowRight", bubbles: true }));
+      d.activeElement.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowDown", bubbles: true }));
+      r.keys = Object.assign({ first: first.dataset.coord, focused: d.activeElement.dataset ? d.activeElement.dataset.coord || "" : "" }, lit(d));
+    }
     r.url = w.location.search;
     out.cases.push(r);
   }
@@ -157,6 +166,10 @@ type pageView struct {
 		Stores  []int    `json:"stores"`
 		Views   []string `json:"views"`
 	} `json:"hovers"`
+	Keys *struct {
+		First, Focused string
+		Stores         []int
+	} `json:"keys"`
 	URL     string `json:"url"`
 	Current int    `json:"current"` // the step drawn (the row marked aria-current)
 }
@@ -226,6 +239,7 @@ func TestExplorerInBrowser(t *testing.T) {
 				t.Errorf("URL query %q, want %q", c.URL, want)
 			}
 			checkHovers(t, browserCases[i], c)
+			checkKeys(t, browserCases[i], c)
 			if n := len(c.Rows); browserCases[i].Step == 0 && c.Error == nil && c.Current != n {
 				t.Errorf("after Evaluate step %d is drawn, want the last, %d", c.Current, n)
 			}
@@ -395,6 +409,38 @@ func checkHovers(t *testing.T, bc browserCase, p pageView) {
 		if want := readers(idx); fmt.Sprint(h.Views) != fmt.Sprint(want) {
 			t.Errorf("hover %d (storage %d): grid cells %v lit, want %v", i, idx, h.Views, want)
 		}
+	}
+}
+
+// checkKeys checks the keyboard path: from the grid's first cell,
+// ArrowRight then ArrowDown focuses the cell one right and one down (for
+// a 2-d or deeper view), and the storage cell it reads lights up.
+func checkKeys(t *testing.T, bc browserCase, p pageView) {
+	t.Helper()
+	if bc.Step == 0 {
+		return
+	}
+	if p.Keys == nil {
+		t.Fatal("no keyboard result")
+	}
+	_, stdout, _ := cli(t, "layout", "--output", "json", bc.Program)
+	var rows []struct {
+		Shape, Strides []int
+		Offset         int
+	}
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	r := rows[bc.Step-1]
+	nd := len(r.Shape)
+	coord := make([]int, nd)
+	coord[nd-1], coord[nd-2] = 1, 1
+	want := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(coord)), ","), "[]")
+	idx := r.Offset + r.Strides[nd-1] + r.Strides[nd-2]
+	if p.Keys.First != strings.Trim(strings.Join(strings.Fields(fmt.Sprint(make([]int, nd))), ","), "[]") ||
+		p.Keys.Focused != want || fmt.Sprint(p.Keys.Stores) != fmt.Sprint([]int{idx}) {
+		t.Errorf("keyboard: from %q, Right+Down focused %q lighting storage %v; want %q lighting [%d]",
+			p.Keys.First, p.Keys.Focused, p.Keys.Stores, want, idx)
 	}
 }
 

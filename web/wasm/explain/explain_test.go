@@ -83,3 +83,37 @@ func TestErrorPlacement(t *testing.T) {
 		t.Errorf("lineCol counts bytes, not characters: %d:%d", line, col)
 	}
 }
+
+// Whatever the program, Explain returns one valid JSON document whose
+// rows are layoutexpr.JSON's bytes and whose extra entries match them one
+// for one, and an error position inside the program.
+func FuzzExplain(f *testing.F) {
+	for _, s := range []string{
+		"arange(12).view(3,4).t()", "x = empty(3,4)[", "q, k, v = empty(2, 16, 192).split(64, -1)",
+		"x = arange(10)\nw = x.unfold(0, 4, 2)", "empty(4).view(torch.float16)", "é = 1", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 {
+			return
+		}
+		var e Explained
+		if err := json.Unmarshal(Explain(src), &e); err != nil {
+			t.Fatalf("%q: invalid JSON: %v", src, err)
+		}
+		want, err := layoutexpr.JSON(src)
+		if (err != nil) != (e.Rows == "") || (err == nil && e.Rows != string(want)) {
+			t.Fatalf("%q: rows %q, layoutexpr.JSON %q, %v", src, e.Rows, want, err)
+		}
+		if e.Error != nil && (e.Error.Pos < 0 || e.Error.Pos > len(src) || e.Error.Line < 1 || e.Error.Col < 1) {
+			t.Fatalf("%q: error placed at %+v", src, *e.Error)
+		}
+		if e.Rows != "" {
+			var rows []json.RawMessage
+			if err := json.Unmarshal([]byte(e.Rows), &rows); err != nil || len(rows) != len(e.Extra) {
+				t.Fatalf("%q: %d rows, %d extra (%v)", src, len(rows), len(e.Extra), err)
+			}
+		}
+	})
+}
