@@ -65,6 +65,12 @@ var rules = []rule{
 		imports: []string{"model", "model/tokenizer", "kvcache", "attention", "tensor", "tensor/kernels"}},
 	{pkg: "cuda", concept: "experimental: CUDA kernels for the attention paths and their memory-traffic simulation",
 		imports: []string{"tensor", "kvcache", "attention"}},
+	{pkg: "web/wasm/explain", concept: "the layout explorer's evaluator: a program in, infer layout's JSON rows plus picture facts out",
+		imports: []string{"tensor/layoutexpr"}},
+	// web/wasm builds only for GOOS=js GOARCH=wasm, so the host's package
+	// list never has it: planned keeps its row without requiring it.
+	{pkg: "web/wasm", concept: "the layout explorer's WebAssembly main (js/wasm only): installs strideLayout for the page",
+		imports: []string{"web/wasm/explain"}, planned: true},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
