@@ -37,8 +37,8 @@
 // docs/kernels.md, Formats). CPUs without VNNI run the float32 kernels on the
 // dequantized activations (the same values, rounded differently), and the
 // portable kernel is runq.c's loop bit for bit. The activation rounding
-// adds an error of at most half an x step per product; the README reports
-// its effect on logits and greedy tokens.
+// adds an error of at most half an x step per product; docs/formats.md
+// reports its effect on logits and greedy tokens.
 //
 // # ggml formats
 //
