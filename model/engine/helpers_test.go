@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"fmt"
+	"github.com/stride-lm/stride/tensor/testfixture"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,50 +14,15 @@ import (
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
-// findShared locates the shared read-only fixtures: the value of
-// STRIDE_SHARED when set, else ../shared next to the directory that holds
-// go.mod (found by walking up from the working directory). On failure it
-// returns "" and the reason.
-func findShared() (dir, reason string) {
-	if d := os.Getenv("STRIDE_SHARED"); d != "" {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d, ""
-		}
-		return "", fmt.Sprintf("STRIDE_SHARED=%q is not a directory", d)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Sprintf("cannot get the working directory: %v", err)
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			shared := filepath.Join(filepath.Dir(dir), "shared")
-			if st, err := os.Stat(shared); err == nil && st.IsDir() {
-				return shared, ""
-			}
-			return "", fmt.Sprintf("shared fixtures not found at %s (set STRIDE_SHARED)", shared)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Sprintf("no go.mod above %s, so ../shared cannot be located (set STRIDE_SHARED)", wd)
-		}
-		dir = parent
-	}
-}
+// findShared locates the shared fixtures (tensor/testfixture.Locate): the
+// directory, or "" and why not.
+func findShared() (dir, reason string) { return testfixture.Locate() }
 
-// sharedDir returns the shared fixture directory. Without it the test
-// skips with the reason printed, except under CI=true, where an oracle
-// that did not run is a failure.
+// sharedDir returns the shared fixture directory, skipping the test with
+// the reason when it is absent, or failing it under CI=true.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, reason := findShared()
-	if dir == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %s", reason)
-		}
-		t.Skipf("skipping: %s", reason)
-	}
-	return dir
+	return testfixture.Dir(t)
 }
 
 // readGoldenIDs reads a llama2.c golden file: whitespace-separated ids.

@@ -1,61 +1,24 @@
 package llama2c
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/stride-lm/stride/tensor/testfixture"
 	"testing"
 )
 
-// findShared locates the shared read-only fixtures: the value of
-// STRIDE_SHARED when set, else ../shared next to the directory that holds
-// go.mod (found by walking up from the working directory). On failure it
-// returns "" and the reason.
-func findShared() (dir, reason string) {
-	if d := os.Getenv("STRIDE_SHARED"); d != "" {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d, ""
-		}
-		return "", fmt.Sprintf("STRIDE_SHARED=%q is not a directory", d)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Sprintf("cannot get the working directory: %v", err)
-	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			shared := filepath.Join(filepath.Dir(dir), "shared")
-			if st, err := os.Stat(shared); err == nil && st.IsDir() {
-				return shared, ""
-			}
-			return "", fmt.Sprintf("shared fixtures not found at %s (set STRIDE_SHARED)", shared)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Sprintf("no go.mod above %s, so ../shared cannot be located (set STRIDE_SHARED)", wd)
-		}
-		dir = parent
-	}
-}
+// findShared locates the shared fixtures (tensor/testfixture.Locate): the
+// directory, or "" and why not.
+func findShared() (dir, reason string) { return testfixture.Locate() }
 
-// sharedDir returns the shared fixture directory or skips the test, with
-// the reason printed: the fixtures are never copied into the repo.
+// sharedDir returns the shared fixture directory, skipping the test with
+// the reason when it is absent, or failing it under CI=true.
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, reason := findShared()
-	if dir == "" {
-		t.Skipf("skipping: %s", reason)
-	}
-	return dir
+	return testfixture.Dir(t)
 }
 
-// sharedFile returns the path of a fixture under the shared directory
-// (e.g. "models/stories260K.bin"), skipping the test when it is absent.
+// sharedFile returns one shared fixture's path (rel in slash form),
+// skipping the test when it is absent, or failing it under CI=true.
 func sharedFile(t testing.TB, rel string) string {
 	t.Helper()
-	p := filepath.Join(sharedDir(t), filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("skipping: shared fixture %s not available (%v)", p, err)
-	}
-	return p
+	return testfixture.File(t, rel)
 }
