@@ -42,6 +42,43 @@ func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *
 //go:noescape
 func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
+// The tile kernels compute 4 rows × 8 or 4 tokens (ggml_amd64.s): the
+// tokens' quants xq and lane corrections xc xs bytes apart, their scales
+// ds bytes apart, token j's row i to out[j·os/4 + i].
+
+//go:noescape
+func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ8_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// vnniTiles adapts the 8- and 4-token VNNI tile kernels to ggmlTileFn.
+func vnniTiles(k8, k4 tileKernel) ggmlTileFn {
+	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+		var k tileKernel
+		switch {
+		case nt >= 8:
+			k, nt = k8, 8
+		case nt >= 4:
+			k, nt = k4, 4
+		default:
+			return 0
+		}
+		cols, nb := a.cols, a.cols/32
+		// The kernel reads these ranges; the slices check them here.
+		_ = w[ggmlTileRows*rb-1]
+		_ = a.q[(t0+nt)*cols-1]
+		_ = a.xc[(t0+nt)*cols/4-1]
+		_ = a.d[(t0+nt)*nb-1]
+		_ = out[(nt-1)*ldo+ggmlTileRows-1]
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.xc[t0*cols/4], uintptr(cols),
+			&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
+		return nt
+	}
+}
+
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
 type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
@@ -83,6 +120,7 @@ func init() {
 	if hasVNNI {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
+		avx512.tileQ8_0 = vnniTiles(ggmlQ8_0Tile4x8VNNI, ggmlQ8_0Tile4x4VNNI)
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

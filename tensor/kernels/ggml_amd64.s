@@ -102,6 +102,28 @@ GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
 	VMOVD AX, X15; \
 	VPBROADCASTD X15, Y15
 
+// Q8T_SETUP loads the VNNI tile kernels' arguments (see ggmlQ8_0Tile4x8VNNI) and constants: SI the row-0 blocks,
+// BX = ws and R8 = 3·ws the row strides; DI the token-0 quants, R12 their
+// corrections, R9 = xs and R10 = 3·xs the token stride of both (cols
+// bytes); R14 the token-0 scales, R15 = ds and AX = 3·ds their stride; CX
+// the block count.
+#define Q8T_SETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	LEAQ (BX)(BX*2), R8; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xc+24(FP), R12; \
+	MOVQ xs+32(FP), R9; \
+	LEAQ (R9)(R9*2), R10; \
+	MOVQ xd+40(FP), R14; \
+	MOVQ ds+48(FP), R15; \
+	LEAQ (R15)(R15*2), AX; \
+	MOVQ nb+56(FP), CX; \
+	MOVL $0x80808080, DX; \
+	VPBROADCASTD DX, Z31; \
+	MOVL $0xff00, DX; \
+	KMOVW DX, K1
+
 // Q8ROW starts a row: block, activation and scale pointers, count, acc.
 #define Q8ROW \
 	MOVQ SI, R10; \
@@ -933,5 +955,186 @@ ggmlq4_0rows4vnni_blk:
 	VMOVSHDUP X11, X12
 	VADDSS X12, X11, X11
 	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET
+
+// The tile kernels (prefill, T > 1) compute 4 rows × nt tokens per call
+// with the 4·nt accumulators in registers, so each weight block is loaded
+// once for nt tokens and each activation block once for 4 rows. Every
+// output still sums exactly as the row kernels do (the same int32 lanes,
+// acc = fma(d_w·d_x, float(lanes), acc) per block, hsum_float_8), so a
+// tile's outputs have the row kernel's bits.
+//
+// The VNNI tiles hold two rows in one zmm accumulator: rows 2p and 2p+1
+// of row pair p in the low and high 8 lanes, each lane pattern the
+// 8-lane ymm accumulator of its row. VPDPBUSD multiplies unsigned by
+// signed bytes, so the weights go in as w+128 (XOR 0x80) against the
+// signed activations x, and the int32 lanes start from xc = −128·Σ of
+// the lane's 4 x (prepared once per call, ggml_act.go): Σ(w+128)·x −
+// 128·Σx = Σw·x, the lanes VPMADDUBSW and VPMADDWD form. There is no
+// zmm VPSIGNB, and this trick needs none.
+
+// Q8T_ROWPAIR loads a Q8_0 row pair's block: the quants of rows 2p and
+// 2p+1 (at w0 and w1) as w+128 in Z16+p, row 2p in the low 256 bits; their
+// fp16 scales (at d0 and d1) as float32 in Z18+p's low and high 8 lanes.
+// Needs Z31 = 0x80 bytes and K1 = 0xff00 (the high 8 words of a ymm).
+#define Q8T_ROWPAIR(w0, w1, d0, d1, WY, WZ, SY, SZ) \
+	VMOVDQU32 w0, WY; \
+	VINSERTI64X4 $1, w1, WZ, WZ; \
+	VPXORD Z31, WZ, WZ; \
+	VPBROADCASTW d0, SY; \
+	VPBROADCASTW d1, K1, SY; \
+	VCVTPH2PS SY, SZ
+
+// Q8T_TOKEN is one token against both row pairs: x its 32 quants and c
+// their lane corrections xc (each broadcast to both halves), d its scale;
+// A0 and A1 the accumulators of row pairs 0 and 1. Per pair: lanes =
+// xc + Σ(w+128)·x, acc = fma(d_w·d_x, float(lanes), acc).
+#define Q8T_TOKEN(x, c, d, A0, A1) \
+	VBROADCASTI64X4 x, Z20; \
+	VBROADCASTI64X4 c, Z22; \
+	VBROADCASTI64X4 c, Z24; \
+	VPDPBUSD Z20, Z16, Z22; \
+	VPDPBUSD Z20, Z17, Z24; \
+	VCVTDQ2PS Z22, Z22; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST d, Z18, Z23; \
+	VMULPS.BCST d, Z19, Z25; \
+	VFMADD231PS Z22, Z23, A0; \
+	VFMADD231PS Z24, Z25, A1
+
+// Q8T_STORE folds the accumulator A (rows 2p, 2p+1 of one token: AY its
+// low half) into o0 and o1 as hsum_float_8 does. Uses Z26, Z27, Z28.
+#define Q8T_STORE(AZ, AY, AX, o0, o1) \
+	VEXTRACTF32X4 $1, AY, X26; \
+	VADDPS AX, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o0; \
+	VEXTRACTF64X4 $1, AZ, Y28; \
+	VEXTRACTF32X4 $1, Y28, X26; \
+	VADDPS X28, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o1
+
+// func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-7: accumulator Z(2t+p) is token t, row pair p.
+// Tokens 4-7 address from R11 (quants), R13 (corrections) and DX
+// (scales), four token strides on.
+TEXT ·ggmlQ8_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R9*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q80t8_blk:
+	Q8T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q8T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q8T_TOKEN((R11), (R13), (DX), Z8, Z9)
+	Q8T_TOKEN((R11)(R9*1), (R13)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q8T_TOKEN((R11)(R9*2), (R13)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q8T_TOKEN((R11)(R10*1), (R13)(R10*1), (DX)(AX*1), Z14, Z15)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q80t8_blk
+	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z8, Y8, X8, 0(DI), 4(DI))
+	Q8T_STORE(Z9, Y9, X9, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z10, Y10, X10, 0(DI), 4(DI))
+	Q8T_STORE(Z11, Y11, X11, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z12, Y12, X12, 0(DI), 4(DI))
+	Q8T_STORE(Z13, Y13, X13, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z14, Y14, X14, 0(DI), 4(DI))
+	Q8T_STORE(Z15, Y15, X15, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ8_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-3, as ggmlQ8_0Tile4x8VNNI.
+TEXT ·ggmlQ8_0Tile4x4VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+q80t4_blk:
+	Q8T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q8T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q80t4_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
 	VZEROUPPER
 	RET
