@@ -52,10 +52,17 @@ func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 //go:noescape
 func ggmlQ8_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
+//go:noescape
+func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
 type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
-// vnniTiles adapts the 8- and 4-token VNNI tile kernels to ggmlTileFn.
-func vnniTiles(k8, k4 tileKernel) ggmlTileFn {
+// vnniTiles adapts the 8- and 4-token VNNI tile kernels to ggmlTileFn;
+// the Q4_0 ones (nibbles) start their lanes from xc8, the Q8_0 ones from xc.
+func vnniTiles(k8, k4 tileKernel, nibbles bool) ggmlTileFn {
 	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 		var k tileKernel
 		switch {
@@ -67,13 +74,17 @@ func vnniTiles(k8, k4 tileKernel) ggmlTileFn {
 			return 0
 		}
 		cols, nb := a.cols, a.cols/32
+		xc := a.xc
+		if nibbles {
+			xc = a.xc8
+		}
 		// The kernel reads these ranges; the slices check them here.
 		_ = w[ggmlTileRows*rb-1]
 		_ = a.q[(t0+nt)*cols-1]
-		_ = a.xc[(t0+nt)*cols/4-1]
+		_ = xc[(t0+nt)*cols/4-1]
 		_ = a.d[(t0+nt)*nb-1]
 		_ = out[(nt-1)*ldo+ggmlTileRows-1]
-		k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.xc[t0*cols/4], uintptr(cols),
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &xc[t0*cols/4], uintptr(cols),
 			&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
 		return nt
 	}
@@ -120,7 +131,8 @@ func init() {
 	if hasVNNI {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
-		avx512.tileQ8_0 = vnniTiles(ggmlQ8_0Tile4x8VNNI, ggmlQ8_0Tile4x4VNNI)
+		avx512.tileQ8_0 = vnniTiles(ggmlQ8_0Tile4x8VNNI, ggmlQ8_0Tile4x4VNNI, false)
+		avx512.tileQ4_0 = vnniTiles(ggmlQ4_0Tile4x8VNNI, ggmlQ4_0Tile4x4VNNI, true)
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

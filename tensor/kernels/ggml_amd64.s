@@ -972,7 +972,9 @@ ggmlq4_0rows4vnni_blk:
 // signed activations x, and the int32 lanes start from xc = −128·Σ of
 // the lane's 4 x (prepared once per call, ggml_act.go): Σ(w+128)·x −
 // 128·Σx = Σw·x, the lanes VPMADDUBSW and VPMADDWD form. There is no
-// zmm VPSIGNB, and this trick needs none.
+// zmm VPSIGNB, and this trick needs none. Q4_0 is the same with its
+// nibbles (w+8, 0..15) as the unsigned bytes and lanes starting from
+// xc8 = −8·Σx.
 
 // Q8T_ROWPAIR loads a Q8_0 row pair's block: the quants of rows 2p and
 // 2p+1 (at w0 and w1) as w+128 in Z16+p, row 2p in the low 256 bits; their
@@ -1123,6 +1125,145 @@ q80t4_blk:
 	ADDQ $4, R14
 	DECQ CX
 	JNZ q80t4_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// Q4T_ROWPAIR loads a Q4_0 row pair's block as Q8T_ROWPAIR does, the
+// weights as their nibbles w+8 in ggml's order (bytes_from_nibbles_32:
+// the 16 low nibbles, then the 16 high ones): the two rows' 16 bytes side
+// by side, and shifted right by 4 above them, masked to 4 bits, then the
+// 128-bit lanes reordered from (r0, r1, r0>>4, r1>>4) to (r0, r0>>4, r1,
+// r1>>4). Needs Z30 = 0x0f bytes and K1 = 0xff00. Uses Z21.
+#define Q4T_ROWPAIR(w0, w1, d0, d1, WY, WZ, SY, SZ) \
+	VMOVDQU32 w0, X21; \
+	VINSERTI32X4 $1, w1, Y21, Y21; \
+	VPSRLW $4, Y21, WY; \
+	VINSERTI64X4 $1, WY, Z21, WZ; \
+	VPANDD Z30, WZ, WZ; \
+	VSHUFI64X2 $0xd8, WZ, WZ, WZ; \
+	VPBROADCASTW d0, SY; \
+	VPBROADCASTW d1, K1, SY; \
+	VCVTPH2PS SY, SZ
+
+// Q4T_CONSTS sets Z30 to 0x0f bytes.
+#define Q4T_CONSTS \
+	MOVL $0x0f0f0f0f, DX; \
+	VPBROADCASTD DX, Z30
+
+// func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// ggmlQ8_0Tile4x8VNNI on Q4_0 blocks, xc the corrections −8·Σx.
+TEXT ·ggmlQ4_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q4T_CONSTS
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R9*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q40t8_blk:
+	Q4T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q4T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q8T_TOKEN((R11), (R13), (DX), Z8, Z9)
+	Q8T_TOKEN((R11)(R9*1), (R13)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q8T_TOKEN((R11)(R9*2), (R13)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q8T_TOKEN((R11)(R10*1), (R13)(R10*1), (DX)(AX*1), Z14, Z15)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q40t8_blk
+	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z8, Y8, X8, 0(DI), 4(DI))
+	Q8T_STORE(Z9, Y9, X9, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z10, Y10, X10, 0(DI), 4(DI))
+	Q8T_STORE(Z11, Y11, X11, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z12, Y12, X12, 0(DI), 4(DI))
+	Q8T_STORE(Z13, Y13, X13, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z14, Y14, X14, 0(DI), 4(DI))
+	Q8T_STORE(Z15, Y15, X15, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-3, as ggmlQ4_0Tile4x8VNNI.
+TEXT ·ggmlQ4_0Tile4x4VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q4T_CONSTS
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+q40t4_blk:
+	Q4T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q4T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q40t4_blk
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9
 	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))

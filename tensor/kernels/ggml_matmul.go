@@ -49,7 +49,7 @@ type ggmlTileFn func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, l
 // has them (nil: the prefill runs the row kernels token by token).
 type ggmlDots struct {
 	q8_0, q4_0, q4K, q6K ggmlRowsFn
-	tileQ8_0             ggmlTileFn
+	tileQ8_0, tileQ4_0   ggmlTileFn
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -88,7 +88,7 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 			*p.dst = p.src
 		}
 	}
-	d.tileQ8_0 = s.tileQ8_0
+	d.tileQ8_0, d.tileQ4_0 = s.tileQ8_0, s.tileQ4_0
 	return d
 }
 
@@ -99,7 +99,7 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int)
 	case GGMLQ8_0:
 		return d.q8_0, d.tileQ8_0, 32
 	case Q4_0:
-		return d.q4_0, nil, 32
+		return d.q4_0, d.tileQ4_0, 32
 	case Q4_K:
 		return d.q4K, nil, 256
 	}

@@ -30,8 +30,8 @@ func rowKernelOutputs(impl Impl, m *Matrix, a *ggmlActs, T int) []float32 {
 // that start and end anywhere, as the thread partitions do.
 func TestGGMLTilesMatchRowKernel(t *testing.T) {
 	withImpl(t, func(t *testing.T, impl Impl) {
-		if impl == ImplAVX512 && hasVNNI && ggmlDotsFor(impl).tileQ8_0 == nil {
-			t.Fatal("AVX-512 VNNI without the Q8_0 tile kernels")
+		if d := ggmlDotsFor(impl); impl == ImplAVX512 && hasVNNI && (d.tileQ8_0 == nil || d.tileQ4_0 == nil) {
+			t.Fatal("AVX-512 VNNI without the Q8_0 and Q4_0 tile kernels")
 		}
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, typ := range ggmlTypes {
