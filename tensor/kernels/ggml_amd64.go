@@ -42,9 +42,9 @@ func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *
 //go:noescape
 func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
-// The tile kernels compute 4 rows × 8 or 4 tokens (ggml_amd64.s): the
-// tokens' quants xq and lane corrections xc xs bytes apart, their scales
-// ds bytes apart, token j's row i to out[j·os/4 + i].
+// The tile kernels compute 4 rows × 8 or 4 tokens (VNNI) or 2 (AVX2)
+// (ggml_amd64.s): the tokens' quants xq and lane corrections xc xs bytes
+// apart, their scales ds bytes apart, token j's row i to out[j·os/4 + i].
 
 //go:noescape
 func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
@@ -58,21 +58,32 @@ func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 //go:noescape
 func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
+//go:noescape
+func ggmlQ8_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
 type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
-// vnniTiles adapts the 8- and 4-token VNNI tile kernels to ggmlTileFn;
-// the Q4_0 ones (nibbles) start their lanes from xc8, the Q8_0 ones from xc.
-func vnniTiles(k8, k4 tileKernel, nibbles bool) ggmlTileFn {
+// sizedTile is a tile kernel and its token count.
+type sizedTile struct {
+	tokens int
+	k      tileKernel
+}
+
+// asmTiles adapts tile kernels, widest first, to ggmlTileFn; the Q4_0
+// ones (nibbles) start their lanes from xc8, the Q8_0 ones from xc.
+func asmTiles(nibbles bool, ks ...sizedTile) ggmlTileFn {
 	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-		var k tileKernel
-		switch {
-		case nt >= 8:
-			k, nt = k8, 8
-		case nt >= 4:
-			k, nt = k4, 4
-		default:
+		i := 0
+		for i < len(ks) && ks[i].tokens > nt {
+			i++
+		}
+		if i == len(ks) {
 			return 0
 		}
+		k, nt := ks[i].k, ks[i].tokens
 		cols, nb := a.cols, a.cols/32
 		xc := a.xc
 		if nibbles {
@@ -125,14 +136,16 @@ func init() {
 		q6K: func(w []byte, rb int, x *tokenActs, out []float32) {
 			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
 		},
+		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
+		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
 	if hasVNNI {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
-		avx512.tileQ8_0 = vnniTiles(ggmlQ8_0Tile4x8VNNI, ggmlQ8_0Tile4x4VNNI, false)
-		avx512.tileQ4_0 = vnniTiles(ggmlQ4_0Tile4x8VNNI, ggmlQ4_0Tile4x4VNNI, true)
+		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
+		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

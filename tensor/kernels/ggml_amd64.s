@@ -1279,3 +1279,167 @@ q40t4_blk:
 	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
 	VZEROUPPER
 	RET
+
+// The AVX2 tiles: 4 rows × 2 tokens, one ymm accumulator per output (Y0-Y7,
+// token t row r in Y(2r+t)), the row kernels' VPSIGNB, VPMADDUBSW and
+// VPMADDWD per block, so the same int32 lanes. Each row's |w| and scale
+// are formed once for both tokens, each token's quants loaded once for the
+// four rows. Registers: Y8 = |w|, Y9 = the row's fp16 scale as float32,
+// Y10 and Y11 the two tokens' quants, Y12 and Y13 temporaries, Y14 the
+// row's Q4_0 weights, Y15 = int16 ones.
+
+// Q8A_PAIR adds block w · token x (in X, scale at d) to accumulator A:
+// lanes = madd(maddubs(|w|, sign(x, w)), 1), A = fma(d_w·d_x, float(lanes),
+// A). W is the row's signed weights (memory or Y14).
+#define Q8A_PAIR(W, X, d, A) \
+	VPSIGNB W, X, Y12; \
+	VPMADDUBSW Y12, Y8, Y12; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS d, Y13; \
+	VMULPS Y13, Y9, Y13; \
+	VFMADD231PS Y12, Y13, A
+
+// Q8A_SCALE sets Y9 to 8 copies of the row's fp16 scale at d.
+#define Q8A_SCALE(d) \
+	VPBROADCASTW d, X9; \
+	VCVTPH2PS X9, Y9
+
+// Q8A_ROW is one Q8_0 row (quants at w, scale at d) against both tokens.
+#define Q8A_ROW(w, d, A0, A1) \
+	VPABSB w, Y8; \
+	Q8A_SCALE(d); \
+	Q8A_PAIR(w, Y10, (R12), A0); \
+	Q8A_PAIR(w, Y11, (R12)(R13*1), A1)
+
+// Q4A_ROW is one Q4_0 row: its nibbles unpacked as the row kernel's
+// Q4_0LOAD does (low nibbles, then high, minus 8) into Y14.
+#define Q4A_ROW(w, d, A0, A1) \
+	VMOVDQU w, X14; \
+	VPSRLW $4, X14, X12; \
+	VINSERTI128 $1, X12, Y14, Y14; \
+	VPAND ggmlNib<>(SB), Y14, Y14; \
+	VPSUBB ggmlEight<>(SB), Y14, Y14; \
+	VPSIGNB Y14, Y14, Y8; \
+	Q8A_SCALE(d); \
+	Q8A_PAIR(Y14, Y10, (R12), A0); \
+	Q8A_PAIR(Y14, Y11, (R12)(R13*1), A1)
+
+// Q8A_STORE folds accumulator A into o as hsum_float_8. Uses X12, X13.
+#define Q8A_STORE(AY, AX, o) \
+	VEXTRACTF128 $1, AY, X12; \
+	VADDPS AX, X12, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VMOVSS X12, o
+
+DATA ggmlNib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ggmlNib<>(SB), RODATA|NOPTR, $32
+DATA ggmlEight<>+0(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+8(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+16(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+24(SB)/8, $0x0808080808080808
+GLOBL ggmlEight<>(SB), RODATA|NOPTR, $32
+
+// func ggmlQ8_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 (SI, BX = ws, R8 = 3·ws) × tokens 0-1 (quants DI, xs apart in
+// R9; scales R12, ds apart in R13); xc is unused.
+TEXT ·ggmlQ8_0Tile4x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	LEAQ (BX)(BX*2), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xs+32(FP), R9
+	MOVQ xd+40(FP), R12
+	MOVQ ds+48(FP), R13
+	MOVQ nb+56(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+q80a2_blk:
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q8A_ROW(2(SI), (SI), Y0, Y1)
+	Q8A_ROW(2(SI)(BX*1), (SI)(BX*1), Y2, Y3)
+	Q8A_ROW(2(SI)(BX*2), (SI)(BX*2), Y4, Y5)
+	Q8A_ROW(2(SI)(R8*1), (SI)(R8*1), Y6, Y7)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q80a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8A_STORE(Y0, X0, 0(DI))
+	Q8A_STORE(Y2, X2, 4(DI))
+	Q8A_STORE(Y4, X4, 8(DI))
+	Q8A_STORE(Y6, X6, 12(DI))
+	Q8A_STORE(Y1, X1, 0(DI)(R9*1))
+	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
+	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
+	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 (SI, BX = ws, R8 = 3·ws) × tokens 0-1 (quants DI, xs apart in
+// R9; scales R12, ds apart in R13); xc is unused.
+TEXT ·ggmlQ4_0Tile4x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	LEAQ (BX)(BX*2), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xs+32(FP), R9
+	MOVQ xd+40(FP), R12
+	MOVQ ds+48(FP), R13
+	MOVQ nb+56(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+q40a2_blk:
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q4A_ROW(2(SI), (SI), Y0, Y1)
+	Q4A_ROW(2(SI)(BX*1), (SI)(BX*1), Y2, Y3)
+	Q4A_ROW(2(SI)(BX*2), (SI)(BX*2), Y4, Y5)
+	Q4A_ROW(2(SI)(R8*1), (SI)(R8*1), Y6, Y7)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q40a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8A_STORE(Y0, X0, 0(DI))
+	Q8A_STORE(Y2, X2, 4(DI))
+	Q8A_STORE(Y4, X4, 8(DI))
+	Q8A_STORE(Y6, X6, 12(DI))
+	Q8A_STORE(Y1, X1, 0(DI)(R9*1))
+	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
+	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
+	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET
