@@ -66,6 +66,31 @@ func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 
 type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
+// ggmlQ4KTile4x4VNNI computes 4 Q4_K rows × 4 tokens: token j's quants
+// xq + j·xs, its Q8_K scale xd + j·ds and pairwise sums bs32 + j·bss
+// (bytes), row i to out[j·os/4 + i].
+//
+//go:noescape
+func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+// q4KTiles adapts ggmlQ4KTile4x4VNNI to ggmlTileFn.
+func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 4 {
+		return 0
+	}
+	nt = 4
+	cols, nb := a.cols, a.cols/256
+	// The kernel reads these ranges; the slices check them here.
+	_ = w[ggmlTileRows*rb-1]
+	_ = a.q[(t0+nt)*cols-1]
+	_ = a.d[(t0+nt)*nb-1]
+	_ = a.bs32[(t0+nt)*cols/32-1]
+	_ = out[(nt-1)*ldo+ggmlTileRows-1]
+	ggmlQ4KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], uintptr(cols), &a.d[t0*nb], uintptr(4*nb),
+		&a.bs32[t0*cols/32], uintptr(cols/16), nb, &out[0], uintptr(4*ldo))
+	return nt
+}
+
 // sizedTile is a tile kernel and its token count.
 type sizedTile struct {
 	tokens int
@@ -145,6 +170,7 @@ func init() {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
 		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
+		avx512.tileQ4K = q4KTiles
 		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512

@@ -1443,3 +1443,163 @@ q40a2_blk:
 	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
 	VZEROUPPER
 	RET
+
+// The Q4_K VNNI tile: 4 rows × 4 tokens, one row at a time against the
+// four tokens, so each super-block's scales and nibbles are unpacked once
+// for four tokens (the row kernel unpacks them per token). The int32 lanes
+// are the row kernel's, madd(maddubs(q4, q8), scale) summed over the four
+// 64-value steps, formed with VPDPWSSD (scale broadcast from the frame),
+// which adds the same products into the same lanes exactly. Registers:
+// Y0-Y3 token t's accumulator, Y4-Y7 its super-block lanes, X8-X11 its
+// min accumulator (acc_m); Y12, Y13 a step's low and high nibbles; X14
+// the 8 mins; Y15 = 0x0f bytes; X20 the sign of lane 1; X21 = (d, dmin).
+
+// Q4KT_STEP(k0, k1, wo, x0, x1) is step j of every token (as Q4KSUB):
+// nibbles at wo(R10), token t's q8 at x0 and x1 from its quants pointer.
+#define Q4KT_STEP(k0, k1, wo, x0, x1) \
+	VMOVDQU32 wo(R10), Y12; \
+	VPSRLW $4, Y12, Y13; \
+	VPANDD Y15, Y12, Y12; \
+	VPANDD Y15, Y13, Y13; \
+	VPMADDUBSW x0(R11), Y12, Y22; \
+	VPMADDUBSW x0(R11)(R9*1), Y12, Y23; \
+	VPMADDUBSW x0(R8), Y12, Y24; \
+	VPMADDUBSW x0(R8)(R9*1), Y12, Y25; \
+	VPDPWSSD.BCST k0(SP), Y22, Y4; \
+	VPDPWSSD.BCST k0(SP), Y23, Y5; \
+	VPDPWSSD.BCST k0(SP), Y24, Y6; \
+	VPDPWSSD.BCST k0(SP), Y25, Y7; \
+	VPMADDUBSW x1(R11), Y13, Y22; \
+	VPMADDUBSW x1(R11)(R9*1), Y13, Y23; \
+	VPMADDUBSW x1(R8), Y13, Y24; \
+	VPMADDUBSW x1(R8)(R9*1), Y13, Y25; \
+	VPDPWSSD.BCST k1(SP), Y22, Y4; \
+	VPDPWSSD.BCST k1(SP), Y23, Y5; \
+	VPDPWSSD.BCST k1(SP), Y24, Y6; \
+	VPDPWSSD.BCST k1(SP), Y25, Y7
+
+// Q4KT_TOKEN closes one token's super-block: (d·y.d, dmin·(−y.d)) from
+// X21 and its scale at yd; acc_m M += dmin·(−y.d) × float(madd(mins,
+// bs32 at bs)); acc A += d·y.d × float(lanes L), L cleared.
+#define Q4KT_TOKEN(yd, bs, L, M, A) \
+	VBROADCASTSS yd, X16; \
+	VXORPS X20, X16, X16; \
+	VMULPS X16, X21, X16; \
+	VPMADDWD bs, X14, X17; \
+	VCVTDQ2PS X17, X17; \
+	VPERMILPS $0x55, X16, X18; \
+	VFMADD231PS X17, X18, M; \
+	VBROADCASTSS X16, Y16; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y16, A; \
+	VPXORD L, L, L
+
+// Q4KT_STORE folds token t's acc_m M and acc A as the row kernel does,
+// hsum(A) + hsum4(M), into o.
+#define Q4KT_STORE(MX, AY, AX, o) \
+	VMOVHLPS MX, MX, X16; \
+	VADDPS X16, MX, MX; \
+	VMOVSHDUP MX, X16; \
+	VADDSS X16, MX, MX; \
+	VEXTRACTF32X4 $1, AY, X17; \
+	VADDPS AX, X17, X17; \
+	VMOVHLPS X17, X17, X18; \
+	VADDPS X18, X17, X17; \
+	VMOVSHDUP X17, X18; \
+	VADDSS X18, X17, X17; \
+	VADDSS MX, X17, X17; \
+	VMOVSS X17, o
+
+// func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+//
+// Tokens 0-3 address as (P), (P)(S*1), (P2), (P2)(S*1) with P2 = P + 2·S:
+// quants R11 and R8 (S = xs in R9), scales R12 and BX (S = ds in R13),
+// pairwise sums R14 and DI (S = bss in AX). SI is the row, R10 its
+// super-block, CX the super-blocks left, DX the rows left; 32(SP) holds
+// the row's outputs of token 0.
+TEXT ·ggmlQ4KTile4x4VNNI(SB), NOSPLIT, $40-88
+	MOVQ w+0(FP), SI
+	MOVQ xs+24(FP), R9
+	MOVQ ds+40(FP), R13
+	MOVQ bss+56(FP), AX
+	MOVQ out+72(FP), DX
+	MOVQ DX, 32(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Y15
+	MOVQ $0x8000000000000000, CX
+	VMOVQ CX, X20
+q4kt_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	MOVQ xd+32(FP), R12
+	LEAQ (R12)(R13*2), BX
+	MOVQ bs32+48(FP), R14
+	LEAQ (R14)(AX*2), DI
+	MOVQ nb+64(FP), CX
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD X8, X8, X8
+	VPXORD X9, X9, X9
+	VPXORD X10, X10, X10
+	VPXORD X11, X11, X11
+q4kt_blk:
+	// The scales and mins as in ggmlQ4KRowsAVX2 (there X11-X14 and Y11),
+	// here into Y16 (mins_and_scales), the frame and X14 (the mins).
+	VMOVDQU32 4(R10), X16
+	VPSHUFB ggmlK4P<>(SB), X16, X17
+	VPSHUFB ggmlK4Q<>(SB), X16, X18
+	VPSRLW $4, X17, X19
+	VPANDD ggmlK4M1<>(SB), X17, X17
+	VPANDD ggmlK4M2<>(SB), X19, X19
+	VPSRLW $2, X18, X18
+	VPANDD ggmlK4M3<>(SB), X18, X18
+	VPORD X19, X17, X17
+	VPORD X18, X17, X17
+	VPMOVZXBW X17, Y16
+	VPUNPCKLWD X16, X16, X18
+	VPUNPCKHWD X16, X16, X19
+	VMOVDQU32 X18, 0(SP)
+	VMOVDQU32 X19, 16(SP)
+	VEXTRACTI32X4 $1, Y16, X14
+	VMOVD 0(R10), X21
+	VCVTPH2PS X21, X21
+	Q4KT_STEP(0, 4, 16, 0, 32)
+	Q4KT_STEP(8, 12, 48, 64, 96)
+	Q4KT_STEP(16, 20, 80, 128, 160)
+	Q4KT_STEP(24, 28, 112, 192, 224)
+	Q4KT_TOKEN((R12), (R14), Y4, X8, Y0)
+	Q4KT_TOKEN((R12)(R13*1), (R14)(AX*1), Y5, X9, Y1)
+	Q4KT_TOKEN((BX), (DI), Y6, X10, Y2)
+	Q4KT_TOKEN((BX)(R13*1), (DI)(AX*1), Y7, X11, Y3)
+	ADDQ $144, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $4, R12
+	ADDQ $4, BX
+	ADDQ $16, R14
+	ADDQ $16, DI
+	DECQ CX
+	JNZ q4kt_blk
+	MOVQ 32(SP), R10
+	MOVQ os+80(FP), R11
+	Q4KT_STORE(X8, Y0, X0, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X9, Y1, X1, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X10, Y2, X2, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X11, Y3, X3, (R10))
+	ADDQ $4, 32(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q4kt_row
+	VZEROUPPER
+	RET

@@ -33,6 +33,9 @@ func TestGGMLTilesMatchRowKernel(t *testing.T) {
 		if d := ggmlDotsFor(impl); impl != ImplGeneric && (d.tileQ8_0 == nil || d.tileQ4_0 == nil) {
 			t.Fatalf("%v without the Q8_0 and Q4_0 tile kernels", impl)
 		}
+		if impl == ImplAVX512 && hasVNNI && ggmlDotsFor(impl).tileQ4K == nil {
+			t.Fatal("AVX-512 VNNI without the Q4_K tile kernel")
+		}
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, typ := range ggmlTypes {
 			cols := 512
@@ -96,6 +99,10 @@ func TestGGMLTileWidths(t *testing.T) {
 			if tile == nil {
 				continue
 			}
+			width := func(nt int) int { return tileWidth(impl, nt) }
+			if typ == TypeQ4_K {
+				width = func(nt int) int { return 4 * min(nt/4, 1) } // 4 tokens, with VNNI
+			}
 			T := 13
 			x := make([]float32, T*cols)
 			randF32(rng, x)
@@ -109,7 +116,7 @@ func TestGGMLTileWidths(t *testing.T) {
 						got[i] = -1
 					}
 					n := tile(m.Blocks, m.rowBytes(), &a, t0, nt, got[t0*ggmlTileRows:], ggmlTileRows)
-					if want := tileWidth(impl, nt); n != want {
+					if want := width(nt); n != want {
 						t.Fatalf("%v tile(t0 %d, nt %d) did %d tokens, want %d", typ, t0, nt, n, want)
 					}
 					for k, g := range got {
