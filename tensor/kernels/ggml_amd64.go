@@ -91,6 +91,31 @@ func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int)
 	return nt
 }
 
+// ggmlQ6KTile4x4VNNI computes 4 Q6_K rows × 4 tokens: token j's quants
+// xq + j·xs and q8s + j·xs, its Q8_K scale xd + j·ds (bytes), row i to
+// out[j·os/4 + i].
+//
+//go:noescape
+func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// q6KTiles adapts ggmlQ6KTile4x4VNNI to ggmlTileFn.
+func q6KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 4 {
+		return 0
+	}
+	nt = 4
+	cols, nb := a.cols, a.cols/256
+	// The kernel reads these ranges; the slices check them here.
+	_ = w[ggmlTileRows*rb-1]
+	_ = a.q[(t0+nt)*cols-1]
+	_ = a.q8s[(t0+nt)*cols/2-1]
+	_ = a.d[(t0+nt)*nb-1]
+	_ = out[(nt-1)*ldo+ggmlTileRows-1]
+	ggmlQ6KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.q8s[t0*cols/2], uintptr(cols),
+		&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
+	return nt
+}
+
 // sizedTile is a tile kernel and its token count.
 type sizedTile struct {
 	tokens int
@@ -170,7 +195,7 @@ func init() {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
 		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
-		avx512.tileQ4K = q4KTiles
+		avx512.tileQ4K, avx512.tileQ6K = q4KTiles, q6KTiles
 		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512

@@ -1603,3 +1603,148 @@ q4kt_blk:
 	JNZ q4kt_row
 	VZEROUPPER
 	RET
+
+// The Q6_K VNNI tile: 4 rows × 4 tokens, one row at a time, so each
+// quad's 6-bit codes and scales are formed once for four tokens. Per
+// token the lanes are the row kernel's, madd(scales, maddubs(q, q8) −
+// maddubs(32, q8)) summed over the eight quads, formed with VPDPWSSD.
+// Registers: Y0-Y3 token t's accumulator, Y4-Y7 its super-block lanes,
+// Y8 a quad's scales, Y9 its codes, Y10 the 16 scales, Y11 and Y12 them
+// per half (as in the row kernel), Y14 = 0x03 bytes, Y15 = 0x0f bytes,
+// Y16-Y18 a half's ql and qh, X21 the block's d.
+
+// Q6KT_QUAD(xoff, moff, S): the quad of codes Y9 against every token's
+// q8 at xoff (q8s at xoff too), its scales selected from S by mask moff.
+#define Q6KT_QUAD(xoff, moff, S) \
+	VPSHUFB ggmlK6Shuf2<>+moff(SB), S, Y8; \
+	VPMADDUBSW xoff(R11), Y9, Y22; \
+	VPMADDUBSW xoff(R11)(R9*1), Y9, Y23; \
+	VPMADDUBSW xoff(R8), Y9, Y24; \
+	VPMADDUBSW xoff(R8)(R9*1), Y9, Y25; \
+	VPSUBW xoff(R14), Y22, Y22; \
+	VPSUBW xoff(R14)(R9*1), Y23, Y23; \
+	VPSUBW xoff(DI), Y24, Y24; \
+	VPSUBW xoff(DI)(R9*1), Y25, Y25; \
+	VPDPWSSD Y8, Y22, Y4; \
+	VPDPWSSD Y8, Y23, Y5; \
+	VPDPWSSD Y8, Y24, Y6; \
+	VPDPWSSD Y8, Y25, Y7
+
+// Q6KT_CODES sets Y9 to a quad's codes: ((qh >> hs) & 3) << 4 | (ql >>
+// ls) & 15, as the row kernel's sequences before each Q6KQUAD.
+#define Q6KT_CODES(QH, hs, QL, ls) \
+	VPSRLW $hs, QH, Y9; \
+	VPANDD Y14, Y9, Y9; \
+	VPSLLW $4, Y9, Y9; \
+	VPSRLW $ls, QL, Y19; \
+	VPANDD Y15, Y19, Y19; \
+	VPORD Y19, Y9, Y9
+
+// Q6KT_HALF is half h of a super-block: ql at qlo(R10), qh at qho(R10),
+// values from xo, scales S.
+#define Q6KT_HALF(qlo, qlo2, qho, xo0, xo1, xo2, xo3, S) \
+	VMOVDQU32 qlo(R10), Y16; \
+	VMOVDQU32 qlo2(R10), Y17; \
+	VMOVDQU32 qho(R10), Y18; \
+	Q6KT_CODES(Y18, 0, Y16, 0); \
+	Q6KT_QUAD(xo0, 0, S); \
+	Q6KT_CODES(Y18, 2, Y17, 0); \
+	Q6KT_QUAD(xo1, 32, S); \
+	Q6KT_CODES(Y18, 4, Y16, 4); \
+	Q6KT_QUAD(xo2, 64, S); \
+	Q6KT_CODES(Y18, 6, Y17, 4); \
+	Q6KT_QUAD(xo3, 96, S)
+
+// Q6KT_TOKEN closes one token's super-block: acc A += d·y.d (y.d at yd)
+// × float(lanes L), L cleared.
+#define Q6KT_TOKEN(yd, L, A) \
+	VMULSS yd, X21, X16; \
+	VBROADCASTSS X16, Y16; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y16, A; \
+	VPXORD L, L, L
+
+// Q6KT_STORE folds acc A into o as hsum_float_8.
+#define Q6KT_STORE(AY, AX, o) \
+	VEXTRACTF32X4 $1, AY, X17; \
+	VADDPS AX, X17, X17; \
+	VMOVHLPS X17, X17, X18; \
+	VADDPS X18, X17, X17; \
+	VMOVSHDUP X17, X18; \
+	VADDSS X18, X17, X17; \
+	VMOVSS X17, o
+
+// func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Tokens 0-3 address as (P), (P)(S*1), (P2), (P2)(S*1) with P2 = P + 2·S:
+// quants R11 and R8, their q8s R14 and DI (both xs apart, in R9), scales
+// R12 and BX (ds apart, in AX). SI is the row, R10 its super-block, CX
+// the super-blocks left, DX the rows left; 0(SP) holds the row's output
+// of token 0.
+TEXT ·ggmlQ6KTile4x4VNNI(SB), NOSPLIT, $8-80
+	MOVQ w+0(FP), SI
+	MOVQ xs+32(FP), R9
+	MOVQ ds+48(FP), AX
+	MOVQ out+64(FP), DX
+	MOVQ DX, 0(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Y15
+	MOVL $0x03030303, CX
+	VPBROADCASTD CX, Y14
+q6kt_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	MOVQ q8s+24(FP), R14
+	LEAQ (R14)(R9*2), DI
+	MOVQ xd+40(FP), R12
+	LEAQ (R12)(AX*2), BX
+	MOVQ nb+56(FP), CX
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+q6kt_blk:
+	// Scales: sc0..7 in both lanes of Y11, sc8..15 in both lanes of Y12.
+	VPMOVSXBW 192(R10), Y10
+	VPERMQ $0x44, Y10, Y11
+	VPERMQ $0xee, Y10, Y12
+	Q6KT_HALF(0, 32, 128, 0, 32, 64, 96, Y11)
+	Q6KT_HALF(64, 96, 160, 128, 160, 192, 224, Y12)
+	// X21 = the block's d, from fp16.
+	MOVWLZX 208(R10), R13
+	VMOVD R13, X21
+	VCVTPH2PS X21, X21
+	Q6KT_TOKEN((R12), Y4, Y0)
+	Q6KT_TOKEN((R12)(AX*1), Y5, Y1)
+	Q6KT_TOKEN((BX), Y6, Y2)
+	Q6KT_TOKEN((BX)(AX*1), Y7, Y3)
+	ADDQ $210, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $256, R14
+	ADDQ $256, DI
+	ADDQ $4, R12
+	ADDQ $4, BX
+	DECQ CX
+	JNZ q6kt_blk
+	MOVQ 0(SP), R10
+	MOVQ os+72(FP), R11
+	Q6KT_STORE(Y0, X0, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y1, X1, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y2, X2, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y3, X3, (R10))
+	ADDQ $4, 0(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q6kt_row
+	VZEROUPPER
+	RET

@@ -50,7 +50,7 @@ type ggmlTileFn func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, l
 type ggmlDots struct {
 	q8_0, q4_0, q4K, q6K ggmlRowsFn
 	tileQ8_0, tileQ4_0   ggmlTileFn
-	tileQ4K              ggmlTileFn
+	tileQ4K, tileQ6K     ggmlTileFn
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -89,7 +89,7 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 			*p.dst = p.src
 		}
 	}
-	d.tileQ8_0, d.tileQ4_0, d.tileQ4K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K
+	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
 	return d
 }
 
@@ -104,7 +104,7 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int)
 	case Q4_K:
 		return d.q4K, d.tileQ4K, 256
 	}
-	return d.q6K, nil, 256
+	return d.q6K, d.tileQ6K, 256
 }
 
 // ggmlPanelRows is how many rows a prefill call runs for every token

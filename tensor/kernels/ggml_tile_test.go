@@ -33,8 +33,8 @@ func TestGGMLTilesMatchRowKernel(t *testing.T) {
 		if d := ggmlDotsFor(impl); impl != ImplGeneric && (d.tileQ8_0 == nil || d.tileQ4_0 == nil) {
 			t.Fatalf("%v without the Q8_0 and Q4_0 tile kernels", impl)
 		}
-		if impl == ImplAVX512 && hasVNNI && ggmlDotsFor(impl).tileQ4K == nil {
-			t.Fatal("AVX-512 VNNI without the Q4_K tile kernel")
+		if d := ggmlDotsFor(impl); impl == ImplAVX512 && hasVNNI && (d.tileQ4K == nil || d.tileQ6K == nil) {
+			t.Fatal("AVX-512 VNNI without the Q4_K and Q6_K tile kernels")
 		}
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, typ := range ggmlTypes {
@@ -100,7 +100,7 @@ func TestGGMLTileWidths(t *testing.T) {
 				continue
 			}
 			width := func(nt int) int { return tileWidth(impl, nt) }
-			if typ == TypeQ4_K {
+			if typ == TypeQ4_K || typ == TypeQ6_K {
 				width = func(nt int) int { return 4 * min(nt/4, 1) } // 4 tokens, with VNNI
 			}
 			T := 13
