@@ -11,6 +11,9 @@
 // one float32 accumulator of 8 lanes, acc = fma(scale, float(int lanes),
 // acc) per block (super-block for the K-quants), then hsum_float_8's
 // folding: (hi + lo), + movehl, + movehdup.
+//
+// The tile kernels at the end of the file (prefill, see ggml_tile.go)
+// compute 4 rows × several tokens with the same per-output sequence.
 
 
 

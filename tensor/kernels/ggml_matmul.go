@@ -36,15 +36,6 @@ func (a *ggmlActs) token(t, sd int) tokenActs {
 // bytes each) against one token's activations.
 type ggmlRowsFn func(w []byte, rb int, x *tokenActs, out []float32)
 
-// ggmlTileRows is the rows of a tile.
-const ggmlTileRows = 4
-
-// ggmlTileFn computes a tile: the ggmlTileRows rows w (rb bytes each)
-// against tokens t0, t0+1, … of a, as many as it has a kernel for up to
-// nt, and returns that count (0: none fits, the row kernel does the rest).
-// Token t0+j's row i goes to out[j·ldo + i].
-type ggmlTileFn func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int
-
 // ggmlDots is one Impl's set of row kernels, and tile kernels where it
 // has them (nil: the prefill runs the row kernels token by token).
 type ggmlDots struct {
@@ -134,29 +125,4 @@ func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 			rows(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
 		}
 	}
-}
-
-// ggmlTiles computes the whole tiles of rows [r0, r1) for all T tokens,
-// the tokens no tile kernel fits by the row kernel, and returns the first
-// row it left (fewer than ggmlTileRows before r1).
-func ggmlTiles(rows ggmlRowsFn, tile ggmlTileFn, sd int, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) int {
-	rb := m.rowBytes()
-	var x tokenActs
-	r := r0
-	for ; r+ggmlTileRows <= r1; r += ggmlTileRows {
-		w := m.Blocks[r*rb : (r+ggmlTileRows)*rb]
-		t := 0
-		for t < T {
-			n := tile(w, rb, a, t, T-t, out[t*m.Rows+r:], m.Rows)
-			if n == 0 {
-				break
-			}
-			t += n
-		}
-		for ; t < T; t++ {
-			x = a.token(t, sd)
-			rows(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+ggmlTileRows])
-		}
-	}
-	return r
 }
