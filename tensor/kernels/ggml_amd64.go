@@ -98,12 +98,37 @@ func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int)
 //go:noescape
 func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
-// q6KTiles adapts ggmlQ6KTile4x4VNNI to ggmlTileFn.
+// ggmlQ6KTile4x2AVX2 is ggmlQ6KTile4x4VNNI's AVX2 form, for 2 tokens.
+//
+//go:noescape
+func ggmlQ6KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// q6KTiles adapts the 4-token VNNI Q6_K tile kernel, with the 2-token
+// AVX2 one for a last pair, to ggmlTileFn.
 func q6KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	if nt < 4 {
+	k := ggmlQ6KTile4x4VNNI
+	switch {
+	case nt >= 4:
+		nt = 4
+	case nt >= 2:
+		k, nt = ggmlQ6KTile4x2AVX2, 2
+	default:
 		return 0
 	}
-	nt = 4
+	return q6KTile(k, w, rb, a, t0, nt, out, ldo)
+}
+
+// q6KTilesAVX2 adapts the 2-token AVX2 Q6_K tile kernel to ggmlTileFn.
+func q6KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 2 {
+		return 0
+	}
+	return q6KTile(ggmlQ6KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
+}
+
+// q6KTile runs Q6_K tile kernel k on tokens [t0, t0+nt).
+func q6KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr),
+	w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 	cols, nb := a.cols, a.cols/256
 	// The kernel reads these ranges; the slices check them here.
 	_ = w[ggmlTileRows*rb-1]
@@ -111,7 +136,7 @@ func q6KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int)
 	_ = a.q8s[(t0+nt)*cols/2-1]
 	_ = a.d[(t0+nt)*nb-1]
 	_ = out[(nt-1)*ldo+ggmlTileRows-1]
-	ggmlQ6KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.q8s[t0*cols/2], uintptr(cols),
+	k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.q8s[t0*cols/2], uintptr(cols),
 		&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
 	return nt
 }
@@ -188,6 +213,7 @@ func init() {
 		},
 		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
 		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
+		tileQ6K:  q6KTilesAVX2,
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2

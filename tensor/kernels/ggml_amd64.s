@@ -1751,3 +1751,113 @@ q6kt_blk:
 	JNZ q6kt_row
 	VZEROUPPER
 	RET
+
+// The Q6_K AVX2 tile: 4 rows × 2 tokens, one row at a time, each quad's
+// codes and scales formed once for both tokens, the lanes as the row
+// kernel's Q6KQUAD per token. Registers: Y0, Y1 the tokens' accumulators,
+// Y2, Y3 their super-block lanes, Y4-Y6 a half's ql and qh, Y7 a quad's
+// codes, Y8 its scales, Y9 and Y10 temporaries, Y11 and Y12 the scales
+// per half, X13 the block's d, Y14 = 0x03 bytes, Y15 = 0x0f bytes.
+
+// Q6KA_QUAD(xoff, moff, S): codes Y7 against both tokens' q8 at xoff
+// (q8s at xoff too), the scales selected from S by mask moff.
+#define Q6KA_QUAD(xoff, moff, S) \
+	VPSHUFB ggmlK6Shuf2<>+moff(SB), S, Y8; \
+	VPMADDUBSW xoff(R11), Y7, Y9; \
+	VPMADDUBSW xoff(R11)(R9*1), Y7, Y10; \
+	VPSUBW xoff(R14), Y9, Y9; \
+	VPSUBW xoff(R14)(R9*1), Y10, Y10; \
+	VPMADDWD Y9, Y8, Y9; \
+	VPMADDWD Y10, Y8, Y10; \
+	VPADDD Y9, Y2, Y2; \
+	VPADDD Y10, Y3, Y3
+
+// Q6KA_CODES sets Y7 to ((qh >> hs) & 3) << 4 | (ql >> ls) & 15.
+#define Q6KA_CODES(QH, hs, QL, ls) \
+	VPSRLW $hs, QH, Y7; \
+	VPAND Y14, Y7, Y7; \
+	VPSLLW $4, Y7, Y7; \
+	VPSRLW $ls, QL, Y9; \
+	VPAND Y15, Y9, Y9; \
+	VPOR Y9, Y7, Y7
+
+// Q6KA_HALF is half h of a super-block (as Q6KT_HALF).
+#define Q6KA_HALF(qlo, qlo2, qho, xo0, xo1, xo2, xo3, S) \
+	VMOVDQU qlo(R10), Y4; \
+	VMOVDQU qlo2(R10), Y5; \
+	VMOVDQU qho(R10), Y6; \
+	Q6KA_CODES(Y6, 0, Y4, 0); \
+	Q6KA_QUAD(xo0, 0, S); \
+	Q6KA_CODES(Y6, 2, Y5, 0); \
+	Q6KA_QUAD(xo1, 32, S); \
+	Q6KA_CODES(Y6, 4, Y4, 4); \
+	Q6KA_QUAD(xo2, 64, S); \
+	Q6KA_CODES(Y6, 6, Y5, 4); \
+	Q6KA_QUAD(xo3, 96, S)
+
+// Q6KA_TOKEN closes one token's super-block: A += d·y.d (y.d at yd) ×
+// float(lanes L), L cleared.
+#define Q6KA_TOKEN(yd, L, A) \
+	VMULSS yd, X13, X9; \
+	VBROADCASTSS X9, Y9; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y9, A; \
+	VPXOR L, L, L
+
+// func ggmlQ6KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Token 1 addresses one stride on from token 0: quants R11 and q8s R14
+// (xs apart, in R9), scales R12 (ds apart, in R13). SI is the row, R10
+// its super-block, CX the super-blocks left, DX the rows left; 0(SP)
+// holds the row's output of token 0.
+TEXT ·ggmlQ6KTile4x2AVX2(SB), NOSPLIT, $8-80
+	MOVQ w+0(FP), SI
+	MOVQ xs+32(FP), R9
+	MOVQ ds+48(FP), R13
+	MOVQ out+64(FP), DX
+	MOVQ DX, 0(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+q6ka_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	MOVQ q8s+24(FP), R14
+	MOVQ xd+40(FP), R12
+	MOVQ nb+56(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+q6ka_blk:
+	// Scales: sc0..7 in both lanes of Y11, sc8..15 in both lanes of Y12.
+	VPMOVSXBW 192(R10), Y13
+	VPERMQ $0x44, Y13, Y11
+	VPERMQ $0xee, Y13, Y12
+	Q6KA_HALF(0, 32, 128, 0, 32, 64, 96, Y11)
+	Q6KA_HALF(64, 96, 160, 128, 160, 192, 224, Y12)
+	MOVWLZX 208(R10), AX
+	VMOVD AX, X13
+	VCVTPH2PS X13, X13
+	Q6KA_TOKEN((R12), Y2, Y0)
+	Q6KA_TOKEN((R12)(R13*1), Y3, Y1)
+	ADDQ $210, R10
+	ADDQ $256, R11
+	ADDQ $256, R14
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q6ka_blk
+	MOVQ 0(SP), R10
+	MOVQ os+72(FP), R11
+	Q8A_STORE(Y0, X0, (R10))
+	Q8A_STORE(Y1, X1, (R10)(R11*1))
+	ADDQ $4, 0(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q6ka_row
+	VZEROUPPER
+	RET

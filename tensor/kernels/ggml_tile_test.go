@@ -30,12 +30,6 @@ func rowKernelOutputs(impl Impl, m *Matrix, a *ggmlActs, T int) []float32 {
 // that start and end anywhere, as the thread partitions do.
 func TestGGMLTilesMatchRowKernel(t *testing.T) {
 	withImpl(t, func(t *testing.T, impl Impl) {
-		if d := ggmlDotsFor(impl); impl != ImplGeneric && (d.tileQ8_0 == nil || d.tileQ4_0 == nil) {
-			t.Fatalf("%v without the Q8_0 and Q4_0 tile kernels", impl)
-		}
-		if d := ggmlDotsFor(impl); impl == ImplAVX512 && hasVNNI && (d.tileQ4K == nil || d.tileQ6K == nil) {
-			t.Fatal("AVX-512 VNNI without the Q4_K and Q6_K tile kernels")
-		}
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, typ := range ggmlTypes {
 			cols := 512
@@ -71,14 +65,31 @@ func TestGGMLTilesMatchRowKernel(t *testing.T) {
 	})
 }
 
-// tileWidth is the tokens a Q8_0 or Q4_0 tile covers of nt: the widest of
-// its kernels (8, 4 and 2 tokens with VNNI, 2 with AVX2) that fits.
-func tileWidth(impl Impl, nt int) int {
-	widths := []int{2}
-	if impl == ImplAVX512 && hasVNNI {
-		widths = []int{8, 4, 2}
+// tileWidths are the token counts of impl's tile kernels for typ, widest
+// first (none: the row kernels run the prefill).
+func tileWidths(impl Impl, typ GGMLType) []int {
+	if impl == ImplGeneric {
+		return nil
 	}
-	for _, w := range widths {
+	vnni := impl == ImplAVX512 && hasVNNI
+	switch {
+	case typ == TypeQ4_K && vnni:
+		return []int{4}
+	case typ == TypeQ4_K:
+		return nil
+	case typ == TypeQ6_K && vnni:
+		return []int{4, 2}
+	case typ == TypeQ6_K:
+		return []int{2}
+	case vnni:
+		return []int{8, 4, 2}
+	}
+	return []int{2}
+}
+
+// tileWidth is the tokens a tile covers of nt: the widest width that fits.
+func tileWidth(impl Impl, typ GGMLType, nt int) int {
+	for _, w := range tileWidths(impl, typ) {
 		if w <= nt {
 			return w
 		}
@@ -86,7 +97,8 @@ func tileWidth(impl Impl, nt int) int {
 	return 0
 }
 
-// TestGGMLTileWidths: each tile kernel computes the widest tile that fits
+// TestGGMLTileWidths: each impl has the tile kernels it should (so the
+// test above exercises them), and each computes the widest tile that fits
 // the tokens left, starting at any token, with the row kernel's bits, and
 // leaves the outputs around its tile untouched.
 func TestGGMLTileWidths(t *testing.T) {
@@ -96,12 +108,11 @@ func TestGGMLTileWidths(t *testing.T) {
 			cols := 256
 			m := newRandGGML(t, rng, typ, ggmlTileRows, cols)
 			_, tile, _ := ggmlDotsFor(impl).forFormat(m.Format)
+			if (tile != nil) != (tileWidths(impl, typ) != nil) {
+				t.Fatalf("%v %v: tile kernel %v, want widths %v", impl, typ, tile != nil, tileWidths(impl, typ))
+			}
 			if tile == nil {
 				continue
-			}
-			width := func(nt int) int { return tileWidth(impl, nt) }
-			if typ == TypeQ4_K || typ == TypeQ6_K {
-				width = func(nt int) int { return 4 * min(nt/4, 1) } // 4 tokens, with VNNI
 			}
 			T := 13
 			x := make([]float32, T*cols)
@@ -116,7 +127,7 @@ func TestGGMLTileWidths(t *testing.T) {
 						got[i] = -1
 					}
 					n := tile(m.Blocks, m.rowBytes(), &a, t0, nt, got[t0*ggmlTileRows:], ggmlTileRows)
-					if want := width(nt); n != want {
+					if want := tileWidth(impl, typ, nt); n != want {
 						t.Fatalf("%v tile(t0 %d, nt %d) did %d tokens, want %d", typ, t0, nt, n, want)
 					}
 					for k, g := range got {
