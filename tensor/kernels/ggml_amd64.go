@@ -73,12 +73,37 @@ type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintp
 //go:noescape
 func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
-// q4KTiles adapts ggmlQ4KTile4x4VNNI to ggmlTileFn.
+// ggmlQ4KTile4x2AVX2 is ggmlQ4KTile4x4VNNI's AVX2 form, for 2 tokens.
+//
+//go:noescape
+func ggmlQ4KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+// q4KTiles adapts the 4-token VNNI Q4_K tile kernel, with the 2-token
+// AVX2 one for a last pair, to ggmlTileFn.
 func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	if nt < 4 {
+	k := ggmlQ4KTile4x4VNNI
+	switch {
+	case nt >= 4:
+		nt = 4
+	case nt >= 2:
+		k, nt = ggmlQ4KTile4x2AVX2, 2
+	default:
 		return 0
 	}
-	nt = 4
+	return q4KTile(k, w, rb, a, t0, nt, out, ldo)
+}
+
+// q4KTilesAVX2 adapts the 2-token AVX2 Q4_K tile kernel to ggmlTileFn.
+func q4KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 2 {
+		return 0
+	}
+	return q4KTile(ggmlQ4KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
+}
+
+// q4KTile runs Q4_K tile kernel k on tokens [t0, t0+nt).
+func q4KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr),
+	w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 	cols, nb := a.cols, a.cols/256
 	// The kernel reads these ranges; the slices check them here.
 	_ = w[ggmlTileRows*rb-1]
@@ -86,7 +111,7 @@ func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int)
 	_ = a.d[(t0+nt)*nb-1]
 	_ = a.bs32[(t0+nt)*cols/32-1]
 	_ = out[(nt-1)*ldo+ggmlTileRows-1]
-	ggmlQ4KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], uintptr(cols), &a.d[t0*nb], uintptr(4*nb),
+	k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], uintptr(cols), &a.d[t0*nb], uintptr(4*nb),
 		&a.bs32[t0*cols/32], uintptr(cols/16), nb, &out[0], uintptr(4*ldo))
 	return nt
 }
@@ -213,6 +238,7 @@ func init() {
 		},
 		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
 		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
+		tileQ4K:  q4KTilesAVX2,
 		tileQ6K:  q6KTilesAVX2,
 	}
 	simdGGMLDots[ImplAVX2] = avx2

@@ -1861,3 +1861,139 @@ q6ka_blk:
 	JNZ q6ka_row
 	VZEROUPPER
 	RET
+
+// The Q4_K AVX2 tile: 4 rows × 2 tokens, one row at a time, each
+// super-block's scales, mins and nibbles unpacked once for both tokens,
+// the lanes and both accumulators per token as the row kernel's.
+// Registers: Y0, Y1 the tokens' accumulators, Y2, Y3 their super-block
+// lanes, X4, X5 their min accumulators (acc_m); Y6, Y7 a step's low and
+// high nibbles, Y8, Y9 its two scales; Y10, Y11, Y14 temporaries; X12 the
+// 8 mins; X13 = (d, dmin); Y15 = 0x0f bytes.
+
+DATA ggmlSign1<>+0(SB)/8, $0x8000000000000000
+DATA ggmlSign1<>+8(SB)/8, $0
+GLOBL ggmlSign1<>(SB), RODATA|NOPTR, $16
+
+// Q4KA_STEP(k0, k1, wo, x0, x1) is step j (as Q4KSUB) for both tokens.
+#define Q4KA_STEP(k0, k1, wo, x0, x1) \
+	VPBROADCASTD k0(SP), Y8; \
+	VPBROADCASTD k1(SP), Y9; \
+	VMOVDQU wo(R10), Y6; \
+	VPSRLW $4, Y6, Y7; \
+	VPAND Y15, Y6, Y6; \
+	VPAND Y15, Y7, Y7; \
+	VPMADDUBSW x0(R11), Y6, Y10; \
+	VPMADDWD Y10, Y8, Y10; \
+	VPMADDUBSW x1(R11), Y7, Y11; \
+	VPMADDWD Y11, Y9, Y11; \
+	VPADDD Y11, Y10, Y10; \
+	VPADDD Y10, Y2, Y2; \
+	VPMADDUBSW x0(R11)(R9*1), Y6, Y10; \
+	VPMADDWD Y10, Y8, Y10; \
+	VPMADDUBSW x1(R11)(R9*1), Y7, Y11; \
+	VPMADDWD Y11, Y9, Y11; \
+	VPADDD Y11, Y10, Y10; \
+	VPADDD Y10, Y3, Y3
+
+// Q4KA_TOKEN closes one token's super-block as Q4KT_TOKEN does.
+#define Q4KA_TOKEN(yd, bs, L, M, A) \
+	VBROADCASTSS yd, X14; \
+	VXORPS ggmlSign1<>(SB), X14, X14; \
+	VMULPS X14, X13, X14; \
+	VPMADDWD bs, X12, X10; \
+	VCVTDQ2PS X10, X10; \
+	VPERMILPS $0x55, X14, X11; \
+	VFMADD231PS X10, X11, M; \
+	VBROADCASTSS X14, Y14; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y14, A; \
+	VPXOR L, L, L
+
+// Q4KA_STORE folds acc_m M and acc A as the row kernel does, hsum(A) +
+// hsum4(M), into o. Uses X10, X11.
+#define Q4KA_STORE(MX, AY, AX, o) \
+	VMOVHLPS MX, MX, X10; \
+	VADDPS X10, MX, MX; \
+	VMOVSHDUP MX, X10; \
+	VADDSS X10, MX, MX; \
+	VEXTRACTF128 $1, AY, X10; \
+	VADDPS AX, X10, X10; \
+	VMOVHLPS X10, X10, X11; \
+	VADDPS X11, X10, X10; \
+	VMOVSHDUP X10, X11; \
+	VADDSS X11, X10, X10; \
+	VADDSS MX, X10, X10; \
+	VMOVSS X10, o
+
+// func ggmlQ4KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+//
+// Token 1 addresses one stride on from token 0: quants R11 (xs apart, in
+// R9), scales R12 (ds, in R13), pairwise sums R14 (bss, in AX). SI is the
+// row, R10 its super-block, CX the super-blocks left, DX the rows left;
+// 32(SP) holds the row's output of token 0.
+TEXT ·ggmlQ4KTile4x2AVX2(SB), NOSPLIT, $40-88
+	MOVQ w+0(FP), SI
+	MOVQ xs+24(FP), R9
+	MOVQ ds+40(FP), R13
+	MOVQ bss+56(FP), AX
+	MOVQ out+72(FP), DX
+	MOVQ DX, 32(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, CX
+	VMOVD CX, X15
+	VPBROADCASTD X15, Y15
+q4ka_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	MOVQ xd+32(FP), R12
+	MOVQ bs32+48(FP), R14
+	MOVQ nb+64(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+q4ka_blk:
+	// The scales and mins as in ggmlQ4KRowsAVX2 (there X11-X14 and Y11),
+	// here into Y10 (mins_and_scales), the frame and X12 (the mins).
+	VMOVDQU 4(R10), X6
+	VPSHUFB ggmlK4P<>(SB), X6, X7
+	VPSHUFB ggmlK4Q<>(SB), X6, X8
+	VPSRLW $4, X7, X9
+	VPAND ggmlK4M1<>(SB), X7, X7
+	VPAND ggmlK4M2<>(SB), X9, X9
+	VPSRLW $2, X8, X8
+	VPAND ggmlK4M3<>(SB), X8, X8
+	VPOR X9, X7, X7
+	VPOR X8, X7, X7
+	VPMOVZXBW X7, Y10
+	VPUNPCKLWD X10, X10, X8
+	VPUNPCKHWD X10, X10, X9
+	VMOVDQU X8, 0(SP)
+	VMOVDQU X9, 16(SP)
+	VEXTRACTI128 $1, Y10, X12
+	VMOVD 0(R10), X13
+	VCVTPH2PS X13, X13
+	Q4KA_STEP(0, 4, 16, 0, 32)
+	Q4KA_STEP(8, 12, 48, 64, 96)
+	Q4KA_STEP(16, 20, 80, 128, 160)
+	Q4KA_STEP(24, 28, 112, 192, 224)
+	Q4KA_TOKEN((R12), (R14), Y2, X4, Y0)
+	Q4KA_TOKEN((R12)(R13*1), (R14)(AX*1), Y3, X5, Y1)
+	ADDQ $144, R10
+	ADDQ $256, R11
+	ADDQ $4, R12
+	ADDQ $16, R14
+	DECQ CX
+	JNZ q4ka_blk
+	MOVQ 32(SP), R10
+	MOVQ os+80(FP), R11
+	Q4KA_STORE(X4, Y0, X0, (R10))
+	Q4KA_STORE(X5, Y1, X1, (R10)(R11*1))
+	ADDQ $4, 32(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q4ka_row
+	VZEROUPPER
+	RET
