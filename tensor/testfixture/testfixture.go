@@ -9,6 +9,9 @@
 //   - under CI (the environment variable CI set to true, as CI services
 //     do) the test fails, so a green CI run proves that the oracles ran.
 //
+// It also keeps committed fuzz seed corpora (testdata/fuzz) equal to the
+// seeds a test generates (CheckCorpus, CorpusEntry).
+//
 // It imports only the standard library, so every package's tests (tensor
 // and everything above it) can import it without an import cycle; it
 // sits under tensor/ because the top-level layout is fixed and tensor is
