@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // TestFromSourceConvert: F16 and BF16 storage load as stored (bit for
@@ -28,7 +29,7 @@ func TestFromSourceConvert(t *testing.T) {
 		if wide.Weights.Layers[1].W2.DType() != tensor.F32 {
 			t.Fatal("default weight dtype should widen to F32")
 		}
-		if a, b := f32Bits(t, m.Weights.Layers[1].W2), f32Bits(t, wide.Weights.Layers[1].W2); fmt.Sprint(a) != fmt.Sprint(b) {
+		if a, b := testfixture.Float32Bits(t, m.Weights.Layers[1].W2), testfixture.Float32Bits(t, wide.Weights.Layers[1].W2); fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Fatalf("%v widened to F32 differs", dt)
 		}
 		// F32 storage rounded once to dt equals the synthesized dt model.
