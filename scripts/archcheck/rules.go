@@ -42,7 +42,7 @@ var rules = []rule{
 		imports: []string{"tensor/kernels"}, external: []string{float16, gonum}},
 	{pkg: "tensor/layoutexpr", concept: "the `infer layout` expression language, on tensor's public API",
 		imports: []string{"tensor"}, external: []string{plot}},
-	{pkg: "tensor/testfixture", concept: "test helper: the shared fixtures, skipped outside CI and required under CI=true; committed fuzz seed corpora kept current"},
+	{pkg: "tensor/testfixture", concept: "test helper: the shared fixtures, skipped outside CI and required under CI=true; what several packages' tests check with (recorded ids, bitwise tensor equality, the top-p reference distribution, fuzz seed corpora kept current)"},
 	{pkg: "kvcache", concept: "the paged KV cache: block pool, block tables, slot mapping, prefix sharing",
 		imports: []string{"tensor"}},
 	{pkg: "attention", concept: "attention paths (naive, fused paged) over a Batch of sequences",
