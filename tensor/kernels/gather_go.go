@@ -245,8 +245,12 @@ func AxpyRows8(acc, p, base []float32, rows []int) {
 // each time the running max of random scores rises (~ln n times per
 // row), which cost more than the scan itself. A +NaN would win, so then
 // the scan is redone with float compares, which skip it. −0 and +0 may
-// come out either way; both give the same exponentials.
+// come out either way; both give the same exponentials. On AVX-512 it is
+// VMAXPS over 16 lanes, which skips NaNs by itself (rowmax_amd64.s).
 func RowMax(s []float32) float32 {
+	if len(s) >= 16 && CurrentImpl() == ImplAVX512 {
+		return rowMaxAVX512(&s[0], len(s))
+	}
 	const negInf = -0x7f800001 // (0xff800000 as int32) ^ 0x7fffffff: −Inf mapped
 	m0, m1, m2, m3 := int32(negInf), int32(negInf), int32(negInf), int32(negInf)
 	i := 0
