@@ -27,98 +27,129 @@ type matrices struct {
 	quantized         map[*tensor.Tensor]*kernels.Matrix
 }
 
+// newMatrices wraps m's weights as kernel matrices on pool (or on a new
+// pool of threads, which the matrices then own).
 func newMatrices(m *Model, pool *kernels.Pool, threads int) (*matrices, error) {
-	c := m.Config
-	w := &m.Weights
-	if len(w.Layers) != c.NLayers {
-		return nil, fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
-	}
-	// The q/k/v biases run when the weights have them; a config that
-	// declares them without the tensors would silently compute another
-	// model.
-	for l := range w.Layers {
-		if c.QKVBias && w.Layers[l].BQKV == nil {
-			return nil, fmt.Errorf("model: config has q/k/v biases but layer %d has none", l)
-		}
+	if err := checkLayers(m); err != nil {
+		return nil, err
 	}
 	ms := &matrices{pool: pool}
 	if pool == nil {
 		ms.pool, ms.ownPool = kernels.NewPool(threads), true
 	}
-	var err error
-	mat := func(name string, t *tensor.Tensor, rows, cols int) *kernels.Matrix {
-		if err != nil {
-			return nil
-		}
-		var mm *kernels.Matrix
-		if q, ok := m.Quantized[t]; ok {
-			mm = q
-			if q.Rows != rows || q.Cols != cols {
-				err = fmt.Errorf("model: quantized weight %s is (%d, %d), want (%d, %d)", name, q.Rows, q.Cols, rows, cols)
-			}
-			return mm
-		}
-		mm, err = asMatrix(name, t, rows, cols)
-		return mm
-	}
-	vec := func(name string, t *tensor.Tensor, n int) []float32 {
-		if err != nil {
-			return nil
-		}
-		var v []float32
-		v, err = asVector(name, t, n)
-		return v
-	}
-	hs := c.HeadDim()
-	qDim, kvDim := c.NHeads*hs, c.KVDim()
+	r := &weightReader{quantized: m.Quantized}
+	c, w := &m.Config, &m.Weights
 	for l := range w.Layers {
-		lw := &w.Layers[l]
-		lm := layerMatrices{
-			wo: mat("wo", lw.WO, c.Dim, qDim),
-			w1: mat("w1", lw.W1, c.HiddenDim, c.Dim),
-			w2: mat("w2", lw.W2, c.Dim, c.HiddenDim),
-			w3: mat("w3", lw.W3, c.HiddenDim, c.Dim),
-		}
-		if lw.WQKV == nil {
-			// q, k, v kept apart (different storage types): the fused
-			// projection runs them as three matmuls (see Forward.Run).
-			lm.wq = mat("wq", lw.WQ, qDim, c.Dim)
-			lm.wk = mat("wk", lw.WK, kvDim, c.Dim)
-			lm.wv = mat("wv", lw.WV, kvDim, c.Dim)
-			ms.unfused = true
-		} else {
-			lm.wqkv = mat("wqkv", lw.WQKV, c.QKVRows(), c.Dim)
-		}
-		if err != nil {
+		if err := ms.addLayer(r, c, &w.Layers[l], l); err != nil {
 			ms.close()
-			return nil, fmt.Errorf("layer %d: %w", l, err)
-		}
-		if lm.wqkv != nil {
-			// wq, wk, wv are row blocks of WQKV: windows of the same data.
-			lm.wq = rowBlock(lm.wqkv, 0, qDim)
-			lm.wk = rowBlock(lm.wqkv, qDim, kvDim)
-			lm.wv = rowBlock(lm.wqkv, qDim+kvDim, kvDim)
-		}
-		ms.layers = append(ms.layers, lm)
-		ms.attnNorm = append(ms.attnNorm, vec("attn_norm", lw.AttnNorm, c.Dim))
-		ms.ffnNorm = append(ms.ffnNorm, vec("ffn_norm", lw.FFNNorm, c.Dim))
-		if lw.BQKV != nil {
-			if ms.bqkv == nil {
-				ms.bqkv = make([][]float32, l, c.NLayers) // layers before l have none
-			}
-			ms.bqkv = append(ms.bqkv, vec("bqkv", lw.BQKV, c.QKVRows()))
-		} else if ms.bqkv != nil {
-			ms.bqkv = append(ms.bqkv, nil)
+			return nil, err
 		}
 	}
-	ms.finalNorm = vec("final_norm", w.FinalNorm, c.Dim)
-	ms.emb = mat("token_embedding", w.TokenEmbedding, c.VocabSize, c.Dim)
-	ms.classifier = mat("classifier", w.Classifier, c.VocabSize, c.Dim)
-	if err != nil {
+	ms.finalNorm = r.vec("final_norm", w.FinalNorm, c.Dim)
+	ms.emb = r.mat("token_embedding", w.TokenEmbedding, c.VocabSize, c.Dim)
+	ms.classifier = r.mat("classifier", w.Classifier, c.VocabSize, c.Dim)
+	if r.err != nil {
 		ms.close()
-		return nil, err
+		return nil, r.err
 	}
 	return ms, nil
+}
+
+// checkLayers reports weights that do not match m's config: a layer
+// count other than n_layers, or q/k/v biases the config declares and a
+// layer lacks (running without them would silently compute another
+// model).
+func checkLayers(m *Model) error {
+	c, w := &m.Config, &m.Weights
+	if len(w.Layers) != c.NLayers {
+		return fmt.Errorf("model: %d layers of weights for n_layers=%d", len(w.Layers), c.NLayers)
+	}
+	for l := range w.Layers {
+		if c.QKVBias && w.Layers[l].BQKV == nil {
+			return fmt.Errorf("model: config has q/k/v biases but layer %d has none", l)
+		}
+	}
+	return nil
+}
+
+// weightReader wraps weight tensors as matrices and vectors, keeping the
+// first error: after one, every read returns nil, so a sequence of reads
+// is checked once at its end.
+type weightReader struct {
+	quantized map[*tensor.Tensor]*kernels.Matrix
+	err       error
+}
+
+// mat is weight t as a rows×cols matrix: its quantized form when it has
+// one, else its storage.
+func (r *weightReader) mat(name string, t *tensor.Tensor, rows, cols int) *kernels.Matrix {
+	if r.err != nil {
+		return nil
+	}
+	if q, ok := r.quantized[t]; ok {
+		if q.Rows != rows || q.Cols != cols {
+			r.err = fmt.Errorf("model: quantized weight %s is (%d, %d), want (%d, %d)", name, q.Rows, q.Cols, rows, cols)
+		}
+		return q
+	}
+	mm, err := asMatrix(name, t, rows, cols)
+	r.err = err
+	return mm
+}
+
+// vec is weight t as a vector of n float32.
+func (r *weightReader) vec(name string, t *tensor.Tensor, n int) []float32 {
+	if r.err != nil {
+		return nil
+	}
+	v, err := asVector(name, t, n)
+	r.err = err
+	return v
+}
+
+// addLayer appends layer l's matrices, norms and q/k/v bias (lw) to ms.
+// An error of its matrices names the layer; one of its vectors surfaces
+// at the next read that checks (the next layer's, or newMatrices' end).
+func (ms *matrices) addLayer(r *weightReader, c *Config, lw *Layer, l int) error {
+	hs := c.HeadDim()
+	qDim, kvDim := c.NHeads*hs, c.KVDim()
+	lm := layerMatrices{
+		wo: r.mat("wo", lw.WO, c.Dim, qDim),
+		w1: r.mat("w1", lw.W1, c.HiddenDim, c.Dim),
+		w2: r.mat("w2", lw.W2, c.Dim, c.HiddenDim),
+		w3: r.mat("w3", lw.W3, c.HiddenDim, c.Dim),
+	}
+	if lw.WQKV == nil {
+		// q, k, v kept apart (different storage types): the fused
+		// projection runs them as three matmuls (see Forward.Run).
+		lm.wq = r.mat("wq", lw.WQ, qDim, c.Dim)
+		lm.wk = r.mat("wk", lw.WK, kvDim, c.Dim)
+		lm.wv = r.mat("wv", lw.WV, kvDim, c.Dim)
+		ms.unfused = true
+	} else {
+		lm.wqkv = r.mat("wqkv", lw.WQKV, c.QKVRows(), c.Dim)
+	}
+	if r.err != nil {
+		return fmt.Errorf("layer %d: %w", l, r.err)
+	}
+	if lm.wqkv != nil {
+		// wq, wk, wv are row blocks of WQKV: windows of the same data.
+		lm.wq = rowBlock(lm.wqkv, 0, qDim)
+		lm.wk = rowBlock(lm.wqkv, qDim, kvDim)
+		lm.wv = rowBlock(lm.wqkv, qDim+kvDim, kvDim)
+	}
+	ms.layers = append(ms.layers, lm)
+	ms.attnNorm = append(ms.attnNorm, r.vec("attn_norm", lw.AttnNorm, c.Dim))
+	ms.ffnNorm = append(ms.ffnNorm, r.vec("ffn_norm", lw.FFNNorm, c.Dim))
+	if lw.BQKV != nil {
+		if ms.bqkv == nil {
+			ms.bqkv = make([][]float32, l, c.NLayers) // layers before l have none
+		}
+		ms.bqkv = append(ms.bqkv, r.vec("bqkv", lw.BQKV, c.QKVRows()))
+	} else if ms.bqkv != nil {
+		ms.bqkv = append(ms.bqkv, nil)
+	}
+	return nil
 }
 
 func (ms *matrices) close() {

@@ -62,6 +62,8 @@ type ggmlActs struct {
 	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
 	bs32    []int16   // [T, cols/32] pairwise bsums: sums of 32
 	q8s     []int16   // [T, cols/2] 32·(q[2i] + q[2i+1])
+	xc      []int32   // [T, cols/4] Q8_0 with T > 1: −128·(q[4i] + … + q[4i+3]) (the VNNI tiles' lane start)
+	xc8     []int32   // [T, cols/4] the same for Q4_0: −8·(q[4i] + … + q[4i+3])
 	f       []float32 // [T, cols] activations rounded to F16 or BF16
 }
 
@@ -78,6 +80,10 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 	case actQ8_0:
 		a.q = grow(a.q, T*cols)
 		a.d = grow(a.d, T*cols/32)
+		if T > 1 {
+			a.xc = grow(a.xc, T*cols/4)
+			a.xc8 = grow(a.xc8, T*cols/4)
+		}
 	case actQ8_K:
 		a.q = grow(a.q, T*cols)
 		a.d = grow(a.d, T*cols/256)
@@ -106,7 +112,11 @@ func (a *ggmlActs) run(t0, t1 int) {
 		x := a.x[t*cols : (t+1)*cols]
 		switch a.kind {
 		case actQ8_0:
-			quantizeQ8_0Blocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/32:(t+1)*cols/32], x)
+			q := a.q[t*cols : (t+1)*cols]
+			quantizeQ8_0Blocks(q, a.d[t*cols/32:(t+1)*cols/32], x)
+			if a.T > 1 {
+				laneCorrections(a.xc[t*cols/4:(t+1)*cols/4], a.xc8[t*cols/4:(t+1)*cols/4], q)
+			}
 		case actQ8_K:
 			bs := a.bsums[t*cols/16 : (t+1)*cols/16]
 			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], bs, x)
@@ -129,6 +139,18 @@ func (a *ggmlActs) run(t0, t1 int) {
 				f[j] = BF16ToFloat32(BF16FromFloat32(v))
 			}
 		}
+	}
+}
+
+// laneCorrections sets xc[i] = −128·s and xc8[i] = −8·s, s = q[4i] +
+// q[4i+1] + q[4i+2] + q[4i+3]: a VNNI tile multiplies the weights as
+// unsigned bytes, w+128 for Q8_0 and w+8 for Q4_0, and starting each
+// int32 lane (4 products) there takes the 128·s or 8·s back out, leaving
+// Σ w·q exactly.
+func laneCorrections(xc, xc8 []int32, q []int8) {
+	for i := range xc {
+		s := int32(q[4*i]) + int32(q[4*i+1]) + int32(q[4*i+2]) + int32(q[4*i+3])
+		xc[i], xc8[i] = -128*s, -8*s
 	}
 }
 

@@ -42,6 +42,115 @@ func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *
 //go:noescape
 func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
+// The tile kernels compute 4 rows × 8 or 4 tokens (VNNI) or 2 (AVX2)
+// (ggml_amd64.s): the tokens' quants xq and lane corrections xc xs bytes
+// apart, their scales ds bytes apart, token j's row i to out[j·os/4 + i].
+
+//go:noescape
+func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ8_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ8_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// ggmlQ4KTile4x4VNNI computes 4 Q4_K rows × 4 tokens: token j's quants
+// xq + j·xs, its Q8_K scale xd + j·ds and pairwise sums bs32 + j·bss
+// (bytes), row i to out[j·os/4 + i].
+//
+//go:noescape
+func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+// q4KTiles adapts ggmlQ4KTile4x4VNNI to ggmlTileFn.
+func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 4 {
+		return 0
+	}
+	nt = 4
+	cols, nb := a.cols, a.cols/256
+	// The kernel reads these ranges; the slices check them here.
+	_ = w[ggmlTileRows*rb-1]
+	_ = a.q[(t0+nt)*cols-1]
+	_ = a.d[(t0+nt)*nb-1]
+	_ = a.bs32[(t0+nt)*cols/32-1]
+	_ = out[(nt-1)*ldo+ggmlTileRows-1]
+	ggmlQ4KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], uintptr(cols), &a.d[t0*nb], uintptr(4*nb),
+		&a.bs32[t0*cols/32], uintptr(cols/16), nb, &out[0], uintptr(4*ldo))
+	return nt
+}
+
+// ggmlQ6KTile4x4VNNI computes 4 Q6_K rows × 4 tokens: token j's quants
+// xq + j·xs and q8s + j·xs, its Q8_K scale xd + j·ds (bytes), row i to
+// out[j·os/4 + i].
+//
+//go:noescape
+func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// q6KTiles adapts ggmlQ6KTile4x4VNNI to ggmlTileFn.
+func q6KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 4 {
+		return 0
+	}
+	nt = 4
+	cols, nb := a.cols, a.cols/256
+	// The kernel reads these ranges; the slices check them here.
+	_ = w[ggmlTileRows*rb-1]
+	_ = a.q[(t0+nt)*cols-1]
+	_ = a.q8s[(t0+nt)*cols/2-1]
+	_ = a.d[(t0+nt)*nb-1]
+	_ = out[(nt-1)*ldo+ggmlTileRows-1]
+	ggmlQ6KTile4x4VNNI(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &a.q8s[t0*cols/2], uintptr(cols),
+		&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
+	return nt
+}
+
+// sizedTile is a tile kernel and its token count.
+type sizedTile struct {
+	tokens int
+	k      tileKernel
+}
+
+// asmTiles adapts tile kernels, widest first, to ggmlTileFn; the Q4_0
+// ones (nibbles) start their lanes from xc8, the Q8_0 ones from xc.
+func asmTiles(nibbles bool, ks ...sizedTile) ggmlTileFn {
+	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+		i := 0
+		for i < len(ks) && ks[i].tokens > nt {
+			i++
+		}
+		if i == len(ks) {
+			return 0
+		}
+		k, nt := ks[i].k, ks[i].tokens
+		cols, nb := a.cols, a.cols/32
+		xc := a.xc
+		if nibbles {
+			xc = a.xc8
+		}
+		// The kernel reads these ranges; the slices check them here.
+		_ = w[ggmlTileRows*rb-1]
+		_ = a.q[(t0+nt)*cols-1]
+		_ = xc[(t0+nt)*cols/4-1]
+		_ = a.d[(t0+nt)*nb-1]
+		_ = out[(nt-1)*ldo+ggmlTileRows-1]
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &xc[t0*cols/4], uintptr(cols),
+			&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
+		return nt
+	}
+}
+
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
 type rows4Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
@@ -77,12 +186,17 @@ func init() {
 		q6K: func(w []byte, rb int, x *tokenActs, out []float32) {
 			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
 		},
+		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
+		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
 	if hasVNNI {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
+		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
+		avx512.tileQ4K, avx512.tileQ6K = q4KTiles, q6KTiles
+		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

@@ -11,6 +11,9 @@
 // one float32 accumulator of 8 lanes, acc = fma(scale, float(int lanes),
 // acc) per block (super-block for the K-quants), then hsum_float_8's
 // folding: (hi + lo), + movehl, + movehdup.
+//
+// The tile kernels at the end of the file (prefill, see ggml_tile.go)
+// compute 4 rows × several tokens with the same per-output sequence.
 
 
 
@@ -101,6 +104,28 @@ GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
 	MOVL $0x00010001, AX; \
 	VMOVD AX, X15; \
 	VPBROADCASTD X15, Y15
+
+// Q8T_SETUP loads the VNNI tile kernels' arguments (see ggmlQ8_0Tile4x8VNNI) and constants: SI the row-0 blocks,
+// BX = ws and R8 = 3·ws the row strides; DI the token-0 quants, R12 their
+// corrections, R9 = xs and R10 = 3·xs the token stride of both (cols
+// bytes); R14 the token-0 scales, R15 = ds and AX = 3·ds their stride; CX
+// the block count.
+#define Q8T_SETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	LEAQ (BX)(BX*2), R8; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xc+24(FP), R12; \
+	MOVQ xs+32(FP), R9; \
+	LEAQ (R9)(R9*2), R10; \
+	MOVQ xd+40(FP), R14; \
+	MOVQ ds+48(FP), R15; \
+	LEAQ (R15)(R15*2), AX; \
+	MOVQ nb+56(FP), CX; \
+	MOVL $0x80808080, DX; \
+	VPBROADCASTD DX, Z31; \
+	MOVL $0xff00, DX; \
+	KMOVW DX, K1
 
 // Q8ROW starts a row: block, activation and scale pointers, count, acc.
 #define Q8ROW \
@@ -933,5 +958,796 @@ ggmlq4_0rows4vnni_blk:
 	VMOVSHDUP X11, X12
 	VADDSS X12, X11, X11
 	VMOVSS X11, 12(DX)
+	VZEROUPPER
+	RET
+
+// The tile kernels (prefill, T > 1) compute 4 rows × nt tokens per call
+// with the 4·nt accumulators in registers, so each weight block is loaded
+// once for nt tokens and each activation block once for 4 rows. Every
+// output still sums exactly as the row kernels do (the same int32 lanes,
+// acc = fma(d_w·d_x, float(lanes), acc) per block, hsum_float_8), so a
+// tile's outputs have the row kernel's bits.
+//
+// The VNNI tiles hold two rows in one zmm accumulator: rows 2p and 2p+1
+// of row pair p in the low and high 8 lanes, each lane pattern the
+// 8-lane ymm accumulator of its row. VPDPBUSD multiplies unsigned by
+// signed bytes, so the weights go in as w+128 (XOR 0x80) against the
+// signed activations x, and the int32 lanes start from xc = −128·Σ of
+// the lane's 4 x (prepared once per call, ggml_act.go): Σ(w+128)·x −
+// 128·Σx = Σw·x, the lanes VPMADDUBSW and VPMADDWD form. There is no
+// zmm VPSIGNB, and this trick needs none. Q4_0 is the same with its
+// nibbles (w+8, 0..15) as the unsigned bytes and lanes starting from
+// xc8 = −8·Σx.
+
+// Q8T_ROWPAIR loads a Q8_0 row pair's block: the quants of rows 2p and
+// 2p+1 (at w0 and w1) as w+128 in Z16+p, row 2p in the low 256 bits; their
+// fp16 scales (at d0 and d1) as float32 in Z18+p's low and high 8 lanes.
+// Needs Z31 = 0x80 bytes and K1 = 0xff00 (the high 8 words of a ymm).
+#define Q8T_ROWPAIR(w0, w1, d0, d1, WY, WZ, SY, SZ) \
+	VMOVDQU32 w0, WY; \
+	VINSERTI64X4 $1, w1, WZ, WZ; \
+	VPXORD Z31, WZ, WZ; \
+	VPBROADCASTW d0, SY; \
+	VPBROADCASTW d1, K1, SY; \
+	VCVTPH2PS SY, SZ
+
+// Q8T_TOKEN is one token against both row pairs: x its 32 quants and c
+// their lane corrections xc (each broadcast to both halves), d its scale;
+// A0 and A1 the accumulators of row pairs 0 and 1. Per pair: lanes =
+// xc + Σ(w+128)·x, acc = fma(d_w·d_x, float(lanes), acc).
+#define Q8T_TOKEN(x, c, d, A0, A1) \
+	VBROADCASTI64X4 x, Z20; \
+	VBROADCASTI64X4 c, Z22; \
+	VBROADCASTI64X4 c, Z24; \
+	VPDPBUSD Z20, Z16, Z22; \
+	VPDPBUSD Z20, Z17, Z24; \
+	VCVTDQ2PS Z22, Z22; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST d, Z18, Z23; \
+	VMULPS.BCST d, Z19, Z25; \
+	VFMADD231PS Z22, Z23, A0; \
+	VFMADD231PS Z24, Z25, A1
+
+// Q8T_STORE folds the accumulator A (rows 2p, 2p+1 of one token: AY its
+// low half) into o0 and o1 as hsum_float_8 does. Uses Z26, Z27, Z28.
+#define Q8T_STORE(AZ, AY, AX, o0, o1) \
+	VEXTRACTF32X4 $1, AY, X26; \
+	VADDPS AX, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o0; \
+	VEXTRACTF64X4 $1, AZ, Y28; \
+	VEXTRACTF32X4 $1, Y28, X26; \
+	VADDPS X28, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o1
+
+// func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-7: accumulator Z(2t+p) is token t, row pair p.
+// Tokens 4-7 address from R11 (quants), R13 (corrections) and DX
+// (scales), four token strides on.
+TEXT ·ggmlQ8_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R9*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q80t8_blk:
+	Q8T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q8T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q8T_TOKEN((R11), (R13), (DX), Z8, Z9)
+	Q8T_TOKEN((R11)(R9*1), (R13)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q8T_TOKEN((R11)(R9*2), (R13)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q8T_TOKEN((R11)(R10*1), (R13)(R10*1), (DX)(AX*1), Z14, Z15)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q80t8_blk
+	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z8, Y8, X8, 0(DI), 4(DI))
+	Q8T_STORE(Z9, Y9, X9, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z10, Y10, X10, 0(DI), 4(DI))
+	Q8T_STORE(Z11, Y11, X11, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z12, Y12, X12, 0(DI), 4(DI))
+	Q8T_STORE(Z13, Y13, X13, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z14, Y14, X14, 0(DI), 4(DI))
+	Q8T_STORE(Z15, Y15, X15, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ8_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-3, as ggmlQ8_0Tile4x8VNNI.
+TEXT ·ggmlQ8_0Tile4x4VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+q80t4_blk:
+	Q8T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q8T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q80t4_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// Q4T_ROWPAIR loads a Q4_0 row pair's block as Q8T_ROWPAIR does, the
+// weights as their nibbles w+8 in ggml's order (bytes_from_nibbles_32:
+// the 16 low nibbles, then the 16 high ones): the two rows' 16 bytes side
+// by side, and shifted right by 4 above them, masked to 4 bits, then the
+// 128-bit lanes reordered from (r0, r1, r0>>4, r1>>4) to (r0, r0>>4, r1,
+// r1>>4). Needs Z30 = 0x0f bytes and K1 = 0xff00. Uses Z21.
+#define Q4T_ROWPAIR(w0, w1, d0, d1, WY, WZ, SY, SZ) \
+	VMOVDQU32 w0, X21; \
+	VINSERTI32X4 $1, w1, Y21, Y21; \
+	VPSRLW $4, Y21, WY; \
+	VINSERTI64X4 $1, WY, Z21, WZ; \
+	VPANDD Z30, WZ, WZ; \
+	VSHUFI64X2 $0xd8, WZ, WZ, WZ; \
+	VPBROADCASTW d0, SY; \
+	VPBROADCASTW d1, K1, SY; \
+	VCVTPH2PS SY, SZ
+
+// Q4T_CONSTS sets Z30 to 0x0f bytes.
+#define Q4T_CONSTS \
+	MOVL $0x0f0f0f0f, DX; \
+	VPBROADCASTD DX, Z30
+
+// func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// ggmlQ8_0Tile4x8VNNI on Q4_0 blocks, xc the corrections −8·Σx.
+TEXT ·ggmlQ4_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q4T_CONSTS
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R9*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q40t8_blk:
+	Q4T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q4T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q8T_TOKEN((R11), (R13), (DX), Z8, Z9)
+	Q8T_TOKEN((R11)(R9*1), (R13)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q8T_TOKEN((R11)(R9*2), (R13)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q8T_TOKEN((R11)(R10*1), (R13)(R10*1), (DX)(AX*1), Z14, Z15)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q40t8_blk
+	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z8, Y8, X8, 0(DI), 4(DI))
+	Q8T_STORE(Z9, Y9, X9, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z10, Y10, X10, 0(DI), 4(DI))
+	Q8T_STORE(Z11, Y11, X11, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z12, Y12, X12, 0(DI), 4(DI))
+	Q8T_STORE(Z13, Y13, X13, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z14, Y14, X14, 0(DI), 4(DI))
+	Q8T_STORE(Z15, Y15, X15, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-3, as ggmlQ4_0Tile4x8VNNI.
+TEXT ·ggmlQ4_0Tile4x4VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q4T_CONSTS
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+q40t4_blk:
+	Q4T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q4T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q40t4_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// The AVX2 tiles: 4 rows × 2 tokens, one ymm accumulator per output (Y0-Y7,
+// token t row r in Y(2r+t)), the row kernels' VPSIGNB, VPMADDUBSW and
+// VPMADDWD per block, so the same int32 lanes. Each row's |w| and scale
+// are formed once for both tokens, each token's quants loaded once for the
+// four rows. Registers: Y8 = |w|, Y9 = the row's fp16 scale as float32,
+// Y10 and Y11 the two tokens' quants, Y12 and Y13 temporaries, Y14 the
+// row's Q4_0 weights, Y15 = int16 ones.
+
+// Q8A_PAIR adds block w · token x (in X, scale at d) to accumulator A:
+// lanes = madd(maddubs(|w|, sign(x, w)), 1), A = fma(d_w·d_x, float(lanes),
+// A). W is the row's signed weights (memory or Y14).
+#define Q8A_PAIR(W, X, d, A) \
+	VPSIGNB W, X, Y12; \
+	VPMADDUBSW Y12, Y8, Y12; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS d, Y13; \
+	VMULPS Y13, Y9, Y13; \
+	VFMADD231PS Y12, Y13, A
+
+// Q8A_SCALE sets Y9 to 8 copies of the row's fp16 scale at d.
+#define Q8A_SCALE(d) \
+	VPBROADCASTW d, X9; \
+	VCVTPH2PS X9, Y9
+
+// Q8A_ROW is one Q8_0 row (quants at w, scale at d) against both tokens.
+#define Q8A_ROW(w, d, A0, A1) \
+	VPABSB w, Y8; \
+	Q8A_SCALE(d); \
+	Q8A_PAIR(w, Y10, (R12), A0); \
+	Q8A_PAIR(w, Y11, (R12)(R13*1), A1)
+
+// Q4A_ROW is one Q4_0 row: its nibbles unpacked as the row kernel's
+// Q4_0LOAD does (low nibbles, then high, minus 8) into Y14.
+#define Q4A_ROW(w, d, A0, A1) \
+	VMOVDQU w, X14; \
+	VPSRLW $4, X14, X12; \
+	VINSERTI128 $1, X12, Y14, Y14; \
+	VPAND ggmlNib<>(SB), Y14, Y14; \
+	VPSUBB ggmlEight<>(SB), Y14, Y14; \
+	VPSIGNB Y14, Y14, Y8; \
+	Q8A_SCALE(d); \
+	Q8A_PAIR(Y14, Y10, (R12), A0); \
+	Q8A_PAIR(Y14, Y11, (R12)(R13*1), A1)
+
+// Q8A_STORE folds accumulator A into o as hsum_float_8. Uses X12, X13.
+#define Q8A_STORE(AY, AX, o) \
+	VEXTRACTF128 $1, AY, X12; \
+	VADDPS AX, X12, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VMOVSS X12, o
+
+DATA ggmlNib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlNib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ggmlNib<>(SB), RODATA|NOPTR, $32
+DATA ggmlEight<>+0(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+8(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+16(SB)/8, $0x0808080808080808
+DATA ggmlEight<>+24(SB)/8, $0x0808080808080808
+GLOBL ggmlEight<>(SB), RODATA|NOPTR, $32
+
+// func ggmlQ8_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 (SI, BX = ws, R8 = 3·ws) × tokens 0-1 (quants DI, xs apart in
+// R9; scales R12, ds apart in R13); xc is unused.
+TEXT ·ggmlQ8_0Tile4x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	LEAQ (BX)(BX*2), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xs+32(FP), R9
+	MOVQ xd+40(FP), R12
+	MOVQ ds+48(FP), R13
+	MOVQ nb+56(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+q80a2_blk:
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q8A_ROW(2(SI), (SI), Y0, Y1)
+	Q8A_ROW(2(SI)(BX*1), (SI)(BX*1), Y2, Y3)
+	Q8A_ROW(2(SI)(BX*2), (SI)(BX*2), Y4, Y5)
+	Q8A_ROW(2(SI)(R8*1), (SI)(R8*1), Y6, Y7)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q80a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8A_STORE(Y0, X0, 0(DI))
+	Q8A_STORE(Y2, X2, 4(DI))
+	Q8A_STORE(Y4, X4, 8(DI))
+	Q8A_STORE(Y6, X6, 12(DI))
+	Q8A_STORE(Y1, X1, 0(DI)(R9*1))
+	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
+	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
+	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 (SI, BX = ws, R8 = 3·ws) × tokens 0-1 (quants DI, xs apart in
+// R9; scales R12, ds apart in R13); xc is unused.
+TEXT ·ggmlQ4_0Tile4x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	LEAQ (BX)(BX*2), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xs+32(FP), R9
+	MOVQ xd+40(FP), R12
+	MOVQ ds+48(FP), R13
+	MOVQ nb+56(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+q40a2_blk:
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q4A_ROW(2(SI), (SI), Y0, Y1)
+	Q4A_ROW(2(SI)(BX*1), (SI)(BX*1), Y2, Y3)
+	Q4A_ROW(2(SI)(BX*2), (SI)(BX*2), Y4, Y5)
+	Q4A_ROW(2(SI)(R8*1), (SI)(R8*1), Y6, Y7)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q40a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8A_STORE(Y0, X0, 0(DI))
+	Q8A_STORE(Y2, X2, 4(DI))
+	Q8A_STORE(Y4, X4, 8(DI))
+	Q8A_STORE(Y6, X6, 12(DI))
+	Q8A_STORE(Y1, X1, 0(DI)(R9*1))
+	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
+	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
+	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET
+
+// The Q4_K VNNI tile: 4 rows × 4 tokens, one row at a time against the
+// four tokens, so each super-block's scales and nibbles are unpacked once
+// for four tokens (the row kernel unpacks them per token). The int32 lanes
+// are the row kernel's, madd(maddubs(q4, q8), scale) summed over the four
+// 64-value steps, formed with VPDPWSSD (scale broadcast from the frame),
+// which adds the same products into the same lanes exactly. Registers:
+// Y0-Y3 token t's accumulator, Y4-Y7 its super-block lanes, X8-X11 its
+// min accumulator (acc_m); Y12, Y13 a step's low and high nibbles; X14
+// the 8 mins; Y15 = 0x0f bytes; X20 the sign of lane 1; X21 = (d, dmin).
+
+// Q4KT_STEP(k0, k1, wo, x0, x1) is step j of every token (as Q4KSUB):
+// nibbles at wo(R10), token t's q8 at x0 and x1 from its quants pointer.
+#define Q4KT_STEP(k0, k1, wo, x0, x1) \
+	VMOVDQU32 wo(R10), Y12; \
+	VPSRLW $4, Y12, Y13; \
+	VPANDD Y15, Y12, Y12; \
+	VPANDD Y15, Y13, Y13; \
+	VPMADDUBSW x0(R11), Y12, Y22; \
+	VPMADDUBSW x0(R11)(R9*1), Y12, Y23; \
+	VPMADDUBSW x0(R8), Y12, Y24; \
+	VPMADDUBSW x0(R8)(R9*1), Y12, Y25; \
+	VPDPWSSD.BCST k0(SP), Y22, Y4; \
+	VPDPWSSD.BCST k0(SP), Y23, Y5; \
+	VPDPWSSD.BCST k0(SP), Y24, Y6; \
+	VPDPWSSD.BCST k0(SP), Y25, Y7; \
+	VPMADDUBSW x1(R11), Y13, Y22; \
+	VPMADDUBSW x1(R11)(R9*1), Y13, Y23; \
+	VPMADDUBSW x1(R8), Y13, Y24; \
+	VPMADDUBSW x1(R8)(R9*1), Y13, Y25; \
+	VPDPWSSD.BCST k1(SP), Y22, Y4; \
+	VPDPWSSD.BCST k1(SP), Y23, Y5; \
+	VPDPWSSD.BCST k1(SP), Y24, Y6; \
+	VPDPWSSD.BCST k1(SP), Y25, Y7
+
+// Q4KT_TOKEN closes one token's super-block: (d·y.d, dmin·(−y.d)) from
+// X21 and its scale at yd; acc_m M += dmin·(−y.d) × float(madd(mins,
+// bs32 at bs)); acc A += d·y.d × float(lanes L), L cleared.
+#define Q4KT_TOKEN(yd, bs, L, M, A) \
+	VBROADCASTSS yd, X16; \
+	VXORPS X20, X16, X16; \
+	VMULPS X16, X21, X16; \
+	VPMADDWD bs, X14, X17; \
+	VCVTDQ2PS X17, X17; \
+	VPERMILPS $0x55, X16, X18; \
+	VFMADD231PS X17, X18, M; \
+	VBROADCASTSS X16, Y16; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y16, A; \
+	VPXORD L, L, L
+
+// Q4KT_STORE folds token t's acc_m M and acc A as the row kernel does,
+// hsum(A) + hsum4(M), into o.
+#define Q4KT_STORE(MX, AY, AX, o) \
+	VMOVHLPS MX, MX, X16; \
+	VADDPS X16, MX, MX; \
+	VMOVSHDUP MX, X16; \
+	VADDSS X16, MX, MX; \
+	VEXTRACTF32X4 $1, AY, X17; \
+	VADDPS AX, X17, X17; \
+	VMOVHLPS X17, X17, X18; \
+	VADDPS X18, X17, X17; \
+	VMOVSHDUP X17, X18; \
+	VADDSS X18, X17, X17; \
+	VADDSS MX, X17, X17; \
+	VMOVSS X17, o
+
+// func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+//
+// Tokens 0-3 address as (P), (P)(S*1), (P2), (P2)(S*1) with P2 = P + 2·S:
+// quants R11 and R8 (S = xs in R9), scales R12 and BX (S = ds in R13),
+// pairwise sums R14 and DI (S = bss in AX). SI is the row, R10 its
+// super-block, CX the super-blocks left, DX the rows left; 32(SP) holds
+// the row's outputs of token 0.
+TEXT ·ggmlQ4KTile4x4VNNI(SB), NOSPLIT, $40-88
+	MOVQ w+0(FP), SI
+	MOVQ xs+24(FP), R9
+	MOVQ ds+40(FP), R13
+	MOVQ bss+56(FP), AX
+	MOVQ out+72(FP), DX
+	MOVQ DX, 32(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Y15
+	MOVQ $0x8000000000000000, CX
+	VMOVQ CX, X20
+q4kt_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	MOVQ xd+32(FP), R12
+	LEAQ (R12)(R13*2), BX
+	MOVQ bs32+48(FP), R14
+	LEAQ (R14)(AX*2), DI
+	MOVQ nb+64(FP), CX
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	VPXORD X8, X8, X8
+	VPXORD X9, X9, X9
+	VPXORD X10, X10, X10
+	VPXORD X11, X11, X11
+q4kt_blk:
+	// The scales and mins as in ggmlQ4KRowsAVX2 (there X11-X14 and Y11),
+	// here into Y16 (mins_and_scales), the frame and X14 (the mins).
+	VMOVDQU32 4(R10), X16
+	VPSHUFB ggmlK4P<>(SB), X16, X17
+	VPSHUFB ggmlK4Q<>(SB), X16, X18
+	VPSRLW $4, X17, X19
+	VPANDD ggmlK4M1<>(SB), X17, X17
+	VPANDD ggmlK4M2<>(SB), X19, X19
+	VPSRLW $2, X18, X18
+	VPANDD ggmlK4M3<>(SB), X18, X18
+	VPORD X19, X17, X17
+	VPORD X18, X17, X17
+	VPMOVZXBW X17, Y16
+	VPUNPCKLWD X16, X16, X18
+	VPUNPCKHWD X16, X16, X19
+	VMOVDQU32 X18, 0(SP)
+	VMOVDQU32 X19, 16(SP)
+	VEXTRACTI32X4 $1, Y16, X14
+	VMOVD 0(R10), X21
+	VCVTPH2PS X21, X21
+	Q4KT_STEP(0, 4, 16, 0, 32)
+	Q4KT_STEP(8, 12, 48, 64, 96)
+	Q4KT_STEP(16, 20, 80, 128, 160)
+	Q4KT_STEP(24, 28, 112, 192, 224)
+	Q4KT_TOKEN((R12), (R14), Y4, X8, Y0)
+	Q4KT_TOKEN((R12)(R13*1), (R14)(AX*1), Y5, X9, Y1)
+	Q4KT_TOKEN((BX), (DI), Y6, X10, Y2)
+	Q4KT_TOKEN((BX)(R13*1), (DI)(AX*1), Y7, X11, Y3)
+	ADDQ $144, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $4, R12
+	ADDQ $4, BX
+	ADDQ $16, R14
+	ADDQ $16, DI
+	DECQ CX
+	JNZ q4kt_blk
+	MOVQ 32(SP), R10
+	MOVQ os+80(FP), R11
+	Q4KT_STORE(X8, Y0, X0, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X9, Y1, X1, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X10, Y2, X2, (R10))
+	ADDQ R11, R10
+	Q4KT_STORE(X11, Y3, X3, (R10))
+	ADDQ $4, 32(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q4kt_row
+	VZEROUPPER
+	RET
+
+// The Q6_K VNNI tile: 4 rows × 4 tokens, one row at a time, so each
+// quad's 6-bit codes and scales are formed once for four tokens. Per
+// token the lanes are the row kernel's, madd(scales, maddubs(q, q8) −
+// maddubs(32, q8)) summed over the eight quads, formed with VPDPWSSD.
+// Registers: Y0-Y3 token t's accumulator, Y4-Y7 its super-block lanes,
+// Y8 a quad's scales, Y9 its codes, Y10 the 16 scales, Y11 and Y12 them
+// per half (as in the row kernel), Y14 = 0x03 bytes, Y15 = 0x0f bytes,
+// Y16-Y18 a half's ql and qh, X21 the block's d.
+
+// Q6KT_QUAD(xoff, moff, S): the quad of codes Y9 against every token's
+// q8 at xoff (q8s at xoff too), its scales selected from S by mask moff.
+#define Q6KT_QUAD(xoff, moff, S) \
+	VPSHUFB ggmlK6Shuf2<>+moff(SB), S, Y8; \
+	VPMADDUBSW xoff(R11), Y9, Y22; \
+	VPMADDUBSW xoff(R11)(R9*1), Y9, Y23; \
+	VPMADDUBSW xoff(R8), Y9, Y24; \
+	VPMADDUBSW xoff(R8)(R9*1), Y9, Y25; \
+	VPSUBW xoff(R14), Y22, Y22; \
+	VPSUBW xoff(R14)(R9*1), Y23, Y23; \
+	VPSUBW xoff(DI), Y24, Y24; \
+	VPSUBW xoff(DI)(R9*1), Y25, Y25; \
+	VPDPWSSD Y8, Y22, Y4; \
+	VPDPWSSD Y8, Y23, Y5; \
+	VPDPWSSD Y8, Y24, Y6; \
+	VPDPWSSD Y8, Y25, Y7
+
+// Q6KT_CODES sets Y9 to a quad's codes: ((qh >> hs) & 3) << 4 | (ql >>
+// ls) & 15, as the row kernel's sequences before each Q6KQUAD.
+#define Q6KT_CODES(QH, hs, QL, ls) \
+	VPSRLW $hs, QH, Y9; \
+	VPANDD Y14, Y9, Y9; \
+	VPSLLW $4, Y9, Y9; \
+	VPSRLW $ls, QL, Y19; \
+	VPANDD Y15, Y19, Y19; \
+	VPORD Y19, Y9, Y9
+
+// Q6KT_HALF is half h of a super-block: ql at qlo(R10), qh at qho(R10),
+// values from xo, scales S.
+#define Q6KT_HALF(qlo, qlo2, qho, xo0, xo1, xo2, xo3, S) \
+	VMOVDQU32 qlo(R10), Y16; \
+	VMOVDQU32 qlo2(R10), Y17; \
+	VMOVDQU32 qho(R10), Y18; \
+	Q6KT_CODES(Y18, 0, Y16, 0); \
+	Q6KT_QUAD(xo0, 0, S); \
+	Q6KT_CODES(Y18, 2, Y17, 0); \
+	Q6KT_QUAD(xo1, 32, S); \
+	Q6KT_CODES(Y18, 4, Y16, 4); \
+	Q6KT_QUAD(xo2, 64, S); \
+	Q6KT_CODES(Y18, 6, Y17, 4); \
+	Q6KT_QUAD(xo3, 96, S)
+
+// Q6KT_TOKEN closes one token's super-block: acc A += d·y.d (y.d at yd)
+// × float(lanes L), L cleared.
+#define Q6KT_TOKEN(yd, L, A) \
+	VMULSS yd, X21, X16; \
+	VBROADCASTSS X16, Y16; \
+	VCVTDQ2PS L, L; \
+	VFMADD231PS L, Y16, A; \
+	VPXORD L, L, L
+
+// Q6KT_STORE folds acc A into o as hsum_float_8.
+#define Q6KT_STORE(AY, AX, o) \
+	VEXTRACTF32X4 $1, AY, X17; \
+	VADDPS AX, X17, X17; \
+	VMOVHLPS X17, X17, X18; \
+	VADDPS X18, X17, X17; \
+	VMOVSHDUP X17, X18; \
+	VADDSS X18, X17, X17; \
+	VMOVSS X17, o
+
+// func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Tokens 0-3 address as (P), (P)(S*1), (P2), (P2)(S*1) with P2 = P + 2·S:
+// quants R11 and R8, their q8s R14 and DI (both xs apart, in R9), scales
+// R12 and BX (ds apart, in AX). SI is the row, R10 its super-block, CX
+// the super-blocks left, DX the rows left; 0(SP) holds the row's output
+// of token 0.
+TEXT ·ggmlQ6KTile4x4VNNI(SB), NOSPLIT, $8-80
+	MOVQ w+0(FP), SI
+	MOVQ xs+32(FP), R9
+	MOVQ ds+48(FP), AX
+	MOVQ out+64(FP), DX
+	MOVQ DX, 0(SP)
+	MOVQ $4, DX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Y15
+	MOVL $0x03030303, CX
+	VPBROADCASTD CX, Y14
+q6kt_row:
+	MOVQ SI, R10
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	MOVQ q8s+24(FP), R14
+	LEAQ (R14)(R9*2), DI
+	MOVQ xd+40(FP), R12
+	LEAQ (R12)(AX*2), BX
+	MOVQ nb+56(FP), CX
+	VPXORD Y0, Y0, Y0
+	VPXORD Y1, Y1, Y1
+	VPXORD Y2, Y2, Y2
+	VPXORD Y3, Y3, Y3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+q6kt_blk:
+	// Scales: sc0..7 in both lanes of Y11, sc8..15 in both lanes of Y12.
+	VPMOVSXBW 192(R10), Y10
+	VPERMQ $0x44, Y10, Y11
+	VPERMQ $0xee, Y10, Y12
+	Q6KT_HALF(0, 32, 128, 0, 32, 64, 96, Y11)
+	Q6KT_HALF(64, 96, 160, 128, 160, 192, 224, Y12)
+	// X21 = the block's d, from fp16.
+	MOVWLZX 208(R10), R13
+	VMOVD R13, X21
+	VCVTPH2PS X21, X21
+	Q6KT_TOKEN((R12), Y4, Y0)
+	Q6KT_TOKEN((R12)(AX*1), Y5, Y1)
+	Q6KT_TOKEN((BX), Y6, Y2)
+	Q6KT_TOKEN((BX)(AX*1), Y7, Y3)
+	ADDQ $210, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $256, R14
+	ADDQ $256, DI
+	ADDQ $4, R12
+	ADDQ $4, BX
+	DECQ CX
+	JNZ q6kt_blk
+	MOVQ 0(SP), R10
+	MOVQ os+72(FP), R11
+	Q6KT_STORE(Y0, X0, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y1, X1, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y2, X2, (R10))
+	ADDQ R11, R10
+	Q6KT_STORE(Y3, X3, (R10))
+	ADDQ $4, 0(SP)
+	ADDQ ws+8(FP), SI
+	DECQ DX
+	JNZ q6kt_row
 	VZEROUPPER
 	RET

@@ -2,9 +2,11 @@ package kernels
 
 // The matmul of the ggml block formats: MatMul prepares the activations
 // (ggml_act.go) once per call, then each thread computes its rows, every
-// output one row-by-token dot product in its Impl's kernel. An output
-// depends only on its row, its token and the Impl, so the result is
-// bit-identical for any thread count, row partition and T.
+// output one row-by-token dot product in its Impl's kernel. A prefill
+// (T > 1) runs tiles of ggmlTileRows rows × several tokens where the Impl
+// has tile kernels, and each tile output sums exactly as the row kernel
+// does. An output depends only on its row, its token and the Impl, so the
+// result is bit-identical for any thread count, row partition and T.
 
 // tokenActs is one token's quantized activations: values q, block scales
 // d, and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
@@ -17,13 +19,29 @@ type tokenActs struct {
 	bsums, bs32, q8s []int16
 }
 
+// token is token t's slice of the prepared activations a; sd is the
+// values per scale (32 for Q8_0, 256 for Q8_K).
+func (a *ggmlActs) token(t, sd int) tokenActs {
+	cols := a.cols
+	x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
+	if a.kind == actQ8_K {
+		x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
+		x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
+		x.q8s = a.q8s[t*cols/2 : (t+1)*cols/2]
+	}
+	return x
+}
+
 // ggmlRowsFn computes len(out) consecutive weight rows (w holds them, rb
 // bytes each) against one token's activations.
 type ggmlRowsFn func(w []byte, rb int, x *tokenActs, out []float32)
 
-// ggmlDots is one Impl's set of row kernels.
+// ggmlDots is one Impl's set of row kernels, and tile kernels where it
+// has them (nil: the prefill runs the row kernels token by token).
 type ggmlDots struct {
 	q8_0, q4_0, q4K, q6K ggmlRowsFn
+	tileQ8_0, tileQ4_0   ggmlTileFn
+	tileQ4K, tileQ6K     ggmlTileFn
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -62,7 +80,22 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 			*p.dst = p.src
 		}
 	}
+	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
 	return d
+}
+
+// forFormat is format f's row kernel, its tile kernel (or nil) and the
+// values per activation scale, from the kernel set d.
+func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int) {
+	switch f {
+	case GGMLQ8_0:
+		return d.q8_0, d.tileQ8_0, 32
+	case Q4_0:
+		return d.q4_0, d.tileQ4_0, 32
+	case Q4_K:
+		return d.q4K, d.tileQ4K, 256
+	}
+	return d.q6K, d.tileQ6K, 256
 }
 
 // ggmlPanelRows is how many rows a prefill call runs for every token
@@ -71,37 +104,25 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 const ggmlPanelRows = 16
 
 // ggmlRows computes rows [r0, r1) of a block-format matmul for all T
-// tokens from the prepared activations a.
+// tokens from the prepared activations a: tiles of ggmlTileRows rows
+// where there is a tile kernel, then panels of rows token by token.
 func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
-	dots := ggmlDotsFor(impl)
-	var fn ggmlRowsFn
-	sd := 32 // values per activation scale
-	switch m.Format {
-	case GGMLQ8_0:
-		fn = dots.q8_0
-	case Q4_0:
-		fn = dots.q4_0
-	case Q4_K:
-		fn, sd = dots.q4K, 256
-	case Q6_K:
-		fn, sd = dots.q6K, 256
+	rows, tile, sd := ggmlDotsFor(impl).forFormat(m.Format)
+	if T > 1 && tile != nil {
+		r0 = ggmlTiles(rows, tile, sd, out, a, m, T, r0, r1)
 	}
-	rb, cols := m.rowBytes(), m.Cols
+	rb := m.rowBytes()
 	panel := ggmlPanelRows
 	if T == 1 {
 		panel = r1 - r0
 	}
+	var x tokenActs // one variable: the kernel's pointer makes it escape
 	for r := r0; r < r1; r += panel {
 		n := min(panel, r1-r)
 		w := m.Blocks[r*rb : (r+n)*rb]
 		for t := 0; t < T; t++ {
-			x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
-			if a.kind == actQ8_K {
-				x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
-				x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
-				x.q8s = a.q8s[t*cols/2 : (t+1)*cols/2]
-			}
-			fn(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
+			x = a.token(t, sd)
+			rows(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
 		}
 	}
 }

@@ -1,0 +1,134 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// rowKernelOutputs is every output of m against x's T tokens computed by
+// impl's row kernel, one token and one row at a time: what the tiles must
+// reproduce bit for bit.
+func rowKernelOutputs(impl Impl, m *Matrix, a *ggmlActs, T int) []float32 {
+	rows, _, sd := ggmlDotsFor(impl).forFormat(m.Format)
+	rb := m.rowBytes()
+	out := make([]float32, T*m.Rows)
+	for t := 0; t < T; t++ {
+		x := a.token(t, sd)
+		for r := 0; r < m.Rows; r++ {
+			rows(m.Blocks[r*rb:(r+1)*rb], rb, &x, out[t*m.Rows+r:t*m.Rows+r+1])
+		}
+	}
+	return out
+}
+
+// TestGGMLTilesMatchRowKernel: the prefill, tiles of ggmlTileRows rows ×
+// 8 or 4 tokens with the rows and tokens no tile covers left to the row
+// kernel, gives every output the bits of the row kernel, for every impl
+// (the generic one has no tiles: the fallback), on rows and token counts
+// that are and are not multiples of the tile, over row ranges [r0, r1)
+// that start and end anywhere, as the thread partitions do.
+func TestGGMLTilesMatchRowKernel(t *testing.T) {
+	withImpl(t, func(t *testing.T, impl Impl) {
+		if d := ggmlDotsFor(impl); impl != ImplGeneric && (d.tileQ8_0 == nil || d.tileQ4_0 == nil) {
+			t.Fatalf("%v without the Q8_0 and Q4_0 tile kernels", impl)
+		}
+		if d := ggmlDotsFor(impl); impl == ImplAVX512 && hasVNNI && (d.tileQ4K == nil || d.tileQ6K == nil) {
+			t.Fatal("AVX-512 VNNI without the Q4_K and Q6_K tile kernels")
+		}
+		rng := rand.New(rand.NewPCG(31, 32))
+		for _, typ := range ggmlTypes {
+			cols := 512
+			if typ == TypeQ8_0 || typ == TypeQ4_0 {
+				cols = 96 // three blocks
+			}
+			for _, rows := range []int{4, 7, 13} {
+				m := newRandGGML(t, rng, typ, rows, cols)
+				for _, T := range []int{2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 21} {
+					x := make([]float32, T*cols)
+					randF32(rng, x)
+					var a ggmlActs
+					a.prepare(nil, actKindFor(m), x, T, cols)
+					want := rowKernelOutputs(impl, m, &a, T)
+					// The whole matrix, then two ranges split at a random row.
+					split := rng.IntN(rows + 1)
+					for _, rr := range [][2]int{{0, rows}, {0, split}, {split, rows}} {
+						got := make([]float32, T*rows)
+						ggmlRows(impl, got, &a, m, T, rr[0], rr[1])
+						for tk := 0; tk < T; tk++ {
+							for r := rr[0]; r < rr[1]; r++ {
+								g, w := got[tk*rows+r], want[tk*rows+r]
+								if math.Float32bits(g) != math.Float32bits(w) {
+									t.Fatalf("%v %d×%d T=%d rows [%d, %d): token %d row %d = %g, row kernel %g",
+										typ, rows, cols, T, rr[0], rr[1], tk, r, g, w)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// tileWidth is the tokens a Q8_0 or Q4_0 tile covers of nt: the widest of
+// its kernels (8, 4 and 2 tokens with VNNI, 2 with AVX2) that fits.
+func tileWidth(impl Impl, nt int) int {
+	widths := []int{2}
+	if impl == ImplAVX512 && hasVNNI {
+		widths = []int{8, 4, 2}
+	}
+	for _, w := range widths {
+		if w <= nt {
+			return w
+		}
+	}
+	return 0
+}
+
+// TestGGMLTileWidths: each tile kernel computes the widest tile that fits
+// the tokens left, starting at any token, with the row kernel's bits, and
+// leaves the outputs around its tile untouched.
+func TestGGMLTileWidths(t *testing.T) {
+	withImpl(t, func(t *testing.T, impl Impl) {
+		rng := rand.New(rand.NewPCG(33, 34))
+		for _, typ := range ggmlTypes {
+			cols := 256
+			m := newRandGGML(t, rng, typ, ggmlTileRows, cols)
+			_, tile, _ := ggmlDotsFor(impl).forFormat(m.Format)
+			if tile == nil {
+				continue
+			}
+			width := func(nt int) int { return tileWidth(impl, nt) }
+			if typ == TypeQ4_K || typ == TypeQ6_K {
+				width = func(nt int) int { return 4 * min(nt/4, 1) } // 4 tokens, with VNNI
+			}
+			T := 13
+			x := make([]float32, T*cols)
+			randF32(rng, x)
+			var a ggmlActs
+			a.prepare(nil, actKindFor(m), x, T, cols)
+			want := rowKernelOutputs(impl, m, &a, T)
+			for t0 := 0; t0 < T; t0++ {
+				for nt := 1; t0+nt <= T; nt++ {
+					got := make([]float32, T*ggmlTileRows)
+					for i := range got {
+						got[i] = -1
+					}
+					n := tile(m.Blocks, m.rowBytes(), &a, t0, nt, got[t0*ggmlTileRows:], ggmlTileRows)
+					if want := width(nt); n != want {
+						t.Fatalf("%v tile(t0 %d, nt %d) did %d tokens, want %d", typ, t0, nt, n, want)
+					}
+					for k, g := range got {
+						inside := k >= t0*ggmlTileRows && k < (t0+n)*ggmlTileRows
+						if w := want[k]; inside && math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("%v tile(t0 %d, nt %d): out[%d] = %g, row kernel %g", typ, t0, nt, k, g, w)
+						} else if !inside && g != -1 {
+							t.Fatalf("%v tile(t0 %d, nt %d) wrote out[%d] outside its %d tokens", typ, t0, nt, k, n)
+						}
+					}
+				}
+			}
+		}
+	})
+}
