@@ -456,7 +456,7 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
-	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
+	case StorageQ8_0, StorageQ4_0, StorageQ4_1, StorageQ5_0, StorageQ5_1, StorageQ4_K, StorageQ5_K, StorageQ6_K:
 		// ggml's blocks, run in place: a decode token streams exactly
 		// the file's bytes.
 		typ, err := kernels.ParseGGMLType(string(rt.Type))

@@ -47,8 +47,9 @@ type MappedSource interface {
 // GGMLSource is a Source whose file was written for ggml (a GGUF file).
 // FromSource then builds every matrix it does not convert as a ggml
 // matrix (kernels.NewGGMLMatrix), whose matmuls round the activations as
-// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0 and Q4_0, Q8_K
-// blocks for the K-quants), so that logits, and perplexity, agree with
+// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0, Q4_0 and Q5_0,
+// Q8_1 blocks for Q4_1 and Q5_1, Q8_K blocks for the K-quants), so that
+// logits, and perplexity, agree with
 // llama.cpp's on the same file.
 type GGMLSource interface {
 	Source
@@ -93,7 +94,11 @@ const (
 	StorageBF16 StorageType = "BF16"
 	StorageQ8_0 StorageType = "Q8_0" // ggml: blocks of 32 int8 with one fp16 scale
 	StorageQ4_0 StorageType = "Q4_0" // ggml: blocks of 32 4-bit values with one fp16 scale
+	StorageQ4_1 StorageType = "Q4_1" // ggml: blocks of 32 4-bit values with an fp16 scale and offset
+	StorageQ5_0 StorageType = "Q5_0" // ggml: blocks of 32 5-bit values with one fp16 scale
+	StorageQ5_1 StorageType = "Q5_1" // ggml: blocks of 32 5-bit values with an fp16 scale and offset
 	StorageQ4_K StorageType = "Q4_K" // ggml: super-blocks of 256, 6-bit sub-block scales and mins
+	StorageQ5_K StorageType = "Q5_K" // ggml: Q4_K's super-blocks with 5-bit values
 	StorageQ6_K StorageType = "Q6_K" // ggml: super-blocks of 256, 6-bit values, 8-bit sub-block scales
 
 	// StorageLlama2cQ8 is llama2.c's version-2 (runq.c) quantization, not
@@ -128,8 +133,16 @@ func (t StorageType) Bytes(n int64, groupSize int) (int64, bool) {
 		return block(32, 2+32) // fp16 d, 32 int8
 	case StorageQ4_0:
 		return block(32, 2+16) // fp16 d, 32 nibbles
+	case StorageQ4_1:
+		return block(32, 2+2+16) // fp16 d, m, 32 nibbles
+	case StorageQ5_0:
+		return block(32, 2+4+16) // fp16 d, 32 high bits, 32 nibbles
+	case StorageQ5_1:
+		return block(32, 2+2+4+16) // fp16 d, m, 32 high bits, 32 nibbles
 	case StorageQ4_K:
 		return block(256, 2+2+12+128) // fp16 d, dmin, 12 bytes of 6-bit scales/mins, 256 nibbles
+	case StorageQ5_K:
+		return block(256, 2+2+12+32+128) // Q4_K's, plus 256 high bits
 	case StorageQ6_K:
 		return block(256, 128+64+16+2) // ql, qh, int8 scales, fp16 d
 	case StorageLlama2cQ8:

@@ -7,13 +7,13 @@ package kernels
 // bit-identical for any thread count, row partition and T.
 
 // tokenActs is one token's quantized activations: values q, block scales
-// d, and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
+// d, for Q8_1 the blocks' d·Σq (s), and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
 // sums ggml's AVX2 Q4_K code forms with _mm_hadd_epi16) and q8s, 32 times
 // each pair's sum (maddubs(32, q8), which ggml's AVX2 Q6_K code forms per
 // row).
 type tokenActs struct {
 	q                []int8
-	d                []float32
+	d, s             []float32
 	bsums, bs32, q8s []int16
 }
 
@@ -24,6 +24,8 @@ type ggmlRowsFn func(w []byte, rb int, x *tokenActs, out []float32)
 // ggmlDots is one Impl's set of row kernels.
 type ggmlDots struct {
 	q8_0, q4_0, q4K, q6K ggmlRowsFn
+
+	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -40,6 +42,11 @@ var genericGGMLDots = ggmlDots{
 	q4_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ4_0Q8_0(w, xq, xd) }),
 	q4K:  rowsOf(dotQ4KQ8K),
 	q6K:  rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KQ8K(w, xq, xd) }),
+
+	q4_1: rowsQ8_1(dotQ4_1Q8_1),
+	q5_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ5_0Q8_0(w, xq, xd) }),
+	q5_1: rowsQ8_1(dotQ5_1Q8_1),
+	q5K:  rowsOf(dotQ5KQ8K),
 }
 
 // simdGGMLDots[impl] holds the assembly kernels where they exist (set by
@@ -57,7 +64,8 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 	for _, p := range []struct {
 		dst *ggmlRowsFn
 		src ggmlRowsFn
-	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K}} {
+	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K},
+		{&d.q4_1, s.q4_1}, {&d.q5_0, s.q5_0}, {&d.q5_1, s.q5_1}, {&d.q5K, s.q5K}} {
 		if p.src != nil {
 			*p.dst = p.src
 		}
@@ -85,6 +93,14 @@ func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 		fn, sd = dots.q4K, 256
 	case Q6_K:
 		fn, sd = dots.q6K, 256
+	case Q4_1:
+		fn = dots.q4_1
+	case Q5_0:
+		fn = dots.q5_0
+	case Q5_1:
+		fn = dots.q5_1
+	case Q5_K:
+		fn, sd = dots.q5K, 256
 	}
 	rb, cols := m.rowBytes(), m.Cols
 	panel := ggmlPanelRows
@@ -96,6 +112,9 @@ func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
 		w := m.Blocks[r*rb : (r+n)*rb]
 		for t := 0; t < T; t++ {
 			x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
+			if a.kind == actQ8_1 {
+				x.s = a.s[t*cols/32 : (t+1)*cols/32]
+			}
 			if a.kind == actQ8_K {
 				x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
 				x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
