@@ -239,7 +239,7 @@ func TestFromSourceErrors(t *testing.T) {
 	c := Config{Dim: 256, HiddenDim: 256, NLayers: 1, NHeads: 4, NKVHeads: 4, VocabSize: 8, SeqLen: 4,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
 	src := sourceOf(t, mustSynth(t, c, 1), StorageF32)
-	for _, typ := range []StorageType{StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K} {
+	for _, typ := range []StorageType{StorageQ8_0, StorageQ4_0, StorageQ4_1, StorageQ5_0, StorageQ5_1, StorageQ4_K, StorageQ5_K, StorageQ6_K} {
 		n, _ := typ.Bytes(256*256, 0)
 		src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: typ, Shape: []int{256, 256}, Data: make([]byte, n)}
 		got, err := FromSource(src, LoadOptions{})
@@ -250,9 +250,9 @@ func TestFromSourceErrors(t *testing.T) {
 			t.Fatalf("%s: ffn_up is not kept as a ggml matrix", typ)
 		}
 	}
-	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: "Q5_K", Shape: []int{256, 256}, Data: make([]byte, 176*256)}
-	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "unsupported storage type Q5_K for tensor blk.0.ffn_up.weight") {
-		t.Fatalf("Q5_K: got %v", err)
+	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: "Q3_K", Shape: []int{256, 256}, Data: make([]byte, 110*256)}
+	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "unsupported storage type Q3_K for tensor blk.0.ffn_up.weight") {
+		t.Fatalf("Q3_K: got %v", err)
 	}
 	if _, err := FromSource(sourceOf(t, m, StorageF32), LoadOptions{WeightDType: 9}); err == nil || !strings.Contains(err.Error(), "dtype") {
 		t.Fatalf("bad dtype: got %v", err)

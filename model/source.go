@@ -44,9 +44,9 @@ type MappedSource interface {
 // GGMLSource is a Source whose file was written for ggml (a GGUF file).
 // FromSource then builds every matrix it does not convert as a ggml
 // matrix (kernels.NewGGMLMatrix), whose matmuls round the activations as
-// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0 and Q4_0, Q8_K
-// blocks for the K-quants), so that logits, and perplexity, agree with
-// llama.cpp's on the same file.
+// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0, Q4_0 and Q5_0,
+// Q8_1 blocks for Q4_1 and Q5_1, Q8_K blocks for the K-quants), so that
+// logits, and perplexity, agree with llama.cpp's on the same file.
 type GGMLSource interface {
 	Source
 	// GGML reports whether the tensors are to be computed as ggml does.

@@ -27,7 +27,11 @@ const (
 	StorageBF16 StorageType = "BF16"
 	StorageQ8_0 StorageType = "Q8_0" // ggml: blocks of 32 int8 with one fp16 scale
 	StorageQ4_0 StorageType = "Q4_0" // ggml: blocks of 32 4-bit values with one fp16 scale
+	StorageQ4_1 StorageType = "Q4_1" // ggml: blocks of 32 4-bit values with an fp16 scale and offset
+	StorageQ5_0 StorageType = "Q5_0" // ggml: blocks of 32 5-bit values with one fp16 scale
+	StorageQ5_1 StorageType = "Q5_1" // ggml: blocks of 32 5-bit values with an fp16 scale and offset
 	StorageQ4_K StorageType = "Q4_K" // ggml: super-blocks of 256, 6-bit sub-block scales and mins
+	StorageQ5_K StorageType = "Q5_K" // ggml: Q4_K's super-blocks with 5-bit values
 	StorageQ6_K StorageType = "Q6_K" // ggml: super-blocks of 256, 6-bit values, 8-bit sub-block scales
 
 	// StorageLlama2cQ8 is llama2.c's version-2 (runq.c) quantization, not
@@ -62,8 +66,16 @@ func (t StorageType) Bytes(n int64, groupSize int) (int64, bool) {
 		return block(32, 2+32) // fp16 d, 32 int8
 	case StorageQ4_0:
 		return block(32, 2+16) // fp16 d, 32 nibbles
+	case StorageQ4_1:
+		return block(32, 2+2+16) // fp16 d, m, 32 nibbles
+	case StorageQ5_0:
+		return block(32, 2+4+16) // fp16 d, 32 high bits, 32 nibbles
+	case StorageQ5_1:
+		return block(32, 2+2+4+16) // fp16 d, m, 32 high bits, 32 nibbles
 	case StorageQ4_K:
 		return block(256, 2+2+12+128) // fp16 d, dmin, 12 bytes of 6-bit scales/mins, 256 nibbles
+	case StorageQ5_K:
+		return block(256, 2+2+12+32+128) // Q4_K's, plus 256 high bits
 	case StorageQ6_K:
 		return block(256, 128+64+16+2) // ql, qh, int8 scales, fp16 d
 	case StorageLlama2cQ8:
@@ -142,7 +154,7 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
-	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
+	case StorageQ8_0, StorageQ4_0, StorageQ4_1, StorageQ5_0, StorageQ5_1, StorageQ4_K, StorageQ5_K, StorageQ6_K:
 		// ggml's blocks, run in place: a decode token streams exactly
 		// the file's bytes.
 		typ, err := kernels.ParseGGMLType(string(rt.Type))

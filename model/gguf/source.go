@@ -101,6 +101,7 @@ func (s *Source) Close() error { return s.f.Close() }
 var storageTypes = map[GGMLType]model.StorageType{
 	TypeF32: model.StorageF32, TypeF16: model.StorageF16, TypeBF16: model.StorageBF16,
 	TypeQ8_0: model.StorageQ8_0, TypeQ4_0: model.StorageQ4_0, TypeQ4_K: model.StorageQ4_K, TypeQ6_K: model.StorageQ6_K,
+	TypeQ4_1: model.StorageQ4_1, TypeQ5_0: model.StorageQ5_0, TypeQ5_1: model.StorageQ5_1, TypeQ5_K: model.StorageQ5_K,
 }
 
 // StorageType returns model's name for a ggml type, or an error naming the
@@ -108,7 +109,7 @@ var storageTypes = map[GGMLType]model.StorageType{
 func StorageType(t GGMLType) (model.StorageType, error) {
 	st, ok := storageTypes[t]
 	if !ok {
-		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K are)", t)
+		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are)", t)
 	}
 	return st, nil
 }
