@@ -46,7 +46,9 @@ func TestAxpyScores(t *testing.T) {
 				for i := range s {
 					s[i] = sentinel
 				}
-				axpyScores(s, ns, q, rows, D, kT, pos, k0, nk, masked)
+				if err := axpyScores(s, ns, q, rows, D, kT, pos, k0, nk, masked); err != nil {
+					t.Fatal(err)
+				}
 				for row := range rows {
 					lim := nk
 					if masked {
@@ -103,8 +105,12 @@ func TestAxpyScoresMaskDoesNotChangeBits(t *testing.T) {
 	pos := []int{3, 40, 100, 127}
 	full := make([]float32, rows*nk)
 	part := make([]float32, rows*nk)
-	axpyScores(full, nk, q, rows, D, kT, pos, 0, nk, false)
-	axpyScores(part, nk, q, rows, D, kT, pos, 0, nk, true)
+	if err := axpyScores(full, nk, q, rows, D, kT, pos, 0, nk, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := axpyScores(part, nk, q, rows, D, kT, pos, 0, nk, true); err != nil {
+		t.Fatal(err)
+	}
 	for row, p := range pos {
 		for j := 0; j <= p; j++ {
 			if math.Float32bits(full[row*nk+j]) != math.Float32bits(part[row*nk+j]) {

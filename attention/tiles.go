@@ -114,7 +114,9 @@ func axpyKeysTile(a *flashArgs, sc *scratch, t *keyTile) error {
 	ns := (t.nk + simdPad - 1) / simdPad * simdPad
 	s := sc.s[:t.rows*ns]
 	stageTransposed(sc.kT[:D*ns], a.kCache, a.kF32, krow, D, ns)
-	axpyScores(s, ns, sc.q, t.rows, D, sc.kT[:D*ns], sc.pos, t.k0, t.nk, t.masked)
+	if err := axpyScores(s, ns, sc.q, t.rows, D, sc.kT[:D*ns], sc.pos, t.k0, t.nk, t.masked); err != nil {
+		return err
+	}
 	sc.softmaxTile(s, ns, D, t)
 	return sc.pvMatMul(a, s, ns, t.rows, vrow)
 }
@@ -352,12 +354,13 @@ func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []in
 //
 //	s[r, 0:w] = Σ_d q[r, d] · kT[d, 0:w]
 //
-// which is D kernels.Axpy calls of w keys each, all whole SIMD vectors
-// (w is a multiple of simdPad). A masked row only scores its first lim
+// one kernels.VecMat call per row over w keys, all whole SIMD vectors (w
+// is a multiple of simdPad): D Axpy calls' FMA chain, with each score
+// stored once instead of D times. A masked row only scores its first lim
 // keys rounded up to simdPad; rows that see no key of the tile are left
 // for the softmax pass to clear. Each score is the same FMA chain over d
 // whatever w is, so the result does not depend on the mask.
-func axpyScores(s []float32, ns int, q []float32, rows, D int, kT []float32, pos []int, k0, nk int, masked bool) {
+func axpyScores(s []float32, ns int, q []float32, rows, D int, kT []float32, pos []int, k0, nk int, masked bool) error {
 	for r := 0; r < rows; r++ {
 		lim := nk
 		if masked {
@@ -367,10 +370,9 @@ func axpyScores(s []float32, ns int, q []float32, rows, D int, kT []float32, pos
 			continue
 		}
 		w := (lim + simdPad - 1) / simdPad * simdPad
-		srow := s[r*ns : r*ns+w]
-		clear(srow)
-		for d, x := range q[r*D : r*D+D] {
-			kernels.Axpy(x, kT[d*ns:d*ns+w], srow)
+		if err := kernels.VecMat(s[r*ns:r*ns+w], q[r*D:r*D+D], kT, ns); err != nil {
+			return err
 		}
 	}
+	return nil
 }

@@ -89,122 +89,181 @@ func checkTraceSizes(cfg TraceConfig, bs int) error {
 //   - fused: one projection qkv = x @ Wqkvᵀ [B, S, (H+2·KVH)·D] and q, k,
 //     v cut out of it by Narrow + View (shared storage, non-contiguous).
 func TraceLayer(path string, cfg TraceConfig) (*tensor.Trace, error) {
-	B, S, H, KVH, D := cfg.B, cfg.S, cfg.H, cfg.KVH, cfg.D
-	if B <= 0 || S <= 0 || H <= 0 || KVH <= 0 || D <= 0 || cfg.Past < 0 || H%KVH != 0 {
-		return nil, fmt.Errorf("trace: need B, S, H, KVH, D > 0, Past ≥ 0 and H a multiple of KVH; got B=%d S=%d H=%d KVH=%d D=%d Past=%d",
-			B, S, H, KVH, D, cfg.Past)
-	}
-	bs := cfg.BlockSize
-	if bs == 0 {
-		bs = 16
-	}
-	if bs < 0 {
-		return nil, fmt.Errorf("trace: block size %d must be positive", bs)
-	}
-	if err := checkTraceSizes(cfg, bs); err != nil {
+	bs, err := checkTraceConfig(cfg)
+	if err != nil {
 		return nil, err
 	}
-	C := cfg.Past + S
-	if !cfg.Meta && float64(B)*float64(H)*float64(S)*float64(C)*4 > maxRealScoreBytes {
-		return nil, fmt.Errorf("trace: a real run of B=%d H=%d S=%d C=%d would materialize %.1f GiB of scores in the naive path; use Meta for layouts at this size",
-			B, H, S, C, float64(B)*float64(H)*float64(S)*float64(C)*4/(1<<30))
+	p, err := tracePath(path)
+	if err != nil {
+		return nil, err
 	}
-	var p Path
-	switch path {
-	case "naive":
-		p = NewNaive(Options{})
-	case "fused":
-		p = NewFused(Options{})
-	default:
-		return nil, fmt.Errorf("trace: unknown attention path %q (want naive or fused)", path)
-	}
-	qls, cls := make([]int, B), make([]int, B)
+	qls, cls := make([]int, cfg.B), make([]int, cfg.B)
 	for i := range qls {
-		qls[i], cls[i] = S, C
+		qls[i], cls[i] = cfg.S, cfg.Past+cfg.S
 	}
 	b, numBlocks, err := NewLinearBatch(qls, cls, bs)
 	if err != nil {
 		return nil, err
 	}
-
-	led := tensor.NewLedger()
-	seed := cfg.Seed
-	mk := func(shape ...int) (*tensor.Tensor, error) {
-		if cfg.Meta {
-			return tensor.Meta(tensor.F32, shape...)
-		}
-		seed++
-		return tensor.Randn(led, tensor.F32, seed, shape...)
+	lt := newLayerTrace(path, cfg, bs)
+	kCache, vCache, err := lt.kvCache(numBlocks)
+	if err != nil {
+		return nil, err
 	}
-	title := fmt.Sprintf("%s attention: B=%d S=%d H=%d KVH=%d D=%d past=%d block_size=%d", path, B, S, H, KVH, D, cfg.Past, bs)
+	var q, k, v *tensor.Tensor
+	if path == "naive" {
+		q, k, v, err = lt.projectQKV()
+	} else {
+		q, k, v, err = lt.projectFusedQKV()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Attend(q, k, v, kCache, vCache, b, lt.tr); err != nil {
+		return nil, err
+	}
+	return lt.tr, nil
+}
+
+// checkTraceConfig validates cfg and returns its block size (16 when
+// unset): positive sizes, H a multiple of KVH, sizes that fit
+// (checkTraceSizes), and for a real run scores under maxRealScoreBytes.
+func checkTraceConfig(cfg TraceConfig) (bs int, err error) {
+	B, S, H, KVH, D := cfg.B, cfg.S, cfg.H, cfg.KVH, cfg.D
+	if B <= 0 || S <= 0 || H <= 0 || KVH <= 0 || D <= 0 || cfg.Past < 0 || H%KVH != 0 {
+		return 0, fmt.Errorf("trace: need B, S, H, KVH, D > 0, Past ≥ 0 and H a multiple of KVH; got B=%d S=%d H=%d KVH=%d D=%d Past=%d",
+			B, S, H, KVH, D, cfg.Past)
+	}
+	bs = cfg.BlockSize
+	if bs == 0 {
+		bs = 16
+	}
+	if bs < 0 {
+		return 0, fmt.Errorf("trace: block size %d must be positive", bs)
+	}
+	if err := checkTraceSizes(cfg, bs); err != nil {
+		return 0, err
+	}
+	C := cfg.Past + S
+	if !cfg.Meta && float64(B)*float64(H)*float64(S)*float64(C)*4 > maxRealScoreBytes {
+		return 0, fmt.Errorf("trace: a real run of B=%d H=%d S=%d C=%d would materialize %.1f GiB of scores in the naive path; use Meta for layouts at this size",
+			B, H, S, C, float64(B)*float64(H)*float64(S)*float64(C)*4/(1<<30))
+	}
+	return bs, nil
+}
+
+// tracePath returns the attention path TraceLayer runs for name.
+func tracePath(name string) (Path, error) {
+	switch name {
+	case "naive":
+		return NewNaive(Options{}), nil
+	case "fused":
+		return NewFused(Options{}), nil
+	}
+	return nil, fmt.Errorf("trace: unknown attention path %q (want naive or fused)", name)
+}
+
+// layerTrace is one TraceLayer run: its config and block size, the trace
+// being recorded and, for a real run, the Ledger and seed of the random
+// inputs.
+type layerTrace struct {
+	cfg  TraceConfig
+	bs   int
+	led  *tensor.Ledger
+	seed uint64
+	tr   *tensor.Trace
+}
+
+func newLayerTrace(path string, cfg TraceConfig, bs int) *layerTrace {
+	title := fmt.Sprintf("%s attention: B=%d S=%d H=%d KVH=%d D=%d past=%d block_size=%d", path, cfg.B, cfg.S, cfg.H, cfg.KVH, cfg.D, cfg.Past, bs)
 	if cfg.Meta {
 		title += " (meta)"
 	}
-	tr := tensor.NewTrace(title)
-	kCache, err := mk(numBlocks, bs, KVH, D) // earlier context: random in a real run
-	if err != nil {
-		return nil, err
-	}
-	vCache, err := mk(numBlocks, bs, KVH, D)
-	if err != nil {
-		return nil, err
-	}
-	tr.Input("k_cache", kCache)
-	tr.Input("v_cache", vCache)
+	return &layerTrace{cfg: cfg, bs: bs, led: tensor.NewLedger(), seed: cfg.Seed, tr: tensor.NewTrace(title)}
+}
 
-	T := B * S
-	var q, k, v *tensor.Tensor
-	if path == "naive" {
-		var proj [3]*tensor.Tensor
-		for i, w := range []int{H * D, KVH * D, KVH * D} {
-			x, err := mk(B, S, w)
-			if err != nil {
-				return nil, err
-			}
-			tr.Record(fmt.Sprintf("%s = x @ W%sᵀ", []string{"Q", "K", "V"}[i], []string{"q", "k", "v"}[i]), x, int64(x.Nbytes()), 0)
-			proj[i] = x
-		}
-		if q, err = proj[0].View(T, H, D); err != nil {
-			return nil, err
-		}
-		if k, err = proj[1].View(T, KVH, D); err != nil {
-			return nil, err
-		}
-		if v, err = proj[2].View(T, KVH, D); err != nil {
-			return nil, err
-		}
-	} else {
-		W := (H + 2*KVH) * D
-		qkv, err := mk(B, S, W)
+// input returns a stand-in F32 input of shape: a meta tensor, or in a
+// real run the next seed's random values.
+func (lt *layerTrace) input(shape ...int) (*tensor.Tensor, error) {
+	if lt.cfg.Meta {
+		return tensor.Meta(tensor.F32, shape...)
+	}
+	lt.seed++
+	return tensor.Randn(lt.led, tensor.F32, lt.seed, shape...)
+}
+
+// kvCache records the k_cache and v_cache inputs [numBlocks, block_size,
+// KVH, D]: the earlier context, random in a real run.
+func (lt *layerTrace) kvCache(numBlocks int) (kCache, vCache *tensor.Tensor, err error) {
+	if kCache, err = lt.input(numBlocks, lt.bs, lt.cfg.KVH, lt.cfg.D); err != nil {
+		return nil, nil, err
+	}
+	if vCache, err = lt.input(numBlocks, lt.bs, lt.cfg.KVH, lt.cfg.D); err != nil {
+		return nil, nil, err
+	}
+	lt.tr.Input("k_cache", kCache)
+	lt.tr.Input("v_cache", vCache)
+	return kCache, vCache, nil
+}
+
+// projectQKV is the naive path's three separate projections, recorded as
+// Q = x @ Wqᵀ [B, S, H·D], K = x @ Wkᵀ and V = x @ Wvᵀ [B, S, KVH·D], each
+// contiguous, returned as the [B·S, heads, D] views Attend takes.
+func (lt *layerTrace) projectQKV() (q, k, v *tensor.Tensor, err error) {
+	B, S, H, KVH, D := lt.cfg.B, lt.cfg.S, lt.cfg.H, lt.cfg.KVH, lt.cfg.D
+	var proj [3]*tensor.Tensor
+	for i, w := range []int{H * D, KVH * D, KVH * D} {
+		x, err := lt.input(B, S, w)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		tr.Record("qkv = x @ Wqkvᵀ", qkv, int64(qkv.Nbytes()), 0)
-		var views [3]*tensor.Tensor
-		starts := []int{0, H * D, (H + KVH) * D}
-		widths := []int{H * D, KVH * D, KVH * D}
-		heads := []int{H, KVH, KVH}
-		for i := range views {
-			x, err := qkv.Narrow(2, starts[i], widths[i])
-			if err != nil {
-				return nil, err
-			}
-			if x, err = x.View(B, S, heads[i], D); err != nil {
-				return nil, err
-			}
-			sl := fmt.Sprintf("%d:%d", starts[i], starts[i]+widths[i])
-			if i == 0 {
-				sl = fmt.Sprintf(":%d", widths[i])
-			}
-			tr.Record(fmt.Sprintf("%s = qkv[..., %s].view(%d, %d, %d, %d)", []string{"q", "k", "v"}[i], sl, B, S, heads[i], D), x, 0, 0)
-			if views[i], err = x.View(T, heads[i], D); err != nil {
-				return nil, err
-			}
+		lt.tr.Record(fmt.Sprintf("%s = x @ W%sᵀ", []string{"Q", "K", "V"}[i], []string{"q", "k", "v"}[i]), x, int64(x.Nbytes()), 0)
+		proj[i] = x
+	}
+	T := B * S
+	if q, err = proj[0].View(T, H, D); err != nil {
+		return nil, nil, nil, err
+	}
+	if k, err = proj[1].View(T, KVH, D); err != nil {
+		return nil, nil, nil, err
+	}
+	if v, err = proj[2].View(T, KVH, D); err != nil {
+		return nil, nil, nil, err
+	}
+	return q, k, v, nil
+}
+
+// projectFusedQKV is the fused path's one projection, recorded as
+// qkv = x @ Wqkvᵀ [B, S, (H+2·KVH)·D], and q, k, v cut out of it by Narrow
+// + View, recorded as q = qkv[..., :H·D].view(B, S, H, D) and so on (shared
+// storage, non-contiguous), returned as [B·S, heads, D] views.
+func (lt *layerTrace) projectFusedQKV() (q, k, v *tensor.Tensor, err error) {
+	B, S, H, KVH, D := lt.cfg.B, lt.cfg.S, lt.cfg.H, lt.cfg.KVH, lt.cfg.D
+	qkv, err := lt.input(B, S, (H+2*KVH)*D)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lt.tr.Record("qkv = x @ Wqkvᵀ", qkv, int64(qkv.Nbytes()), 0)
+	var views [3]*tensor.Tensor
+	starts := []int{0, H * D, (H + KVH) * D}
+	widths := []int{H * D, KVH * D, KVH * D}
+	heads := []int{H, KVH, KVH}
+	for i := range views {
+		x, err := qkv.Narrow(2, starts[i], widths[i])
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		q, k, v = views[0], views[1], views[2]
+		if x, err = x.View(B, S, heads[i], D); err != nil {
+			return nil, nil, nil, err
+		}
+		sl := fmt.Sprintf("%d:%d", starts[i], starts[i]+widths[i])
+		if i == 0 {
+			sl = fmt.Sprintf(":%d", widths[i])
+		}
+		lt.tr.Record(fmt.Sprintf("%s = qkv[..., %s].view(%d, %d, %d, %d)", []string{"q", "k", "v"}[i], sl, B, S, heads[i], D), x, 0, 0)
+		if views[i], err = x.View(B*S, heads[i], D); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	if _, err := p.Attend(q, k, v, kCache, vCache, b, tr); err != nil {
-		return nil, err
-	}
-	return tr, nil
+	return views[0], views[1], views[2], nil
 }

@@ -175,6 +175,15 @@ func (p *slabPlan) aggregate(l Launch) (Launch, error) {
 	return l, l.finishAggregate(c, &ld, &st, &meta)
 }
 
+// vectorize sets the thread mapping of a plan whose rows are laid out:
+// the vector width the rows' alignment allows, the units of a row and the
+// block size.
+func (p *slabPlan) vectorize() {
+	p.vec = slabVec(p.d, p.es, &p.src[0], &p.src[1], &p.dst[0], &p.dst[1])
+	p.units = p.kvh * p.d / p.vec
+	p.threads = slabThreads(p.units)
+}
+
 // slabVec returns the vector width if every row start and in-row offset a
 // 16-byte access would use is 16-byte aligned, else 1.
 func slabVec(d, es int64, sides ...*slabSide) int64 {
@@ -272,9 +281,7 @@ func planReshapeAndCache(key, value, kCache, vCache Operand, slots []int32, slot
 			p.dst[0].rows[t], p.dst[1].rows[t] = kCache.Base, vCache.Base
 		}
 	}
-	p.vec = slabVec(p.d, es, &p.src[0], &p.src[1], &p.dst[0], &p.dst[1])
-	p.units = row / p.vec
-	p.threads = slabThreads(p.units)
+	p.vectorize()
 	return p, nil
 }
 
@@ -336,9 +343,7 @@ func planGatherKV(kOut, vOut, kCache, vCache Operand, rowSlots []int32, slotsAdd
 		}
 		p.src[k], p.dst[k] = src, dst
 	}
-	p.vec = slabVec(p.d, es, &p.src[0], &p.src[1], &p.dst[0], &p.dst[1])
-	p.units = row / p.vec
-	p.threads = slabThreads(p.units)
+	p.vectorize()
 	return p, nil
 }
 

@@ -201,6 +201,37 @@ func heads(r *rand.Rand) (H, KVH int, kind string) {
 	return 4, 1, "MQA"
 }
 
+// attnShape is one random case of the attention tests: dtype, heads,
+// head dim, block size and the query length of each sequence.
+type attnShape struct {
+	dt     tensor.DType
+	H, KVH int
+	kind   string // MHA, GQA or MQA
+	D, bs  int
+	qlens  []int
+}
+
+// randomAttnShape draws case i: the dtype cycles through dtypes, the heads
+// are MHA, GQA or MQA, the head dim is one of dims, the block size 1, 16
+// or 5, and 1 … maxSeqs sequences take their query lengths from qlen.
+func randomAttnShape(r *rand.Rand, i int, dims []int, maxSeqs int, qlen func() int) attnShape {
+	sh := attnShape{dt: dtypes[i%len(dtypes)]}
+	sh.H, sh.KVH, sh.kind = heads(r)
+	sh.D = dims[r.IntN(len(dims))]
+	sh.bs = []int{1, 16, 5}[r.IntN(3)]
+	sh.qlens = make([]int, 1+r.IntN(maxSeqs))
+	for j := range sh.qlens {
+		sh.qlens[j] = qlen()
+	}
+	return sh
+}
+
+// newCase makes the case's tensors; each sequence gets up to extra
+// positions of earlier context before its queries.
+func (sh attnShape) newCase(t testing.TB, r *rand.Rand, extra int) *attnCase {
+	return newAttnCase(t, r, sh.dt, sh.H, sh.KVH, sh.D, sh.bs, sh.qlens, extra)
+}
+
 func TestGPUReshapeAndCacheAndGather(t *testing.T) {
 	d := needGPU(t)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -263,21 +294,13 @@ func TestGPUPagedDecode(t *testing.T) {
 	d := needGPU(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 18; i++ {
-		dt := dtypes[i%3]
-		H, KVH, kind := heads(r)
-		D := []int{64, 128, 80, 256}[r.IntN(4)]
-		bs := []int{1, 16, 5}[r.IntN(3)]
-		B := 1 + r.IntN(4)
-		ql := make([]int, B)
-		for j := range ql {
-			ql[j] = 1
-		}
-		c := newAttnCase(t, r, dt, H, KVH, D, bs, ql, 300)
+		sh := randomAttnShape(r, i, []int{64, 128, 80, 256}, 4, func() int { return 1 })
+		c := sh.newCase(t, r, 300)
 		for _, part := range []int{0, 64} {
 			dc := c.upload(t, d)
 			out := must(d.FusedAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s, part))
-			compare(t, fmt.Sprintf("decode %v %s D=%d bs=%d ctx=%v partition=%d", dt, kind, D, bs, c.s.ContextLen, part),
-				download(t, out), c.reference(t), tolerance(dt, false))
+			compare(t, fmt.Sprintf("decode %v %s D=%d bs=%d ctx=%v partition=%d", sh.dt, sh.kind, sh.D, sh.bs, c.s.ContextLen, part),
+				download(t, out), c.reference(t), tolerance(sh.dt, false))
 			out.Free()
 			dc.free()
 		}
@@ -288,27 +311,20 @@ func TestGPUFusedPrefill(t *testing.T) {
 	d := needGPU(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 18; i++ {
-		dt := dtypes[i%3]
-		H, KVH, kind := heads(r)
-		D := []int{64, 128, 40, 256}[r.IntN(4)]
-		bs := []int{1, 16, 5}[r.IntN(3)]
-		B := 1 + r.IntN(3)
-		ql := make([]int, B) // varlen: 1 … 70 new tokens, some with earlier context
-		for j := range ql {
-			ql[j] = 1 + r.IntN(70)
-		}
-		c := newAttnCase(t, r, dt, H, KVH, D, bs, ql, []int{0, 50}[r.IntN(2)])
+		// varlen: 1 … 70 new tokens, some with earlier context
+		sh := randomAttnShape(r, i, []int{64, 128, 40, 256}, 3, func() int { return 1 + r.IntN(70) })
+		c := sh.newCase(t, r, []int{0, 50}[r.IntN(2)])
 		want := c.reference(t)
 		dc := c.upload(t, d)
 		out := must(d.FusedAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s, 0))
-		what := fmt.Sprintf("prefill %v %s D=%d bs=%d q=%v ctx=%v", dt, kind, D, bs, c.s.QueryLen, c.s.ContextLen)
-		compare(t, "fused "+what, download(t, out), want, tolerance(dt, false))
+		what := fmt.Sprintf("prefill %v %s D=%d bs=%d q=%v ctx=%v", sh.dt, sh.kind, sh.D, sh.bs, c.s.QueryLen, c.s.ContextLen)
+		compare(t, "fused "+what, download(t, out), want, tolerance(sh.dt, false))
 		out.Free()
 		dc.free()
 		// the naive path on the same step, from fresh caches
 		dc = c.upload(t, d)
 		out = must(d.NaiveAttention(dc.q, dc.k, dc.v, dc.kc, dc.vc, dc.s))
-		compare(t, "naive "+what, download(t, out), want, tolerance(dt, true))
+		compare(t, "naive "+what, download(t, out), want, tolerance(sh.dt, true))
 		out.Free()
 		dc.free()
 	}

@@ -146,130 +146,197 @@ func (f *Forward) grow(T, rows int) {
 // the last new token of each sequence), as a [len(logitRows), vocab] slice
 // that stays valid until the next Run.
 func (f *Forward) Run(tokens, positions []int, b *attention.Batch, caches []LayerCache, logitRows []int) ([]float32, error) {
+	if err := f.checkStep(tokens, positions, caches, logitRows); err != nil {
+		return nil, err
+	}
+	T := len(tokens)
+	f.grow(T, len(logitRows))
+	f.rope.grow(positions)
+	x := f.x[:T*f.m.Config.Dim] // the residual stream [T, dim]
+	if err := f.embed(x, tokens); err != nil {
+		return nil, err
+	}
+	for l := range f.m.Config.NLayers {
+		if err := f.attentionBlock(l, x, positions, b, caches[l]); err != nil {
+			return nil, err
+		}
+		if err := f.ffnBlock(l, x, T); err != nil {
+			return nil, err
+		}
+	}
+	return f.logits(x, logitRows)
+}
+
+// checkStep rejects a step Run cannot compute: one clear error, before
+// any buffer is touched.
+func (f *Forward) checkStep(tokens, positions []int, caches []LayerCache, logitRows []int) error {
 	c := f.m.Config
 	T := len(tokens)
 	if T == 0 || len(positions) != T {
-		return nil, fmt.Errorf("forward: %d tokens with %d positions", T, len(positions))
+		return fmt.Errorf("forward: %d tokens with %d positions", T, len(positions))
 	}
 	if len(caches) != c.NLayers {
-		return nil, fmt.Errorf("forward: %d layer caches for %d layers", len(caches), c.NLayers)
+		return fmt.Errorf("forward: %d layer caches for %d layers", len(caches), c.NLayers)
 	}
 	for t, tok := range tokens {
 		if tok < 0 || tok >= c.VocabSize {
-			return nil, fmt.Errorf("forward: token %d at row %d is outside the vocabulary (size %d)", tok, t, c.VocabSize)
+			return fmt.Errorf("forward: token %d at row %d is outside the vocabulary (size %d)", tok, t, c.VocabSize)
 		}
 		if p := positions[t]; p < 0 || p >= c.SeqLen {
-			return nil, fmt.Errorf("forward: position %d at row %d is outside [0, seq_len=%d)", p, t, c.SeqLen)
+			return fmt.Errorf("forward: position %d at row %d is outside [0, seq_len=%d)", p, t, c.SeqLen)
 		}
 	}
 	for _, r := range logitRows {
 		if r < 0 || r >= T {
-			return nil, fmt.Errorf("forward: logit row %d outside [0, %d)", r, T)
+			return fmt.Errorf("forward: logit row %d outside [0, %d)", r, T)
 		}
 	}
-	f.grow(T, len(logitRows))
-	f.rope.grow(positions)
-	dim, hs := c.Dim, c.HeadDim()
-	qDim, kvDim := c.NHeads*hs, c.KVDim()
-	x := f.x[:T*dim]
+	return nil
+}
 
-	// x = token_embedding[token]  (vocab, dim) row per token
+// embed sets x = token_embedding[token], one row per token.
+// token_embedding: (vocab, dim)
+func (f *Forward) embed(x []float32, tokens []int) error {
+	dim := f.m.Config.Dim
 	for t, tok := range tokens {
 		if err := f.mats.embedding(x[t*dim:(t+1)*dim], tok); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	for l := 0; l < c.NLayers; l++ {
-		lm := &f.mats.layers[l]
+// attentionBlock is layer l's attention sub-block on the residual stream
+// x [T, dim]:
+//
+//	xb = rmsnorm(x, attn_norm)
+//	q, k, v = xb @ WQKVᵀ (+ bqkv), then RoPE on q and k
+//	x += attention(q, k, v) @ WOᵀ
+func (f *Forward) attentionBlock(l int, x []float32, positions []int, b *attention.Batch, cache LayerCache) error {
+	c := f.m.Config
+	T, dim := len(positions), c.Dim
+	lm := &f.mats.layers[l]
 
-		// xb = rmsnorm(x, attn_norm)   attn_norm: (dim)
-		rmsnormRows(f.xb[:T*dim], x, f.mats.attnNorm[l], T, dim, float32(c.NormEps))
+	// xb = rmsnorm(x, attn_norm)   attn_norm: (dim)
+	rmsnormRows(f.xb[:T*dim], x, f.mats.attnNorm[l], T, dim, float32(c.NormEps))
 
-		// Q, K, V as [T, H, D] and [T, KVH, D] tensors.
-		q, k, v, err := f.views(T)
-		if err != nil {
-			return nil, err
-		}
-		switch f.proj {
-		case FusedQKV:
-			if lm.wqkv == nil {
-				// q, k, v stored in different types: three matmuls, their
-				// rows then laid side by side as the fused output.
-				if err := f.unfusedQKV(T, lm); err != nil {
-					return nil, err
-				}
-				break
-			}
-			// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
-			if err := f.mats.matmul(f.qkv[:T*c.QKVRows()], f.xb[:T*dim], lm.wqkv, T); err != nil {
-				return nil, err
-			}
-		case SeparateQKV:
-			// q = xb @ wqᵀ, k = xb @ wkᵀ, v = xb @ wvᵀ: three contiguous outputs.
-			if err := f.mats.matmul(f.q[:T*qDim], f.xb[:T*dim], lm.wq, T); err != nil {
-				return nil, err
-			}
-			if err := f.mats.matmul(f.k[:T*kvDim], f.xb[:T*dim], lm.wk, T); err != nil {
-				return nil, err
-			}
-			if err := f.mats.matmul(f.v[:T*kvDim], f.xb[:T*dim], lm.wv, T); err != nil {
-				return nil, err
-			}
-		}
-
-		// q += bq, k += bk, v += bv   (Qwen2; BQKV: ((H+2·KVH)·D))
-		if f.mats.bqkv != nil && f.mats.bqkv[l] != nil {
-			f.addQKVBias(T, f.mats.bqkv[l])
-		}
-
-		// RoPE: rotate each pair of every q and k head by pos·freq_j, in
-		// place through the views' strides.
-		f.rope.apply(q, positions)
-		f.rope.apply(k, positions)
-
-		// out = attention(q, k, v) over the paged cache → [T, H·D]
-		var tr *tensor.Trace
-		if l == 0 {
-			tr = f.trace
-		}
-		out, err := f.path.Attend(q, k, v, caches[l].K, caches[l].V, b, tr)
-		if err != nil {
-			return nil, fmt.Errorf("layer %d attention: %w", l, err)
-		}
-		att, err := contiguousF32(out, T*qDim)
-		if err != nil {
-			return nil, err
-		}
-
-		// x += att @ WOᵀ   WO: (dim, H·D)
-		if err := f.mats.matmul(f.xb2[:T*dim], att, lm.wo, T); err != nil {
-			return nil, err
-		}
-		addInPlace(x, f.xb2[:T*dim])
-
-		// xb = rmsnorm(x, ffn_norm)   ffn_norm: (dim)
-		rmsnormRows(f.xb[:T*dim], x, f.mats.ffnNorm[l], T, dim, float32(c.NormEps))
-
-		// hb = silu(xb @ W1ᵀ) ⊙ (xb @ W3ᵀ)   W1, W3: (hidden, dim)
-		hid := c.HiddenDim
-		if err := f.mats.matmul(f.hb[:T*hid], f.xb[:T*dim], lm.w1, T); err != nil {
-			return nil, err
-		}
-		if err := f.mats.matmul(f.hb2[:T*hid], f.xb[:T*dim], lm.w3, T); err != nil {
-			return nil, err
-		}
-		swiglu(f.hb[:T*hid], f.hb2[:T*hid])
-
-		// x += hb @ W2ᵀ   W2: (dim, hidden)
-		if err := f.mats.matmul(f.xb2[:T*dim], f.hb[:T*hid], lm.w2, T); err != nil {
-			return nil, err
-		}
-		addInPlace(x, f.xb2[:T*dim])
+	// Q, K, V as [T, H, D] and [T, KVH, D] tensors.
+	q, k, v, err := f.views(T)
+	if err != nil {
+		return err
+	}
+	if err := f.qkvProjection(T, lm); err != nil {
+		return err
 	}
 
-	// logits = rmsnorm(x[rows], final_norm) @ classifierᵀ   classifier: (vocab, dim)
-	R := len(logitRows)
+	// q += bq, k += bk, v += bv   (Qwen2; BQKV: ((H+2·KVH)·D))
+	if f.mats.bqkv != nil && f.mats.bqkv[l] != nil {
+		f.addQKVBias(T, f.mats.bqkv[l])
+	}
+
+	// RoPE: rotate each pair of every q and k head by pos·freq_j, in
+	// place through the views' strides.
+	f.rope.apply(q, positions)
+	f.rope.apply(k, positions)
+
+	att, err := f.attend(l, T, q, k, v, cache, b)
+	if err != nil {
+		return err
+	}
+
+	// x += att @ WOᵀ   WO: (dim, H·D)
+	return f.residualMatmul(x, att, lm.wo, T)
+}
+
+// qkvProjection computes the step's q, k and v from xb into the buffers
+// the views of f.views read.
+func (f *Forward) qkvProjection(T int, lm *layerMatrices) error {
+	c := f.m.Config
+	dim, qDim, kvDim := c.Dim, c.NHeads*c.HeadDim(), c.KVDim()
+	xb := f.xb[:T*dim]
+	switch f.proj {
+	case FusedQKV:
+		if lm.wqkv == nil {
+			// q, k, v stored in different types: three matmuls, their
+			// rows then laid side by side as the fused output.
+			return f.unfusedQKV(T, lm)
+		}
+		// qkv = xb @ WQKVᵀ   WQKV: ((H+2·KVH)·D, dim) → qkv: [T, (H+2·KVH)·D]
+		return f.mats.matmul(f.qkv[:T*c.QKVRows()], xb, lm.wqkv, T)
+	case SeparateQKV:
+		// q = xb @ wqᵀ, k = xb @ wkᵀ, v = xb @ wvᵀ: three contiguous outputs.
+		// wq: (H·D, dim), wk and wv: (KVH·D, dim)
+		if err := f.mats.matmul(f.q[:T*qDim], xb, lm.wq, T); err != nil {
+			return err
+		}
+		if err := f.mats.matmul(f.k[:T*kvDim], xb, lm.wk, T); err != nil {
+			return err
+		}
+		return f.mats.matmul(f.v[:T*kvDim], xb, lm.wv, T)
+	}
+	return nil
+}
+
+// attend runs layer l's attention over the paged cache and returns its
+// output [T, H·D] as a flat slice: out = softmax(q·kᵀ/√D)·v, causal, with
+// the step's k and v written into the cache first (attention.Path).
+// Layer 0 records its stages into the trace, when one is set.
+func (f *Forward) attend(l, T int, q, k, v *tensor.Tensor, cache LayerCache, b *attention.Batch) ([]float32, error) {
+	var tr *tensor.Trace
+	if l == 0 {
+		tr = f.trace
+	}
+	out, err := f.path.Attend(q, k, v, cache.K, cache.V, b, tr)
+	if err != nil {
+		return nil, fmt.Errorf("layer %d attention: %w", l, err)
+	}
+	return contiguousF32(out, T*f.m.Config.NHeads*f.m.Config.HeadDim())
+}
+
+// ffnBlock is layer l's SwiGLU feed-forward sub-block on the residual
+// stream x [T, dim]:
+//
+//	xb = rmsnorm(x, ffn_norm)
+//	hb = silu(xb @ W1ᵀ) ⊙ (xb @ W3ᵀ)
+//	x += hb @ W2ᵀ
+func (f *Forward) ffnBlock(l int, x []float32, T int) error {
+	c := f.m.Config
+	dim, hid := c.Dim, c.HiddenDim
+	lm := &f.mats.layers[l]
+
+	// xb = rmsnorm(x, ffn_norm)   ffn_norm: (dim)
+	rmsnormRows(f.xb[:T*dim], x, f.mats.ffnNorm[l], T, dim, float32(c.NormEps))
+
+	// hb = silu(xb @ W1ᵀ) ⊙ (xb @ W3ᵀ)   W1 (gate), W3 (up): (hidden, dim)
+	if err := f.mats.matmul(f.hb[:T*hid], f.xb[:T*dim], lm.w1, T); err != nil {
+		return err
+	}
+	if err := f.mats.matmul(f.hb2[:T*hid], f.xb[:T*dim], lm.w3, T); err != nil {
+		return err
+	}
+	swiglu(f.hb[:T*hid], f.hb2[:T*hid])
+
+	// x += hb @ W2ᵀ   W2 (down): (dim, hidden)
+	return f.residualMatmul(x, f.hb[:T*hid], lm.w2, T)
+}
+
+// residualMatmul adds a sub-block's output projection to the residual
+// stream: x += in @ Wᵀ, for W of shape (dim, len(in)/T), through xb2.
+func (f *Forward) residualMatmul(x, in []float32, w *kernels.Matrix, T int) error {
+	out := f.xb2[:T*f.m.Config.Dim]
+	if err := f.mats.matmul(out, in, w, T); err != nil {
+		return err
+	}
+	addInPlace(x, out)
+	return nil
+}
+
+// logits computes logits = rmsnorm(x[r], final_norm) @ classifierᵀ for
+// each row r of logitRows, as a [rows, vocab] slice.
+// final_norm: (dim), classifier: (vocab, dim)
+func (f *Forward) logits(x []float32, logitRows []int) ([]float32, error) {
+	c := f.m.Config
+	dim, R := c.Dim, len(logitRows)
 	for i, r := range logitRows {
 		rmsnormRows(f.xl[i*dim:(i+1)*dim], x[r*dim:(r+1)*dim], f.mats.finalNorm, 1, dim, float32(c.NormEps))
 	}

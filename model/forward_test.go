@@ -2,14 +2,12 @@ package model
 
 import (
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stride-lm/stride/attention"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // denseCaches allocates per-layer caches big enough for one sequence of
@@ -57,23 +55,6 @@ func greedyOneByOne(t *testing.T, m *Model, path attention.Path, proj Projection
 	return ids
 }
 
-func readGoldenIDs(t *testing.T, path string) []int {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int
-	for _, f := range strings.Fields(string(raw)) {
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		ids = append(ids, v)
-	}
-	return ids
-}
-
 // TestGoldenStories260KForward reproduces llama2.c's greedy output for
 // stories260K (run stories260K.bin -z tok512.bin -t 0.0 -n 256) token for
 // token, through both projections and both attention paths.
@@ -83,7 +64,7 @@ func TestGoldenStories260KForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := readGoldenIDs(t, filepath.Join(dir, "models", "golden", "stories260K.greedy.ids"))
+	want := testfixture.ReadIDs(t, filepath.Join(dir, "models", "golden", "stories260K.greedy.ids"))
 	for _, tc := range []struct {
 		name string
 		path attention.Path

@@ -1,16 +1,19 @@
 package model
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"unsafe"
 
 	"github.com/stride-lm/stride/model/mapfile"
 	"github.com/stride-lm/stride/tensor"
-	"github.com/stride-lm/stride/tensor/kernels"
 )
+
+// This file assembles a Model from a Source: which stored tensor becomes
+// which weight, and the accounting of what the load maps, copies and
+// allocates. How each tensor's bytes become a weight is in
+// fromsource_floats.go (F32, F16, BF16), fromsource_quantized.go (matrices
+// the kernels run as stored) and fromsource_fuse.go (the fused QKV); the
+// storage types themselves are in storage.go.
 
 // LoadOptions tunes FromSource, and how a format package opens a file.
 type LoadOptions struct {
@@ -45,11 +48,6 @@ type LoadOptions struct {
 	// mapping are recorded as copies.
 	Ledger *tensor.Ledger
 }
-
-// hostLittleEndian reports whether the host stores numbers as the
-// checkpoint files do; only then can stored bytes be used in place as
-// float32 or uint16 weights.
-var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // FromSource builds the runnable Model of an opened checkpoint, whatever
 // its format. It takes ownership of src: when src is a MappedSource with
@@ -258,52 +256,6 @@ func sameShape(a, b []int) bool {
 	return true
 }
 
-// unsupported is the error for a storage type FromSource cannot run.
-func unsupported(rt RawTensor) error {
-	return fmt.Errorf("unsupported storage type %s for tensor %s", rt.Type, rt.Name)
-}
-
-// isFloat reports whether t stores plain floats (converted element by
-// element) rather than blocks.
-func isFloat(t StorageType) bool {
-	return t == StorageF32 || t == StorageF16 || t == StorageBF16
-}
-
-// dtypeOf is the tensor dtype of a float storage type.
-func dtypeOf(t StorageType) tensor.DType {
-	switch t {
-	case StorageF16:
-		return tensor.F16
-	case StorageBF16:
-		return tensor.BF16
-	}
-	return tensor.F32
-}
-
-// copiedOut records n bytes written into new memory from src's data.
-func (b *builder) copiedOut(n int64) {
-	if b.mapped > 0 {
-		b.copied += n
-		b.led.RecordCopy(n)
-	}
-}
-
-// kept records that rt's Data becomes a weight's storage: new memory the
-// source allocated when it is not a view of a mapping.
-func (b *builder) kept(rt RawTensor) {
-	if b.mapped == 0 {
-		b.led.RecordAlloc(int64(len(rt.Data)))
-	}
-}
-
-// floatDType is the dtype a float matrix stored as t becomes.
-func (b *builder) floatDType(t StorageType) tensor.DType {
-	if b.asStored {
-		return dtypeOf(t)
-	}
-	return b.dt
-}
-
 // vector returns the named 1-D tensor of n elements as float32.
 func (b *builder) vector(name string, n int) (*tensor.Tensor, error) {
 	rt, err := b.raw(name, n)
@@ -314,96 +266,6 @@ func (b *builder) vector(name string, n int) (*tensor.Tensor, error) {
 		return nil, unsupported(rt)
 	}
 	return b.floats(rt, tensor.F32, n)
-}
-
-// floats returns the float tensor rt of dtype dt and shape: a view of
-// rt.Data when it already is dt (and aligned), else a converted copy.
-func (b *builder) floats(rt RawTensor, dt tensor.DType, shape ...int) (*tensor.Tensor, error) {
-	if dtypeOf(rt.Type) == dt {
-		if t := b.view(rt, dt, shape); t != nil {
-			b.kept(rt)
-			return t, nil
-		}
-	}
-	t, err := tensor.Empty(b.led, dt, shape...)
-	if err != nil {
-		return nil, err
-	}
-	convert(t.Storage(), 0, rt)
-	b.copiedOut(int64(t.Storage().Bytes()))
-	return t, nil
-}
-
-// view wraps rt.Data as a tensor of dtype dt without copying, or returns
-// nil when its alignment or the host's byte order forbid it.
-func (b *builder) view(rt RawTensor, dt tensor.DType, shape []int) *tensor.Tensor {
-	size := dt.Size()
-	if !hostLittleEndian || len(rt.Data) == 0 || uintptr(unsafe.Pointer(&rt.Data[0]))%uintptr(size) != 0 {
-		return nil
-	}
-	n := len(rt.Data) / size
-	var t *tensor.Tensor
-	var err error
-	if dt == tensor.F32 {
-		t, err = tensor.WrapFloat32(b.led, unsafe.Slice((*float32)(unsafe.Pointer(&rt.Data[0])), n), shape...)
-	} else {
-		t, err = tensor.WrapUint16(b.led, dt, unsafe.Slice((*uint16)(unsafe.Pointer(&rt.Data[0])), n), shape...)
-	}
-	if err != nil {
-		return nil
-	}
-	return t
-}
-
-// convert writes the values of the float tensor rt into st from element
-// off on, converting to st's dtype (a value already in st's dtype is
-// copied bit for bit).
-func convert(st *tensor.Storage, off int, rt RawTensor) {
-	le := binary.LittleEndian
-	d := rt.Data
-	if hostLittleEndian && dtypeOf(rt.Type) == st.DType() {
-		// Same dtype: the stored bytes are the host's, copy them as bytes
-		// (whatever their alignment).
-		var dst []byte
-		if st.DType() == tensor.F32 {
-			f := st.Float32s()[off:]
-			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
-		} else {
-			h := st.Uint16s()[off:]
-			dst = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), 2*len(h))
-		}
-		copy(dst, d)
-		return
-	}
-	switch {
-	case rt.Type == StorageF32 && st.DType() == tensor.F32:
-		dst := st.Float32s()[off:]
-		for i := range len(d) / 4 {
-			dst[i] = math.Float32frombits(le.Uint32(d[4*i:]))
-		}
-	case rt.Type == StorageF32:
-		dst := st.Uint16s()[off:]
-		round := tensor.F16Bits
-		if st.DType() == tensor.BF16 {
-			round = tensor.BF16Bits
-		}
-		for i := range len(d) / 4 {
-			dst[i] = round(math.Float32frombits(le.Uint32(d[4*i:])))
-		}
-	case dtypeOf(rt.Type) == st.DType():
-		dst := st.Uint16s()[off:]
-		for i := range len(d) / 2 {
-			dst[i] = le.Uint16(d[2*i:])
-		}
-	default:
-		widen := tensor.F16Float
-		if rt.Type == StorageBF16 {
-			widen = tensor.BF16Float
-		}
-		for i := range len(d) / 2 {
-			st.Store(off+i, widen(le.Uint16(d[2*i:])))
-		}
-	}
 }
 
 // matrix returns the named (rows, cols) weight matrix: floats in the
@@ -430,244 +292,20 @@ func (b *builder) matrix(name string, rows, cols int) (*tensor.Tensor, error) {
 	return b.quantized(mat, rt.Name)
 }
 
-// blockMatrix wraps a block-quantized tensor as a kernel matrix, without
-// copying where alignment allows. This is where a block type plugs in:
-// one case per StorageType, each returning the kernels.Matrix that runs
-// it (it must implement Row, for dequantization and export).
-func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, error) {
-	switch rt.Type {
-	case StorageLlama2cQ8:
-		n := int64(rows) * int64(cols)
-		q := unsafe.Slice((*int8)(unsafe.Pointer(&rt.Data[0])), n)
-		sb := rt.Data[n:]
-		var s []float32
-		if hostLittleEndian && uintptr(unsafe.Pointer(&sb[0]))%4 == 0 {
-			s = unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), len(sb)/4)
-		} else {
-			// The scales follow rows·cols int8s: unaligned when that is
-			// not a multiple of 4, so they are copied.
-			s = make([]float32, len(sb)/4)
-			for i := range s {
-				s[i] = math.Float32frombits(binary.LittleEndian.Uint32(sb[4*i:]))
-			}
-			if b.dt == tensor.F32 {
-				b.led.RecordAlloc(int64(len(sb)))
-				b.copiedOut(int64(len(sb)))
-			}
-		}
-		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
-	case StorageQ8_0, StorageQ4_0, StorageQ4_K, StorageQ6_K:
-		// ggml's blocks, run in place: a decode token streams exactly
-		// the file's bytes.
-		typ, err := kernels.ParseGGMLType(string(rt.Type))
-		if err != nil {
-			return nil, err
-		}
-		return kernels.NewGGMLMatrix(typ, rows, cols, rt.Data)
+// copiedOut records n bytes written into new memory from src's data.
+func (b *builder) copiedOut(n int64) {
+	if b.mapped > 0 {
+		b.copied += n
+		b.led.RecordCopy(n)
 	}
-	return nil, unsupported(rt)
 }
 
-// quantized returns the tensor for a block-quantized matrix: with weight
-// dtype F32, a meta placeholder of its shape whose kernel form is recorded
-// in Model.Quantized (a meta tensor holds no data, so nothing float32 is
-// allocated); otherwise a real tensor of the weight dtype holding q·scale
-// computed in float32, as the kernels compute it, rounded once.
-func (b *builder) quantized(mat *kernels.Matrix, name string) (*tensor.Tensor, error) {
-	if b.dt == tensor.F32 {
-		t, err := tensor.Meta(tensor.F32, mat.Rows, mat.Cols)
-		if err != nil {
-			return nil, err
-		}
-		if b.m.Quantized == nil {
-			b.m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
-		}
-		b.m.Quantized[t] = mat
-		return t, nil
+// kept records that rt's Data becomes a weight's storage: new memory the
+// source allocated when it is not a view of a mapping.
+func (b *builder) kept(rt RawTensor) {
+	if b.mapped == 0 {
+		b.led.RecordAlloc(int64(len(rt.Data)))
 	}
-	t, err := tensor.Empty(b.led, b.dt, mat.Rows, mat.Cols)
-	if err != nil {
-		return nil, err
-	}
-	row := make([]float32, mat.Cols)
-	st := t.Storage()
-	for i := 0; i < mat.Rows; i++ {
-		if err := mat.Row(i, row); err != nil {
-			return nil, fmt.Errorf("tensor %s: %w", name, err)
-		}
-		for j, v := range row {
-			st.Store(i*mat.Cols+j, v)
-		}
-	}
-	b.copiedOut(int64(st.Bytes()))
-	return t, nil
-}
-
-// fusedMatrix returns the (Σ rows, cols) matrix whose rows are those of
-// the named matrices in turn (attn_q, attn_k, attn_v). The file keeps
-// them apart, so this is a copy even when the file is mapped.
-func (b *builder) fusedMatrix(cols int, names []string, rows []int) (*tensor.Tensor, error) {
-	parts := make([]RawTensor, len(names))
-	total := 0
-	for i, name := range names {
-		var err error
-		if parts[i], err = b.raw(name, rows[i], cols); err != nil {
-			return nil, err
-		}
-		total += rows[i]
-		if parts[i].Type != parts[0].Type || parts[i].GroupSize != parts[0].GroupSize {
-			if b.ggml {
-				return nil, errMixedQKV
-			}
-			return nil, fmt.Errorf("tensors %s (%s) and %s (%s) have different storage types: the fused QKV projection needs one",
-				names[0], parts[0].Type, name, parts[i].Type)
-		}
-	}
-	if isFloat(parts[0].Type) && b.ggmlHalf(parts[0].Type) {
-		fused, err := fuseBlocks(parts, total, cols)
-		if err != nil {
-			return nil, err
-		}
-		// The fused bytes are new memory: ggmlFloats keeps them as the
-		// weight's storage, and records them as allocated (kept) when the
-		// source reads instead of mapping; a mapped source's copy is
-		// recorded here.
-		if b.mapped > 0 {
-			b.led.RecordAlloc(int64(len(fused.Data)))
-		}
-		b.copiedOut(int64(len(fused.Data)))
-		fused.Name = names[0]
-		return b.ggmlFloats(fused, total, cols)
-	}
-	if isFloat(parts[0].Type) {
-		t, err := tensor.Empty(b.led, b.floatDType(parts[0].Type), total, cols)
-		if err != nil {
-			return nil, err
-		}
-		off := 0
-		for i, p := range parts {
-			convert(t.Storage(), off, p)
-			off += rows[i] * cols
-		}
-		b.copiedOut(int64(t.Storage().Bytes()))
-		return t, nil
-	}
-	fused, err := fuseBlocks(parts, total, cols)
-	if err != nil {
-		return nil, err
-	}
-	mat, err := b.blockMatrix(fused, total, cols)
-	if err != nil {
-		return nil, err
-	}
-	if b.dt == tensor.F32 {
-		b.led.RecordAlloc(int64(len(fused.Data)))
-		b.copiedOut(int64(len(fused.Data)))
-	}
-	return b.quantized(mat, fused.Name)
-}
-
-// errMixedQKV is fusedMatrix's signal that a GGMLSource stores q, k and v
-// in different types, which then stay three matrices.
-var errMixedQKV = errors.New("q, k, v in different storage types")
-
-// ggmlHalf reports whether a float matrix of type t runs as a ggml matrix:
-// an F16 or BF16 matrix of a GGMLSource kept as stored (AsStored).
-func (b *builder) ggmlHalf(t StorageType) bool {
-	return b.ggml && b.asStored && (t == StorageF16 || t == StorageBF16)
-}
-
-// ggmlFloats keeps an F16 or BF16 matrix as stored, as a ggml matrix
-// (Model.Quantized) over the tensor's bytes, so that its matmuls round the
-// activations to the weight's type as ggml does. The tensor itself views
-// the same bytes, for Row-free readers (export, Float32s).
-func (b *builder) ggmlFloats(rt RawTensor, rows, cols int) (*tensor.Tensor, error) {
-	dt := dtypeOf(rt.Type)
-	t, err := b.floats(rt, dt, rows, cols)
-	if err != nil {
-		return nil, err
-	}
-	typ := kernels.TypeF16
-	if dt == tensor.BF16 {
-		typ = kernels.TypeBF16
-	}
-	u := t.Storage().Uint16s()[t.Offset() : t.Offset()+rows*cols]
-	mat, err := kernels.NewGGMLMatrix(typ, rows, cols, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(u))), 2*len(u)))
-	if err != nil {
-		return nil, fmt.Errorf("tensor %s: %w", rt.Name, err)
-	}
-	if b.m.Quantized == nil {
-		b.m.Quantized = map[*tensor.Tensor]*kernels.Matrix{}
-	}
-	b.m.Quantized[t] = mat
-	return t, nil
-}
-
-// fuseBlocks concatenates the rows of block-quantized tensors of one type
-// into new memory. Every block type stores whole rows one after another
-// (a row is a whole number of blocks), so the fusion is the bytes of each
-// part in turn; a llama2.c Q8 tensor keeps its values and its scales in
-// two runs, so each run is concatenated on its own.
-func fuseBlocks(parts []RawTensor, rows, cols int) (RawTensor, error) {
-	n := 0
-	for _, p := range parts {
-		n += len(p.Data)
-	}
-	out := RawTensor{Name: parts[0].Name + "+…", Type: parts[0].Type, Shape: []int{rows, cols},
-		GroupSize: parts[0].GroupSize, Data: make([]byte, 0, n)}
-	if out.Type != StorageLlama2cQ8 {
-		for _, p := range parts {
-			out.Data = append(out.Data, p.Data...)
-		}
-		return out, nil
-	}
-	for _, p := range parts {
-		out.Data = append(out.Data, p.Data[:p.Shape[0]*p.Shape[1]]...)
-	}
-	for _, p := range parts {
-		out.Data = append(out.Data, p.Data[p.Shape[0]*p.Shape[1]:]...)
-	}
-	return out, nil
-}
-
-// fusedBias returns the q, k and v biases (Qwen2) as one float32 vector
-// [q | k | v], or nil when the file has none. A file with some but not
-// all of them is damaged.
-func (b *builder) fusedBias(names []string, n []int) (*tensor.Tensor, error) {
-	total := 0
-	for _, k := range n {
-		total += k
-	}
-	var t *tensor.Tensor
-	off, missing := 0, 0
-	for i, name := range names {
-		rt, err := b.raw(name, n[i])
-		if errors.Is(err, ErrTensorNotFound) {
-			missing++
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !isFloat(rt.Type) {
-			return nil, unsupported(rt)
-		}
-		if t == nil {
-			if t, err = tensor.Empty(b.led, tensor.F32, total); err != nil {
-				return nil, err
-			}
-		}
-		convert(t.Storage(), off, rt)
-		off += n[i]
-	}
-	switch missing {
-	case len(names):
-		return nil, nil
-	case 0:
-		b.copiedOut(int64(t.Storage().Bytes()))
-		return t, nil
-	}
-	return nil, fmt.Errorf("has %d of the biases %v: want all or none", len(names)-missing, names)
 }
 
 // MappedBytes reports where m's weights live: mapped is the size of the

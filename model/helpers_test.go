@@ -1,11 +1,11 @@
 package model
 
 import (
-	"math"
 	"os"
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // tinyConfig is a small GQA shape used to build test models.
@@ -23,51 +23,23 @@ func mustSynth(t testing.TB, c Config, seed uint64) *Model {
 	return m
 }
 
-// f32Bits returns the float32 bit patterns of t in row-major order.
-func f32Bits(t testing.TB, x *tensor.Tensor) []uint32 {
-	t.Helper()
-	v, err := x.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]uint32, len(v))
-	for i, f := range v {
-		out[i] = math.Float32bits(f)
-	}
-	return out
-}
-
-// sameTensor fails unless a and b have the same shape, dtype and bits.
-func sameTensor(t testing.TB, name string, a, b *tensor.Tensor) {
-	t.Helper()
-	if tensor.FormatInts(a.Shape()) != tensor.FormatInts(b.Shape()) || a.DType() != b.DType() {
-		t.Fatalf("%s: %v %v vs %v %v", name, a.Shape(), a.DType(), b.Shape(), b.DType())
-	}
-	x, y := f32Bits(t, a), f32Bits(t, b)
-	for i := range x {
-		if x[i] != y[i] {
-			t.Fatalf("%s: element %d differs: %#x vs %#x", name, i, x[i], y[i])
-		}
-	}
-}
-
 func sameModel(t testing.TB, a, b *Model) {
 	t.Helper()
 	if a.Config != b.Config {
 		t.Fatalf("config %+v vs %+v", a.Config, b.Config)
 	}
-	sameTensor(t, "embedding", a.Weights.TokenEmbedding, b.Weights.TokenEmbedding)
-	sameTensor(t, "classifier", a.Weights.Classifier, b.Weights.Classifier)
-	sameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
+	testfixture.SameTensor(t, "embedding", a.Weights.TokenEmbedding, b.Weights.TokenEmbedding)
+	testfixture.SameTensor(t, "classifier", a.Weights.Classifier, b.Weights.Classifier)
+	testfixture.SameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
 	for l := range a.Weights.Layers {
 		x, y := a.Weights.Layers[l], b.Weights.Layers[l]
-		sameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
-		sameTensor(t, "wqkv", x.WQKV, y.WQKV)
-		sameTensor(t, "wo", x.WO, y.WO)
-		sameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
-		sameTensor(t, "w1", x.W1, y.W1)
-		sameTensor(t, "w2", x.W2, y.W2)
-		sameTensor(t, "w3", x.W3, y.W3)
+		testfixture.SameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
+		testfixture.SameTensor(t, "wqkv", x.WQKV, y.WQKV)
+		testfixture.SameTensor(t, "wo", x.WO, y.WO)
+		testfixture.SameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
+		testfixture.SameTensor(t, "w1", x.W1, y.W1)
+		testfixture.SameTensor(t, "w2", x.W2, y.W2)
+		testfixture.SameTensor(t, "w3", x.W3, y.W3)
 	}
 }
 

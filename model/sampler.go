@@ -83,10 +83,7 @@ func (s *Sampler) sample(logits []float32) int {
 	if s.temperature == 0 {
 		return argmax(logits)
 	}
-	for i := range logits {
-		logits[i] /= s.temperature
-	}
-	softmax(logits)
+	s.probs(logits)
 	coin := s.randomF32()
 	if s.topp <= 0 || s.topp >= 1 {
 		return sampleMult(logits, coin)
@@ -153,39 +150,16 @@ func sampleMult(p []float32, coin float32) int {
 // distribution and a topp below 1/n, where run.c reads out of bounds) the
 // most probable token is returned.
 func (s *Sampler) sampleTopP(p []float32, coin float32) int {
-	n := len(p)
-	if n == 1 {
-		return 0
-	}
-	cutoff := (1 - s.topp) / float32(n-1)
-	cand := s.cand[:0]
-	for i, v := range p {
-		if v >= cutoff {
-			cand = append(cand, probIdx{v, i})
-		}
-	}
-	if len(cand) == 0 {
-		return argmax(p)
-	}
-	slices.SortStableFunc(cand, func(a, b probIdx) int { return cmp.Compare(b.prob, a.prob) })
-	var cum float32
-	last := len(cand) - 1
-	for i, c := range cand {
-		cum += c.prob
-		if cum > s.topp {
-			last = i
-			break
-		}
-	}
-	r := coin * cum
+	cand, mass := s.nucleus(p)
+	r := coin * mass
 	var cdf float32
-	for _, c := range cand[:last+1] {
+	for _, c := range cand {
 		cdf += c.prob
 		if r < cdf {
 			return c.index
 		}
 	}
-	return cand[last].index
+	return cand[len(cand)-1].index
 }
 
 // Verify checks one speculative draft token against the target logits of
@@ -213,59 +187,80 @@ func (s *Sampler) Verify(logits []float32, draft int) (token int, accepted bool)
 		t := argmax(logits)
 		return t, t == draft
 	}
+	s.probs(logits)
+	if s.topp <= 0 || s.topp >= 1 {
+		// q = p over the whole vocabulary.
+		qd := float32(0)
+		if draft >= 0 && draft < n {
+			qd = logits[draft]
+		}
+		if s.randomF32() < qd {
+			return draft, true
+		}
+		return drawWithout(logits, draft, s.randomF32())
+	}
+	// q = p cut to the nucleus (sorted as sampleTopP sorts it) over its mass.
+	cand, mass := s.nucleus(logits)
+	if s.randomF32() < nucleusProb(cand, mass, draft) {
+		return draft, true
+	}
+	return drawNucleusWithout(cand, draft, s.randomF32())
+}
+
+// probs turns logits into run.c's probabilities in place:
+// p = softmax(logits/temperature), in float32.
+func (s *Sampler) probs(logits []float32) {
 	for i := range logits {
 		logits[i] /= s.temperature
 	}
 	softmax(logits)
-	nucleus := !(s.topp <= 0 || s.topp >= 1)
-	var cand []probIdx // the nucleus, sorted as sampleTopP sorts it
-	var mass float32   // the nucleus's total probability (1 without top-p)
-	if nucleus {
-		cand, mass = s.nucleus(logits)
-	}
-	// q(d): the draft's probability under the distribution Sample uses.
-	var qd float32
-	if draft >= 0 && draft < n {
-		if !nucleus {
-			qd = logits[draft]
-		} else {
-			for _, c := range cand {
-				if c.index == draft {
-					qd = c.prob / mass
-					break
-				}
-			}
+}
+
+// nucleusProb is q(d), the draft's probability under the top-p
+// distribution: its probability over the nucleus's mass, 0 outside it.
+func nucleusProb(cand []probIdx, mass float32, draft int) float32 {
+	for _, c := range cand {
+		if c.index == draft {
+			return c.prob / mass
 		}
 	}
-	if s.randomF32() < qd {
-		return draft, true
+	return 0
+}
+
+// drawWithout samples from p with the draft removed and renormalised,
+// p(i)/(1−p(d)) for i ≠ d, by scaling coin to the remaining mass. The
+// last other token takes any rounding shortfall; a one-token vocabulary,
+// with nothing else to draw, yields the draft.
+func drawWithout(p []float32, draft int, coin float32) (token int, accepted bool) {
+	var rest float32
+	for i, v := range p {
+		if i != draft {
+			rest += v
+		}
 	}
-	coin := s.randomF32()
-	if !nucleus {
-		var rest float32
-		for i, v := range logits {
-			if i != draft {
-				rest += v
-			}
+	r := coin * rest
+	var cdf float32
+	last := -1
+	for i, v := range p {
+		if i == draft {
+			continue
 		}
-		r := coin * rest
-		var cdf float32
-		last := -1
-		for i, v := range logits {
-			if i == draft {
-				continue
-			}
-			cdf += v
-			last = i
-			if r < cdf {
-				return i, false
-			}
+		cdf += v
+		last = i
+		if r < cdf {
+			return i, false
 		}
-		if last < 0 {
-			return draft, true // a one-token vocabulary: nothing else to draw
-		}
-		return last, false
 	}
+	if last < 0 {
+		return draft, true // a one-token vocabulary: nothing else to draw
+	}
+	return last, false
+}
+
+// drawNucleusWithout is drawWithout over the nucleus cand: q(i)/(1−q(d))
+// for the nucleus's tokens i ≠ d. A nucleus that is the draft alone
+// (q(d) = 1) yields the draft.
+func drawNucleusWithout(cand []probIdx, draft int, coin float32) (token int, accepted bool) {
 	var rest float32
 	for _, c := range cand {
 		if c.index != draft {
@@ -291,11 +286,12 @@ func (s *Sampler) Verify(logits []float32, draft int) (token int, accepted bool)
 	return last, false
 }
 
-// nucleus returns the top-p nucleus of probabilities p exactly as
-// sampleTopP cuts it (cutoff, stable sort by descending probability, cut
-// just after the cumulative sum first exceeds topp) and its mass. When no
-// token passes the cutoff, sampleTopP returns the argmax: the nucleus is
-// then that one token.
+// nucleus returns the top-p nucleus of probabilities p, the candidates
+// sampleTopP draws from and Verify's q lives on: the tokens that pass the
+// cutoff, stable-sorted by descending probability, cut just after the
+// cumulative sum first exceeds topp; and its mass. When no token passes
+// the cutoff the nucleus is the most probable token alone. It reuses
+// s.cand, so it does not allocate.
 func (s *Sampler) nucleus(p []float32) ([]probIdx, float32) {
 	n := len(p)
 	if n == 1 {

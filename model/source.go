@@ -1,9 +1,6 @@
 package model
 
-import (
-	"errors"
-	"math"
-)
+import "errors"
 
 // This file is the contract between package model and the checkpoint
 // formats. A format package (model/llama2c, model/gguf, model/hf) parses
@@ -47,9 +44,9 @@ type MappedSource interface {
 // GGMLSource is a Source whose file was written for ggml (a GGUF file).
 // FromSource then builds every matrix it does not convert as a ggml
 // matrix (kernels.NewGGMLMatrix), whose matmuls round the activations as
-// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0 and Q4_0, Q8_K
-// blocks for the K-quants), so that logits, and perplexity, agree with
-// llama.cpp's on the same file.
+// ggml does (F16 for F16 weights, Q8_0 blocks for Q8_0, Q4_0 and Q5_0,
+// Q8_1 blocks for Q4_1 and Q5_1, Q8_K blocks for the K-quants), so that
+// logits, and perplexity, agree with llama.cpp's on the same file.
 type GGMLSource interface {
 	Source
 	// GGML reports whether the tensors are to be computed as ggml does.
@@ -80,65 +77,6 @@ type RawTensor struct {
 	// StorageLlama2cQ8 tensor; 0 for every other type (ggml's block
 	// types have fixed block sizes).
 	GroupSize int
-}
-
-// StorageType names how a tensor's elements are stored. The values are
-// ggml's type names, so an error or a bench row reads like llama.cpp's.
-type StorageType string
-
-// The storage types formats may hand to FromSource.
-const (
-	StorageF32  StorageType = "F32"
-	StorageF16  StorageType = "F16"
-	StorageBF16 StorageType = "BF16"
-	StorageQ8_0 StorageType = "Q8_0" // ggml: blocks of 32 int8 with one fp16 scale
-	StorageQ4_0 StorageType = "Q4_0" // ggml: blocks of 32 4-bit values with one fp16 scale
-	StorageQ4_K StorageType = "Q4_K" // ggml: super-blocks of 256, 6-bit sub-block scales and mins
-	StorageQ6_K StorageType = "Q6_K" // ggml: super-blocks of 256, 6-bit values, 8-bit sub-block scales
-
-	// StorageLlama2cQ8 is llama2.c's version-2 (runq.c) quantization, not
-	// a ggml type: all rows·cols int8 values of the matrix, then one
-	// little-endian float32 scale per RawTensor.GroupSize consecutive
-	// values (weight k is q[k]·s[k/GroupSize]). GroupSize divides the row
-	// length, so no group straddles two rows. kernels.Q8_0 runs it as is.
-	StorageLlama2cQ8 StorageType = "llama2c_Q8"
-)
-
-// Bytes returns how many bytes a tensor of type t with n elements
-// occupies (groupSize is RawTensor.GroupSize), or false when t is not a
-// type FromSource knows the size of or n does not fill whole blocks. The
-// ggml block types are sized here so that a format can validate its
-// offsets before their kernels exist.
-func (t StorageType) Bytes(n int64, groupSize int) (int64, bool) {
-	if n < 0 || n > math.MaxInt64/8 {
-		return 0, false
-	}
-	block := func(elems, bytes int64) (int64, bool) {
-		if n%elems != 0 {
-			return 0, false
-		}
-		return n / elems * bytes, true
-	}
-	switch t {
-	case StorageF32:
-		return 4 * n, true
-	case StorageF16, StorageBF16:
-		return 2 * n, true
-	case StorageQ8_0:
-		return block(32, 2+32) // fp16 d, 32 int8
-	case StorageQ4_0:
-		return block(32, 2+16) // fp16 d, 32 nibbles
-	case StorageQ4_K:
-		return block(256, 2+2+12+128) // fp16 d, dmin, 12 bytes of 6-bit scales/mins, 256 nibbles
-	case StorageQ6_K:
-		return block(256, 128+64+16+2) // ql, qh, int8 scales, fp16 d
-	case StorageLlama2cQ8:
-		if groupSize <= 0 || n%int64(groupSize) != 0 {
-			return 0, false
-		}
-		return n + 4*(n/int64(groupSize)), true
-	}
-	return 0, false
 }
 
 // Canonical tensor names (llama.cpp's GGUF names). Per-layer names take

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // stories15MShape is the shape of Karpathy's stories15M model.
@@ -20,7 +21,7 @@ func TestSynthesizeDeterministic(t *testing.T) {
 	a, b := mustSynth(t, c, 42), mustSynth(t, c, 42)
 	sameModel(t, a, b)
 	other := mustSynth(t, c, 43)
-	x, y := f32Bits(t, a.Weights.Layers[0].WQKV), f32Bits(t, other.Weights.Layers[0].WQKV)
+	x, y := testfixture.Float32Bits(t, a.Weights.Layers[0].WQKV), testfixture.Float32Bits(t, other.Weights.Layers[0].WQKV)
 	same := 0
 	for i := range x {
 		if x[i] == y[i] {

@@ -1,54 +1,12 @@
 package model
 
 import (
-	"math"
-	"sort"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
-)
 
-// targetDist is the distribution Sample draws from, in float64, written
-// from its definition: p = softmax(logits/temperature); with top-p in
-// (0, 1), the most probable tokens up to and including the one where the
-// cumulative probability first exceeds topp, renormalised.
-func targetDist(logits []float32, temperature, topp float64) []float64 {
-	n := len(logits)
-	p := make([]float64, n)
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v)/temperature)
-	}
-	var sum float64
-	for i, v := range logits {
-		p[i] = math.Exp(float64(v)/temperature - mx)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	if topp <= 0 || topp >= 1 {
-		return p
-	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] > p[idx[b]] })
-	q := make([]float64, n)
-	var cum float64
-	for _, i := range idx {
-		q[i] = p[i]
-		cum += p[i]
-		if cum > topp {
-			break
-		}
-	}
-	for i := range q {
-		q[i] /= cum
-	}
-	return q
-}
+	"github.com/stride-lm/stride/tensor/testfixture"
+)
 
 // chiSquare returns the statistic and degrees of freedom of counts
 // against probabilities q over n draws, pooling cells expected below 5,
@@ -89,7 +47,7 @@ func TestVerifyDrawsFromTarget(t *testing.T) {
 	logits := []float32{1.2, -0.3, 2.0, 0.4, -1.5, 0.9, 0.0, 1.7}
 	const n = 40000
 	for _, tc := range []struct{ temp, topp float64 }{{1, 0}, {0.7, 0}, {1, 0.9}, {1, 0.5}, {0.8, 0.95}} {
-		q := targetDist(logits, tc.temp, tc.topp)
+		q := testfixture.TopPDist(logits, tc.temp, tc.topp)
 		for _, draft := range []int{2, 5, 4} {
 			s := NewSampler(len(logits), float32(tc.temp), float32(tc.topp), 12345+uint64(draft))
 			counts := make([]int, len(logits))

@@ -131,14 +131,21 @@ func FromFloat32(led *Ledger, dt DType, data []float32, shape ...int) (*Tensor, 
 // without copying it (a memory-mapped weight, a kernel's output buffer).
 // No allocation is recorded: the caller owns the memory.
 func WrapFloat32(led *Ledger, data []float32, shape ...int) (*Tensor, error) {
-	n, err := numelOf("wrap", shape)
+	return wrap(&Storage{dtype: F32, f32: data, led: led}, len(data), shape)
+}
+
+// wrap is the Wrap constructors' common part: st holds the caller's data
+// of n elements, which shape must hold exactly; the result is contiguous
+// over it.
+func wrap(st *Storage, n int, shape []int) (*Tensor, error) {
+	need, err := numelOf("wrap", shape)
 	if err != nil {
 		return nil, err
 	}
-	if n != len(data) {
-		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
+	if need != n {
+		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, need, n)
 	}
-	st := &Storage{dtype: F32, n: n, f32: data, led: led}
+	st.n = n
 	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
 }
 
@@ -147,15 +154,7 @@ func WrapUint16(led *Ledger, dt DType, data []uint16, shape ...int) (*Tensor, er
 	if dt != F16 && dt != BF16 {
 		return nil, errorf("wrap", "dtype %v is not a 16-bit type", dt)
 	}
-	n, err := numelOf("wrap", shape)
-	if err != nil {
-		return nil, err
-	}
-	if n != len(data) {
-		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
-	}
-	st := &Storage{dtype: dt, n: n, half: data, led: led}
-	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
+	return wrap(&Storage{dtype: dt, half: data, led: led}, len(data), shape)
 }
 
 // FromInt32 allocates a contiguous I32 tensor of the given shape holding a
@@ -180,15 +179,7 @@ func FromInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
 // WrapInt32 makes a contiguous I32 tensor that uses data as its storage
 // without copying it; no allocation is recorded (the caller owns data).
 func WrapInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
-	n, err := numelOf("wrap", shape)
-	if err != nil {
-		return nil, err
-	}
-	if n != len(data) {
-		return nil, errorf("wrap", "shape %v needs %d elements, got %d", shape, n, len(data))
-	}
-	st := &Storage{dtype: I32, n: n, i32: data, led: led}
-	return &Tensor{st: st, shape: append([]int(nil), shape...), strides: ContiguousStrides(shape)}, nil
+	return wrap(&Storage{dtype: I32, i32: data, led: led}, len(data), shape)
 }
 
 // Int32s returns the elements of an I32 tensor in row-major logical order

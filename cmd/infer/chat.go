@@ -14,6 +14,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
@@ -198,53 +199,19 @@ func (s *chatSession) turn(parent context.Context, line string, term bool) error
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	var mu sync.Mutex
-	generating := true
+	guard := &replyGuard{generating: true, cancel: cancel}
 	if term { // Ctrl-C stops this reply only
-		stop := func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if generating {
-				cancel()
-			}
-			return generating
-		}
+		stop := guard.interrupt
 		replyInterrupt.Store(&stop)
 		defer replyInterrupt.Store(nil)
 	}
-	steps := s.limit
-	if s.rule.nPredict > 0 {
-		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
-	}
-	m := newStopMatcher(append(append([]string(nil), s.stops...), s.templateStops()...))
-	var full []byte // the reply's whole text, markers included
-	var first time.Time
-	gen := 0
-	promptLen := len(s.tokens)
-	req := engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
-		Stop: func(tokens []int) bool {
-			return m.matched || (s.tmpl != nil && s.tmpl.tpl == nil && tokens[len(tokens)-1] == runcEOS)
-		}}
-	hooks := engine.Hooks{Token: func(ev engine.Event) {
-		if ev.Pos < promptLen-1 {
-			return
-		}
-		if gen == 0 {
-			first = time.Now()
-		}
-		gen++
-		piece := appendPiece(s.lm.codec, nil, s.lm.codec.Decode(ev.Prev, ev.Token))
-		full = append(full, piece...)
-		m.feed(piece)
-		if _, err := s.out.Write(m.ready()); err != nil {
-			cancel()
-		}
-	}}
+	rep := &chatReply{m: newStopMatcher(append(append([]string(nil), s.stops...), s.templateStops()...)),
+		promptLen: len(s.tokens)}
+	req := s.request(rep.m)
+	hooks := engine.Hooks{Token: rep.stream(s.lm.codec, s.out, cancel)}
 	s.sampler.Accept(s.tokens[len(s.tokens)-s.newTokens:]...)
 	res, _, err := s.e.Run(ctx, []engine.Request{req}, hooks)
-	mu.Lock()
-	generating = false
-	mu.Unlock()
+	guard.done()
 	if werr := writeErr(s.out); werr != nil {
 		return werr
 	}
@@ -254,27 +221,110 @@ func (s *chatSession) turn(parent context.Context, line string, term bool) error
 	if parent.Err() != nil {
 		return parent.Err()
 	}
-	r := res[0]
-	if r.Err != nil {
-		return r.Err
+	if res[0].Err != nil {
+		return res[0].Err
 	}
-	if !m.matched {
-		s.out.Write(m.rest())
+	return s.finishTurn(res[0], rep)
+}
+
+// replyGuard lets Ctrl-C stop the reply being generated instead of the
+// session: while generating, an interrupt cancels the reply's context
+// and is consumed; after, it is the session's again.
+type replyGuard struct {
+	mu         sync.Mutex
+	generating bool
+	cancel     context.CancelFunc
+}
+
+// interrupt is replyInterrupt's hook: it reports whether it stopped a
+// reply.
+func (g *replyGuard) interrupt() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.generating {
+		g.cancel()
+	}
+	return g.generating
+}
+
+// done ends the stretch in which an interrupt stops the reply.
+func (g *replyGuard) done() {
+	g.mu.Lock()
+	g.generating = false
+	g.mu.Unlock()
+}
+
+// request is the turn's engine request: the whole conversation, run to
+// the conversation's limit (or -n more tokens), ending early at the
+// model's stop ids, at a stop marker, or at EOS in run.c's llama-2 chat.
+func (s *chatSession) request(m *stopMatcher) engine.Request {
+	steps := s.limit
+	if s.rule.nPredict > 0 {
+		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
+	}
+	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
+		Stop: func(tokens []int) bool {
+			return m.matched || (s.tmpl != nil && s.tmpl.tpl == nil && tokens[len(tokens)-1] == runcEOS)
+		}}
+}
+
+// chatReply is one reply as it streams: its pieces go through the stop
+// matcher, which holds back what may be the start of a stop marker.
+type chatReply struct {
+	m         *stopMatcher
+	promptLen int       // the conversation's ids before the reply
+	full      []byte    // the reply's whole text, markers included
+	first     time.Time // when the first reply token came
+	gen       int       // reply tokens so far
+}
+
+// stream is the engine's token hook: it skips the prompt's positions and
+// writes each reply piece the matcher releases to out, cancelling the
+// reply when out fails.
+func (r *chatReply) stream(codec tokenizer.Codec, out io.Writer, cancel context.CancelFunc) func(engine.Event) {
+	return func(ev engine.Event) {
+		if ev.Pos < r.promptLen-1 {
+			return
+		}
+		if r.gen == 0 {
+			r.first = time.Now()
+		}
+		r.gen++
+		piece := appendPiece(codec, nil, codec.Decode(ev.Prev, ev.Token))
+		r.full = append(r.full, piece...)
+		r.m.feed(piece)
+		if _, err := out.Write(r.m.ready()); err != nil {
+			cancel()
+		}
+	}
+}
+
+// tokensPerSecond is the decode rate after the first reply token (whose
+// wait is the prefill's); 0 with fewer than two tokens.
+func (r *chatReply) tokensPerSecond() float64 {
+	if d := time.Since(r.first).Seconds(); r.gen > 1 && d > 0 {
+		return float64(r.gen-1) / d
+	}
+	return 0
+}
+
+// finishTurn writes the rest of the reply and the turn's statistics, and
+// adds the reply to the conversation: its ids, the text fed, the
+// assistant message (markers cut).
+func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
+	if !rep.m.matched {
+		s.out.Write(rep.m.rest())
 	}
 	fmt.Fprintln(s.out)
-	tps := 0.0
-	if d := time.Since(first).Seconds(); gen > 1 && d > 0 {
-		tps = float64(gen-1) / d
-	}
 	why := string(r.FinishReason)
-	if m.matched || r.FinishReason == engine.FinishStop {
+	if rep.m.matched || r.FinishReason == engine.FinishStop {
 		why = "stop"
 	}
 	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
-		s.turns, promptLen, r.CachedTokens, gen, tps, why)
-	s.tokens = append(s.tokens, r.Tokens[min(len(r.Tokens), promptLen-1):]...)
-	s.fed += string(full)
-	s.msgs = append(s.msgs, chatMessage{"assistant", string(m.text)})
+		s.turns, rep.promptLen, r.CachedTokens, rep.gen, rep.tokensPerSecond(), why)
+	s.tokens = append(s.tokens, r.Tokens[min(len(r.Tokens), rep.promptLen-1):]...)
+	s.fed += string(rep.full)
+	s.msgs = append(s.msgs, chatMessage{"assistant", string(rep.m.text)})
 	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
 		return errContextFull
 	}

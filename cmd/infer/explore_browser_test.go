@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stride-lm/stride/tensor/layoutexpr"
 	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
@@ -284,19 +285,7 @@ func dumpDOM(ctx context.Context, t *testing.T, browser, url string) string {
 func checkPage(t *testing.T, p pageView) {
 	t.Helper()
 	code, stdout, stderr := cli(t, "layout", "--output", "json", p.Program)
-	var rows []struct {
-		Op           string  `json:"op"`
-		Shape        []int   `json:"shape"`
-		Strides      []int   `json:"strides"`
-		Offset       *int    `json:"offset"`
-		Contiguous   *bool   `json:"contiguous"`
-		CopiedBytes  *int64  `json:"copied_bytes"`
-		Error        *string `json:"error"`
-		DType        string  `json:"dtype"`
-		MemoryFormat *string `json:"memory_format"`
-		Storage      *string `json:"storage"`
-		Var          *string `json:"var"`
-	}
+	var rows []layoutexpr.JSONRow
 	if stdout != "" {
 		if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 			t.Fatalf("infer layout --output json: %v\n%s", err, stdout)

@@ -67,61 +67,7 @@ written through; a directory, socket or block device is refused.`,
       --synthetic.n_heads 6 --synthetic.n_kv_heads 6 --synthetic.vocab_size 32000 \
       --synthetic.seq_len 256 --out stories15M-shape.bin`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out := a.getPath("export.out")
-			if out == "" {
-				return fmt.Errorf("export: --out FILE is required")
-			}
-			format, gs := a.getString("export.format"), a.getInt("export.group_size")
-			if format != "v2" && gs != 0 {
-				return fmt.Errorf("export: --group-size applies to --format v2 only")
-			}
-			if format != "gguf" && a.getString("export.type") != "f32" {
-				return fmt.Errorf("export: --type applies to --format gguf only")
-			}
-			lm, err := loadModel(a)
-			if err != nil {
-				return err
-			}
-			defer lm.m.Close()
-			c := lm.m.Config
-			desc := "llama2.c legacy, float32"
-			write := func(w *bufio.Writer) error { return llama2c.WriteLegacy(w, lm.m) }
-			if format == "v2" {
-				if gs == 0 {
-					gs = model.Q8GroupSize(c, 0)
-				}
-				desc = fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs)
-				write = func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }
-			}
-			if format == "gguf" {
-				opts, err := ggufExportOptions(a, lm)
-				if err != nil {
-					return err
-				}
-				desc = "GGUF, " + opts.Type.String()
-				write = func(w *bufio.Writer) error { return gguf.WriteModel(w, lm.m, opts) }
-			}
-			if bar := newProgress(cmd.ErrOrStderr(), "export "+out, 0); bar != nil {
-				bar.bytes = true
-				defer bar.done()
-				inner := write
-				write = func(w *bufio.Writer) error {
-					pw := bufio.NewWriterSize(&progressWriter{w: w, p: bar}, 1<<20)
-					if err := inner(pw); err != nil {
-						return err
-					}
-					return pw.Flush()
-				}
-			}
-			size, err := writeCheckpoint(cmd.Context(), out, write)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %d bytes): dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
-				out, desc, size, c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen, c.Params())
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runExport(a, cmd) },
 	}
 	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint to re-export; empty = the synthetic model")
 	a.flag(cmd, "out", "export.out", "output file")
@@ -131,6 +77,78 @@ written through; a directory, socket or block device is refused.`,
 	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin to embed in a GGUF")
 	syntheticFlags(a, cmd)
 	return cmd
+}
+
+// runExport checks that --group-size and --type go with their --format,
+// loads the model, writes it to --out and reports its size and shape.
+func runExport(a *app, cmd *cobra.Command) error {
+	out := a.getPath("export.out")
+	if out == "" {
+		return fmt.Errorf("export: --out FILE is required")
+	}
+	format, gs := a.getString("export.format"), a.getInt("export.group_size")
+	if format != "v2" && gs != 0 {
+		return fmt.Errorf("export: --group-size applies to --format v2 only")
+	}
+	if format != "gguf" && a.getString("export.type") != "f32" {
+		return fmt.Errorf("export: --type applies to --format gguf only")
+	}
+	lm, err := loadModel(a)
+	if err != nil {
+		return err
+	}
+	defer lm.m.Close()
+	desc, write, err := checkpointWriter(a, lm, format, gs)
+	if err != nil {
+		return err
+	}
+	if bar := newProgress(cmd.ErrOrStderr(), "export "+out, 0); bar != nil {
+		bar.bytes = true
+		defer bar.done()
+		write = withProgress(write, bar)
+	}
+	size, err := writeCheckpoint(cmd.Context(), out, write)
+	if err != nil {
+		return err
+	}
+	c := lm.m.Config
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s, %d bytes): dim %d, hidden %d, %d layers, %d heads, %d kv heads, vocab %d, seq_len %d (%d params)\n",
+		out, desc, size, c.Dim, c.HiddenDim, c.NLayers, c.NHeads, c.NKVHeads, c.VocabSize, c.SeqLen, c.Params())
+	return err
+}
+
+// checkpointWriter returns the writer of lm in format (legacy, v2 with
+// Q8_0 group size gs, 0 = model.Q8GroupSize's choice, or gguf) and the
+// format's description for the report.
+func checkpointWriter(a *app, lm *loadedModel, format string, gs int) (string, func(*bufio.Writer) error, error) {
+	switch format {
+	case "v2":
+		if gs == 0 {
+			gs = model.Q8GroupSize(lm.m.Config, 0)
+		}
+		return fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs),
+			func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }, nil
+	case "gguf":
+		opts, err := ggufExportOptions(a, lm)
+		if err != nil {
+			return "", nil, err
+		}
+		return "GGUF, " + opts.Type.String(),
+			func(w *bufio.Writer) error { return gguf.WriteModel(w, lm.m, opts) }, nil
+	}
+	return "llama2.c legacy, float32", func(w *bufio.Writer) error { return llama2c.WriteLegacy(w, lm.m) }, nil
+}
+
+// withProgress wraps write so that the bytes it writes advance bar; the
+// buffer in between updates the bar once a MiB, not on every small write.
+func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Writer) error {
+	return func(w *bufio.Writer) error {
+		pw := bufio.NewWriterSize(&progressWriter{w: w, p: bar}, 1<<20)
+		if err := write(pw); err != nil {
+			return err
+		}
+		return pw.Flush()
+	}
 }
 
 // ggufExportOptions reads --type and finds the vocabulary to embed: the

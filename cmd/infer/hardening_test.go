@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile/outfiletest"
 )
 
 // The tests of this file each reproduce a way the CLI lost output,
@@ -36,12 +38,12 @@ func TestExportOutputTargets(t *testing.T) {
 		t.Fatalf("export: %s", errs)
 	}
 	want, _ := os.ReadFile(plain)
-	if m := mode(t, plain); m != 0o644 {
+	if m := outfiletest.Mode(t, plain); m != 0o644 {
 		t.Errorf("new file under umask 022: %v, want -rw-r--r--", m)
 	}
 	os.Chmod(plain, 0o664)
-	if code, errs := export(plain); code != 0 || mode(t, plain) != 0o664 {
-		t.Errorf("replaced file: exit %d %s, mode %v, want its old -rw-rw-r--", code, errs, mode(t, plain))
+	if code, errs := export(plain); code != 0 || outfiletest.Mode(t, plain) != 0o664 {
+		t.Errorf("replaced file: exit %d %s, mode %v, want its old -rw-rw-r--", code, errs, outfiletest.Mode(t, plain))
 	}
 
 	fifo := filepath.Join(dir, "pipe")
@@ -56,7 +58,7 @@ func TestExportOutputTargets(t *testing.T) {
 	if b := <-got; string(b) != string(want) {
 		t.Errorf("the FIFO's reader got %d bytes, want the %d of the checkpoint", len(b), len(want))
 	}
-	if m := mode(t, fifo); m&fs.ModeNamedPipe == 0 {
+	if m := outfiletest.Mode(t, fifo); m&fs.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced by %v", m)
 	}
 
@@ -76,33 +78,11 @@ func TestExportOutputTargets(t *testing.T) {
 	if code, errs := export(dir); code != 1 || !strings.Contains(errs, "is a directory") {
 		t.Errorf("export to a directory: exit %d %q", code, errs)
 	}
-	for _, e := range entries(t, dir) {
+	for _, e := range outfiletest.Entries(t, dir) {
 		if strings.Contains(e, ".tmp") {
 			t.Errorf("left behind: %s", e)
 		}
 	}
-}
-
-func mode(t *testing.T, p string) fs.FileMode {
-	t.Helper()
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Mode()
-}
-
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // TestExportInterruptLeavesNothing: SIGINT while export writes a large
@@ -118,7 +98,7 @@ func TestExportInterruptLeavesNothing(t *testing.T) {
 		"--synthetic.n_layers", "8", "--synthetic.n_heads", "12", "--synthetic.n_kv_heads", "12",
 		"--synthetic.vocab_size", "32000", "--synthetic.seq_len", "256")
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(entries(t, dir)) == 0 && time.Now().Before(deadline) {
+	for len(outfiletest.Entries(t, dir)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	p.signal(syscall.SIGINT)
@@ -126,7 +106,7 @@ func TestExportInterruptLeavesNothing(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(p.err(), "interrupted") || strings.Contains(p.err(), "goroutine") {
 		t.Fatalf("exit %d, stderr %q", code, p.err())
 	}
-	if got := entries(t, dir); len(got) != 0 {
+	if got := outfiletest.Entries(t, dir); len(got) != 0 {
 		t.Fatalf("an interrupted export left %v", got)
 	}
 }
@@ -443,7 +423,7 @@ func TestExportFullDisk(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "no space left on device") || !strings.Contains(errs, out+":") || strings.Contains(errs, ".tmp") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
-	if got := entries(t, dir); len(got) != 1 {
+	if got := outfiletest.Entries(t, dir); len(got) != 1 {
 		t.Fatalf("left behind: %v", got)
 	}
 	if b, _ := os.ReadFile(out); string(b) != "old" {

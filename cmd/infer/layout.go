@@ -34,8 +34,7 @@ func init() {
 }
 
 func newLayoutCmd(a *app) *cobra.Command {
-	var file, draw string
-	var grid bool
+	lf := &layoutFlags{}
 	cmd := &cobra.Command{
 		Use:   "layout [PROGRAM]",
 		Short: "Show the shape, strides and copies of a PyTorch-style layout program",
@@ -67,70 +66,96 @@ prefix is accepted, and torch.f(x, ...) is x.f(...).`,
   infer layout 'empty(2,4096,4096).view(2,4096,32,128).transpose(1,2)'
   infer layout 'q, k, v = empty(2,16,3*64).split(64, -1); s = q @ k.mT'
   infer layout -f configs/mha-layout.py --output json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if file == "" && len(args) == 0 {
-				return fmt.Errorf("layout needs a PROGRAM argument or -f FILE")
-			}
-			if file != "" && len(args) > 0 {
-				return fmt.Errorf("layout takes a PROGRAM argument or -f FILE, not both")
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// Unquoted programs with spaces arrive as several args.
-			src := strings.Join(args, " ")
-			if file != "" {
-				b, err := readLayoutFile(file)
-				if err != nil {
-					return err
-				}
-				src = b
-			}
-			rows, err := layoutexpr.Eval(src)
-			if err != nil {
-				var se *layoutexpr.SyntaxError
-				if errors.As(err, &se) {
-					return fmt.Errorf("%v\n%s", err, pointAt(src, se.Pos))
-				}
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.getString("layout.output") == "json" {
-				_, err = out.Write(layoutexpr.MarshalRows(rows))
-			} else {
-				err = writeLayoutTable(out, rows)
-			}
-			if err != nil {
-				return err
-			}
-			if grid {
-				for _, r := range rows {
-					if r.Error == "" {
-						fmt.Fprintf(out, "\nstep %d %s\n%s", r.Step, r.Op, layoutexpr.Grid(r))
-					}
-				}
-			}
-			if draw != "" {
-				if err := drawLayout(cmd.Context(), draw, rows); err != nil {
-					return err
-				}
-			}
-			if last := rows[len(rows)-1]; last.Error != "" {
-				line, _ := lineOf(src, last.ErrPos)
-				where := fmt.Sprintf("step %d", last.Step)
-				if strings.Contains(src, "\n") {
-					where = fmt.Sprintf("line %d, step %d", line, last.Step)
-				}
-				return fmt.Errorf("%s %s: %s", where, last.Op, last.Error)
-			}
-			return nil
-		},
+		Args: func(cmd *cobra.Command, args []string) error { return lf.checkArgs(args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runLayout(a, cmd, args, lf) },
 	}
 	a.flag(cmd, "output", "layout.output", "output format")
-	cmd.Flags().StringVarP(&file, "file", "f", "", "read the program from `FILE`")
-	cmd.Flags().StringVar(&draw, "draw", "", "draw storage and views to `FILE` (.svg or .png)")
-	cmd.Flags().BoolVar(&grid, "grid", false, "print each view's CuTe-style grid of storage indices")
+	cmd.Flags().StringVarP(&lf.file, "file", "f", "", "read the program from `FILE`")
+	cmd.Flags().StringVar(&lf.draw, "draw", "", "draw storage and views to `FILE` (.svg or .png)")
+	cmd.Flags().BoolVar(&lf.grid, "grid", false, "print each view's CuTe-style grid of storage indices")
 	return cmd
+}
+
+// layoutFlags are the flags of infer layout that are no configuration
+// keys: where the program comes from and the extra views of its rows.
+type layoutFlags struct {
+	file, draw string // -f FILE, --draw FILE
+	grid       bool   // --grid
+}
+
+// checkArgs requires exactly one program source: the arguments or -f.
+func (lf *layoutFlags) checkArgs(args []string) error {
+	if lf.file == "" && len(args) == 0 {
+		return fmt.Errorf("layout needs a PROGRAM argument or -f FILE")
+	}
+	if lf.file != "" && len(args) > 0 {
+		return fmt.Errorf("layout takes a PROGRAM argument or -f FILE, not both")
+	}
+	return nil
+}
+
+// runLayout evaluates the program and prints its rows (table or JSON),
+// then the grids and the picture asked for. A step PyTorch would reject
+// is the command's error, after the rows that worked.
+func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error {
+	// Unquoted programs with spaces arrive as several args.
+	src := strings.Join(args, " ")
+	if lf.file != "" {
+		b, err := readLayoutFile(lf.file)
+		if err != nil {
+			return err
+		}
+		src = b
+	}
+	rows, err := layoutexpr.Eval(src)
+	if err != nil {
+		var se *layoutexpr.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%v\n%s", err, pointAt(src, se.Pos))
+		}
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if a.getString("layout.output") == "json" {
+		_, err = out.Write(layoutexpr.MarshalRows(rows))
+	} else {
+		err = writeLayoutTable(out, rows)
+	}
+	if err != nil {
+		return err
+	}
+	if lf.grid {
+		writeLayoutGrids(out, rows)
+	}
+	if lf.draw != "" {
+		if err := drawLayout(cmd.Context(), lf.draw, rows); err != nil {
+			return err
+		}
+	}
+	return layoutStepError(src, rows[len(rows)-1])
+}
+
+// writeLayoutGrids prints the CuTe-style grid of every step that worked.
+func writeLayoutGrids(w io.Writer, rows []layoutexpr.Row) {
+	for _, r := range rows {
+		if r.Error == "" {
+			fmt.Fprintf(w, "\nstep %d %s\n%s", r.Step, r.Op, layoutexpr.Grid(r))
+		}
+	}
+}
+
+// layoutStepError is the error of a failed last row, naming its step (and its
+// line, in a program of several lines); nil when the row worked.
+func layoutStepError(src string, last layoutexpr.Row) error {
+	if last.Error == "" {
+		return nil
+	}
+	line, _ := lineOf(src, last.ErrPos)
+	where := fmt.Sprintf("step %d", last.Step)
+	if strings.Contains(src, "\n") {
+		where = fmt.Sprintf("line %d, step %d", line, last.Step)
+	}
+	return fmt.Errorf("%s %s: %s", where, last.Op, last.Error)
 }
 
 // drawLayout writes the picture of rows to path: SVG or PNG by extension,

@@ -145,20 +145,6 @@ func TestLayoutJSONAgainstTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type row struct {
-		Op           string `json:"op"`
-		Stmt         int    `json:"stmt"`
-		OK           bool   `json:"ok"`
-		DType        string `json:"dtype"`
-		Shape        []int  `json:"shape"`
-		Strides      []int  `json:"strides"`
-		Offset       int    `json:"offset"`
-		Contiguous   bool   `json:"contiguous"`
-		ChannelsLast *bool  `json:"channels_last"`
-		Shared       bool   `json:"shared"`
-		CopiedBytes  int64  `json:"copied_bytes"`
-		Var          string `json:"var"`
-	}
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	sc.Scan() // header
@@ -169,14 +155,14 @@ func TestLayoutJSONAgainstTorch(t *testing.T) {
 			continue
 		}
 		var p struct {
-			Src  string `json:"src"`
-			Rows []row  `json:"rows"`
+			Src  string           `json:"src"`
+			Rows []map[string]any `json:"rows"` // gen.py's fields, see torchRow
 		}
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 			t.Fatal(err)
 		}
 		out, errOut, code := runCLI(t, "layout", "--output", "json", "--", p.Src)
-		failing := !p.Rows[len(p.Rows)-1].OK
+		failing := p.Rows[len(p.Rows)-1]["ok"] != true
 		if (code == 1) != failing || (code != 0 && code != 1) {
 			t.Fatalf("%s: exit %d (stderr %q), PyTorch failing %v", p.Src, code, errOut, failing)
 		}
@@ -189,30 +175,20 @@ func TestLayoutJSONAgainstTorch(t *testing.T) {
 		}
 		for i, w := range p.Rows {
 			g := got[i]
-			if g["op"] != w.Op || g["stmt"] != float64(w.Stmt) {
-				t.Fatalf("%s row %d: op %v stmt %v, PyTorch %q %d", p.Src, i+1, g["op"], g["stmt"], w.Op, w.Stmt)
+			if g["op"] != w["op"] || g["stmt"] != w["stmt"] {
+				t.Fatalf("%s row %d: op %v stmt %v, PyTorch %v %v", p.Src, i+1, g["op"], g["stmt"], w["op"], w["stmt"])
 			}
-			if !w.OK {
+			if w["ok"] != true {
 				if g["error"] == nil || g["shape"] != nil {
 					t.Fatalf("%s row %d: PyTorch fails, JSON %v", p.Src, i+1, g)
 				}
 				continue
 			}
-			mf := any(nil)
-			if w.ChannelsLast != nil && *w.ChannelsLast && !w.Contiguous {
-				mf = "channels_last"
-			}
-			v := any(nil)
-			if w.Var != "" {
-				v = w.Var
-			}
-			want := map[string]any{"op": w.Op, "stmt": float64(w.Stmt), "dtype": w.DType, "shape": ints(w.Shape), "strides": ints(w.Strides),
-				"offset": float64(w.Offset), "contiguous": w.Contiguous, "copied_bytes": float64(w.CopiedBytes),
-				"memory_format": mf, "var": v, "error": nil}
+			want := torchRow(w)
 			shared := g["storage"] != "new"
 			delete(g, "storage")
-			if !reflect.DeepEqual(g, want) || shared != w.Shared {
-				t.Fatalf("%s row %d:\n  got   %v (shared %v)\n  torch %v (shared %v)", p.Src, i+1, g, shared, want, w.Shared)
+			if !reflect.DeepEqual(g, want) || shared != (w["shared"] == true) {
+				t.Fatalf("%s row %d:\n  got   %v (shared %v)\n  torch %v (shared %v)", p.Src, i+1, g, shared, want, w["shared"])
 			}
 		}
 		checked++
@@ -220,6 +196,25 @@ func TestLayoutJSONAgainstTorch(t *testing.T) {
 	if checked < 300 {
 		t.Fatalf("only %d programs replayed", checked)
 	}
+}
+
+// torchRow is PyTorch's answer for a step that worked, one row of
+// scripts/torch-oracle/gen.py's recording, in the form of infer layout's
+// JSON: storage is left out (the test compares shared against new), and
+// memory_format is channels_last where PyTorch reports channels_last
+// for a tensor that is not contiguous.
+func torchRow(w map[string]any) map[string]any {
+	want := map[string]any{"memory_format": nil, "var": nil, "error": nil}
+	for _, k := range []string{"op", "stmt", "dtype", "shape", "strides", "offset", "contiguous", "copied_bytes"} {
+		want[k] = w[k]
+	}
+	if w["channels_last"] == true && w["contiguous"] != true {
+		want["memory_format"] = "channels_last"
+	}
+	if v, _ := w["var"].(string); v != "" {
+		want["var"] = v
+	}
+	return want
 }
 
 func ints(v []int) []any {

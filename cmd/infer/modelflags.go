@@ -155,7 +155,9 @@ type loadedModel struct {
 func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.getString("weights")) }
 
 // loadModelAs is loadModel with weight dtype weights (f32, f16, bf16 or
-// q8_0) in place of the weights key.
+// q8_0) in place of the weights key. It reads top to bottom: the model
+// (from the checkpoint's format, or synthesized), the Q8_0 quantization
+// that q8_0 asks for, then the tokenizer.
 func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	wdt, quant, err := weightDType(weights)
 	if err != nil {
@@ -163,54 +165,86 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	}
 	lm := &loadedModel{}
 	if path := a.getPath("checkpoint"); path != "" {
-		defer loadingNotice(a.errw, path)()
-		opts := model.LoadOptions{WeightDType: wdt}
-		src, err := checkpoint.Open(path, opts)
-		if err != nil {
-			return nil, err
-		}
-		// A GGUF runs as stored unless a weight type was asked for: its
-		// F16, Q8_0, Q4_K... matrices stream as the file holds them. So
-		// does a Hugging Face directory (its torch_dtype, as vLLM runs it).
-		_, isGGML := src.(model.GGMLSource)
-		_, isHF := src.(*hf.Source)
-		if (isGGML || isHF) && asStoredDefault(a, weights) {
-			opts.AsStored = true
-		}
-		if st, ok := src.(interface{ StopTokens() []int }); ok {
-			lm.stop = st.StopTokens()
-		}
-		if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
-			lm.types = st.StoredTypes()
-		}
-		m, err := model.FromSource(src, opts)
-		if err != nil {
-			return nil, err
-		}
-		lm.m, lm.name = m, path
+		defer loadingNotice(a.errw, path)() // cleared once the tokenizer is in too
+		err = lm.loadCheckpoint(a, path, weights, wdt)
 	} else {
-		c := model.Config{
-			Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
-			NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
-			NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
-			SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
-			SharedClassifier: true, WeightDType: wdt,
-		}
-		if err := checkWeights(c); err != nil {
-			return nil, err
-		}
-		m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
-		if err != nil {
-			return nil, fmt.Errorf("synthetic model: %w", err)
-		}
-		lm.m = m
-		lm.name = fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed"))
+		err = lm.synthesize(a, wdt)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if quant {
 		if err := model.QuantizeQ8_0(lm.m, 0); err != nil {
 			return nil, err
 		}
 	}
+	if err := lm.loadCodec(tokenizerPath(a)); err != nil {
+		return nil, err
+	}
+	return lm, nil
+}
+
+// loadCheckpoint opens the checkpoint at path, whatever its format, and
+// converts its weights to wdt, unless the format runs as stored and no
+// weight type was asked for. It records the stop ids and stored weight
+// types the format reports.
+func (lm *loadedModel) loadCheckpoint(a *app, path, weights string, wdt tensor.DType) error {
+	opts := model.LoadOptions{WeightDType: wdt}
+	src, err := checkpoint.Open(path, opts)
+	if err != nil {
+		return err
+	}
+	opts.AsStored = runsAsStored(src) && asStoredDefault(a, weights)
+	if st, ok := src.(interface{ StopTokens() []int }); ok {
+		lm.stop = st.StopTokens()
+	}
+	if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
+		lm.types = st.StoredTypes()
+	}
+	m, err := model.FromSource(src, opts)
+	if err != nil {
+		return err
+	}
+	lm.m, lm.name = m, path
+	return nil
+}
+
+// runsAsStored reports whether src's format runs as stored unless a
+// weight type was asked for: a GGUF's F16, Q8_0, Q4_K... matrices stream
+// as the file holds them, and so does a Hugging Face directory (its
+// torch_dtype, as vLLM runs it).
+func runsAsStored(src model.Source) bool {
+	_, isGGML := src.(model.GGMLSource)
+	_, isHF := src.(*hf.Source)
+	return isGGML || isHF
+}
+
+// synthesize makes the synthetic model of the synthetic.* keys with
+// weights of dtype wdt, after checking that they fit in memory.
+func (lm *loadedModel) synthesize(a *app, wdt tensor.DType) error {
+	c := model.Config{
+		Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
+		NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
+		NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
+		SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
+		SharedClassifier: true, WeightDType: wdt,
+	}
+	if err := checkWeights(c); err != nil {
+		return err
+	}
+	m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
+	if err != nil {
+		return fmt.Errorf("synthetic model: %w", err)
+	}
+	lm.m = m
+	lm.name = fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed"))
+	return nil
+}
+
+// tokenizerPath is the tokenizer key, or, when it is empty, the
+// checkpoint itself if it carries a tokenizer: a GGUF, or a Hugging Face
+// directory with a tokenizer.json.
+func tokenizerPath(a *app) string {
 	tokPath := a.getPath("tokenizer")
 	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
 		if kind, _ := sniff(ckpt); kind == "gguf" {
@@ -219,13 +253,21 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 			tokPath = ckpt // a Hugging Face directory's tokenizer.json
 		}
 	}
+	return tokPath
+}
+
+// loadCodec opens the tokenizer at tokPath for lm's vocabulary: a GGUF's
+// or Hugging Face tokenizer (with the model's chat template), a llama2.c
+// tokenizer.bin, or, with no path, the byte codec.
+func (lm *loadedModel) loadCodec(tokPath string) error {
+	vocab := lm.m.Config.VocabSize
 	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
 		tok, err := openTokenizer(tokPath)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if tok.VocabSize() > lm.m.Config.VocabSize {
-			return nil, fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), lm.m.Config.VocabSize)
+		if tok.VocabSize() > vocab {
+			return fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), vocab)
 		}
 		lm.codec = tok
 		// infer chat renders the model's own template (GGUF's
@@ -235,20 +277,22 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		if eos := tok.EOS(); eos >= 0 && eos < tok.VocabSize() {
 			lm.eosText = tok.Piece(eos)
 		}
-	} else if tokPath != "" {
-		tok, err := llama2c.LoadTokenizer(tokPath, lm.m.Config.VocabSize)
+		return nil
+	}
+	if tokPath != "" {
+		tok, err := llama2c.LoadTokenizer(tokPath, vocab)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		lm.codec = tok
-	} else {
-		bt, err := tokenizer.NewBytes(lm.m.Config.VocabSize)
-		if err != nil {
-			return nil, fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", lm.m.Config.VocabSize, err)
-		}
-		lm.codec = bt
+		return nil
 	}
-	return lm, nil
+	bt, err := tokenizer.NewBytes(vocab)
+	if err != nil {
+		return fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", vocab, err)
+	}
+	lm.codec = bt
+	return nil
 }
 
 // asStoredDefault reports whether weights is the default f32 that nobody

@@ -3,25 +3,21 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/tensor"
 	"math"
-
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
+// tinyGQA is a small synthetic GQA model (4 query heads over 2 KV heads).
 func tinyGQA(t testing.TB) *model.Model {
-	t.Helper()
-	c := model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 64, SeqLen: 96,
-		RopeTheta: 10000, NormEps: 1e-5}
-	m, err := model.Synthesize(c, 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return mustSynth(t, model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 64, SeqLen: 96,
+		RopeTheta: 10000, NormEps: 1e-5}, 11)
 }
 
 func newEngine(t testing.TB, m *model.Model, opts Options) *Engine {
@@ -275,10 +271,7 @@ func TestPrefixSharingSkipsComputation(t *testing.T) {
 func TestPrefixHitShortSuffixMHA(t *testing.T) {
 	c := model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 64, SeqLen: 96,
 		RopeTheta: 10000, NormEps: 1e-5}
-	m, err := model.Synthesize(c, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSynth(t, c, 12)
 	var prefix []int
 	for i := 0; i < 41; i++ { // 32 tokens the fused path shares, 40 the naive one
 		prefix = append(prefix, 1+i%50)
@@ -381,7 +374,7 @@ func TestGoldenStories260KBatched(t *testing.T) {
 		t.Skip("-short: the batched golden run (4 sequences, both paths) runs in the full suite")
 	}
 	m, tok := stories260K(t)
-	want := readGoldenIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
+	want := testfixture.ReadIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
 	for _, path := range []string{"fused", "naive"} {
 		reqs := []Request{{Prompt: []int{model.BOSID}, Steps: 256, Sampler: model.NewSampler(512, 0, 0.9, 1)}}
 		for i, p := range []string{"Once upon a time", "The cat sat", "Lily and Ben went to the park"} {

@@ -1,17 +1,14 @@
 package engine
 
 import (
-	"github.com/stride-lm/stride/tensor/testfixture"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/tokenizer"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // findShared locates the shared fixtures (tensor/testfixture.Locate): the
@@ -25,22 +22,14 @@ func sharedDir(t testing.TB) string {
 	return testfixture.Dir(t)
 }
 
-// readGoldenIDs reads a llama2.c golden file: whitespace-separated ids.
-func readGoldenIDs(t *testing.T, path string) []int {
+// mustSynth is model.Synthesize(c, seed), failing t on error.
+func mustSynth(t testing.TB, c model.Config, seed uint64) *model.Model {
 	t.Helper()
-	raw, err := os.ReadFile(path)
+	m, err := model.Synthesize(c, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []int
-	for _, f := range strings.Fields(string(raw)) {
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		ids = append(ids, v)
-	}
-	return ids
+	return m
 }
 
 // stories260K loads the shared stories260K checkpoint and its tokenizer.
@@ -70,11 +59,7 @@ func benchModel(b *testing.B, name string) *model.Model {
 	case "stories15M-shape":
 		c := model.Config{Dim: 288, HiddenDim: 768, NLayers: 6, NHeads: 6, NKVHeads: 6, VocabSize: 32000, SeqLen: 256,
 			RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
-		m, err := model.Synthesize(c, 15)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return m
+		return mustSynth(b, c, 15)
 	}
 	b.Fatalf("unknown bench model %s", name)
 	return nil

@@ -70,9 +70,16 @@ type ngramProposer struct {
 // window without copying either; the scan is O(len·n) per n tried, with
 // an early exit at the first mismatching element, and allocates nothing.
 func (p *ngramProposer) propose(dst []int, h *tokenHistory, limit int) []int {
+	dst, _ = p.proposeN(dst, h, limit)
+	return dst
+}
+
+// proposeN is propose that also returns the length n of the suffix that
+// matched (0 when none did).
+func (p *ngramProposer) proposeN(dst []int, h *tokenHistory, limit int) ([]int, int) {
 	limit = min(limit, p.k)
 	if limit <= 0 {
-		return dst
+		return dst, 0
 	}
 	L := h.n
 	for n := min(p.maxN, L-1); n >= p.minN; n-- {
@@ -98,8 +105,8 @@ func (p *ngramProposer) propose(dst []int, h *tokenHistory, limit int) []int {
 			for t := i + n; t < end; t++ {
 				dst = append(dst, int(h.ids[t]))
 			}
-			return dst
+			return dst, n
 		}
 	}
-	return dst
+	return dst, 0
 }

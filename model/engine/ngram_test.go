@@ -9,12 +9,12 @@ import (
 // bruteForcePropose is the proposer's specification written the obvious
 // way over a plain slice: for n from maxN down to minN, the most recent
 // i < L−n with tokens[i:i+n] == tokens[L−n:], and then up to limit tokens
-// from i+n.
-func bruteForcePropose(tokens []int, minN, maxN, k, limit int) []int {
+// from i+n; and that n.
+func bruteForcePropose(tokens []int, minN, maxN, k, limit int) ([]int, int) {
 	L := len(tokens)
 	limit = min(limit, k)
 	if limit <= 0 {
-		return nil
+		return nil, 0
 	}
 	for n := maxN; n >= minN; n-- {
 		if n >= L {
@@ -23,17 +23,18 @@ func bruteForcePropose(tokens []int, minN, maxN, k, limit int) []int {
 		suffix := tokens[L-n:]
 		for i := L - n - 1; i >= 0; i-- {
 			if slices.Equal(tokens[i:i+n], suffix) {
-				return slices.Clone(tokens[i+n : min(i+n+limit, L)])
+				return slices.Clone(tokens[i+n : min(i+n+limit, L)]), n
 			}
 		}
 	}
-	return nil
+	return nil, 0
 }
 
 // TestNgramProposerMatchesBruteForce: on random histories over small
 // vocabularies (so n-grams recur), at every length as the history grows,
 // the unfold-window proposer proposes exactly what the brute-force search
-// does, for several (minN, maxN, k, limit).
+// does, for several (minN, maxN, k, limit), and reports the same matched
+// suffix length.
 func TestNgramProposerMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	found := 0
@@ -56,11 +57,12 @@ func TestNgramProposerMatchesBruteForce(t *testing.T) {
 		for L := 1; L <= n; L++ {
 			h.sync(tokens[:L])
 			limit := r.IntN(k + 2)
-			dst = p.propose(dst[:0], h, limit)
-			want := bruteForcePropose(tokens[:L], minN, maxN, k, limit)
-			if !slices.Equal(dst, want) && !(len(dst) == 0 && len(want) == 0) {
-				t.Fatalf("trial %d (n %d..%d, k %d, limit %d) history %v: proposed %v, brute force %v",
-					trial, minN, maxN, k, limit, tokens[:L], dst, want)
+			var got int
+			dst, got = p.proposeN(dst[:0], h, limit)
+			want, wantN := bruteForcePropose(tokens[:L], minN, maxN, k, limit)
+			if !slices.Equal(dst, want) && !(len(dst) == 0 && len(want) == 0) || got != wantN {
+				t.Fatalf("trial %d (n %d..%d, k %d, limit %d) history %v: proposed %v (n %d), brute force %v (n %d)",
+					trial, minN, maxN, k, limit, tokens[:L], dst, got, want, wantN)
 			}
 			if len(want) > 0 {
 				found++

@@ -105,10 +105,7 @@ func TestRunInterrupted(t *testing.T) {
 func TestRoPETablesFollowPositionsUsed(t *testing.T) {
 	c := model.Config{Dim: 8, HiddenDim: 16, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 32, SeqLen: 1 << 20,
 		RopeTheta: 10000, NormEps: 1e-5}
-	m, err := model.Synthesize(c, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSynth(t, c, 3)
 	e := newEngine(t, m, Options{NumBlocks: c.SeqLen / 16})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

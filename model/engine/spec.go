@@ -85,11 +85,14 @@ const (
 // that stays unpredictable thus pays one verify step per pauseMax decode
 // steps, and text that turns repetitive (a story that starts to loop) is
 // drafted for again within pauseMax steps.
+//
+// A match of fewer than strongMatch tokens drafts at most one token.
 const (
 	acceptWindow = 4
 	pauseBelow   = 0.3
 	pauseMin     = 16
 	pauseMax     = 128
+	strongMatch  = 2
 )
 
 // specState is one sequence's speculation bookkeeping.
@@ -185,9 +188,25 @@ func (s *scheduler) propose() error {
 		if !s.spec.noPause {
 			room = min(room, max(sp.dlen, 1))
 		}
-		sp.drafts = s.proposer.propose(sp.drafts, sp.hist, room)
+		var n int
+		sp.drafts, n = s.proposer.proposeN(sp.drafts, sp.hist, room)
+		if !s.spec.noPause {
+			sp.drafts = capWeakMatch(sp.drafts, n)
+		}
 	}
 	return nil
+}
+
+// capWeakMatch cuts a draft found by a suffix match of n < strongMatch
+// tokens to its first token. One shared token is weak evidence that what
+// followed it then follows now; on stories260K such drafts were the
+// rejected ones, and cutting them saved verify rows without losing
+// accepted tokens (docs/speculative.md).
+func capWeakMatch(drafts []int, n int) []int {
+	if n < strongMatch {
+		return drafts[:min(len(drafts), 1)]
+	}
+	return drafts
 }
 
 // verify retires a sequence that ran a verify step: rows holds the

@@ -1,33 +1,26 @@
 package engine
 
 import (
-	"math"
-	"sort"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // tinyVocab is a synthetic model over 8 tokens: small enough to
 // enumerate every 3-token continuation (512 of them) and their exact
 // probabilities.
 func tinyVocab(t testing.TB) *model.Model {
-	t.Helper()
-	c := model.Config{Dim: 16, HiddenDim: 32, NLayers: 2, NHeads: 2, NKVHeads: 1, VocabSize: 8, SeqLen: 32,
-		RopeTheta: 10000, NormEps: 1e-5}
-	m, err := model.Synthesize(c, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return mustSynth(t, model.Config{Dim: 16, HiddenDim: 32, NLayers: 2, NHeads: 2, NKVHeads: 1, VocabSize: 8, SeqLen: 32,
+		RopeTheta: 10000, NormEps: 1e-5}, 5)
 }
 
 // nextDist is the distribution a sampler at (temperature, topp) draws
-// the token after prefix from, in float64 from the model's logits: the
-// softmax of logits/temperature, cut to the top-p nucleus and
-// renormalised as run.c's sample_topp does.
+// the token after prefix from, in float64 from the model's logits
+// (testfixture.TopPDist: the softmax of logits/temperature, cut to the
+// top-p nucleus and renormalised as run.c's sample_topp does).
 func nextDist(t *testing.T, e *Engine, prefix []int, temperature, topp float64) []float64 {
 	t.Helper()
 	var lg []float32
@@ -36,40 +29,7 @@ func nextDist(t *testing.T, e *Engine, prefix []int, temperature, topp float64) 
 	if _, _, err := e.Generate([]Request{{Prompt: prefix, Steps: len(prefix), Sampler: model.NewSampler(e.m.Config.VocabSize, 0, 0, 1)}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := len(lg)
-	p := make([]float64, n)
-	mx := math.Inf(-1)
-	for _, v := range lg {
-		mx = math.Max(mx, float64(v)/temperature)
-	}
-	var sum float64
-	for i, v := range lg {
-		p[i] = math.Exp(float64(v)/temperature - mx)
-		sum += p[i]
-	}
-	for i := range p {
-		p[i] /= sum
-	}
-	if topp <= 0 || topp >= 1 {
-		return p
-	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] > p[idx[b]] })
-	q := make([]float64, n)
-	var cum float64
-	for _, i := range idx {
-		q[i] = p[i]
-		if cum += p[i]; cum > topp {
-			break
-		}
-	}
-	for i := range q {
-		q[i] /= cum
-	}
-	return q
+	return testfixture.TopPDist(lg, temperature, topp)
 }
 
 // TestSpeculativeSamplingDistribution: at temperature > 0 the first three

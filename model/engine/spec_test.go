@@ -9,6 +9,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 var ngram = Speculation{Method: "ngram"}
@@ -150,7 +151,7 @@ func TestVerifyTiledRoundsDifferently(t *testing.T) {
 // one small enough to force preemption.
 func TestGoldenStories260KSpeculative(t *testing.T) {
 	m, tok := stories260K(t)
-	want := readGoldenIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
+	want := testfixture.ReadIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
 	for _, exact := range []bool{false, true} {
 		for _, path := range []string{"fused", "naive"} {
 			for _, tc := range []struct {
@@ -226,10 +227,7 @@ func TestSpeculativeSampledDeterministic(t *testing.T) {
 func TestSpeculativeGreedyMHA(t *testing.T) {
 	c := model.Config{Dim: 32, HiddenDim: 48, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 64, SeqLen: 96,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
-	m, err := model.Synthesize(c, 21)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustSynth(t, c, 21)
 	reqs := append(repetitiveRequests(), mixedGreedy()...)
 	for _, path := range []string{"fused", "naive"} {
 		want := alone(t, m, Options{Path: path}, reqs)

@@ -111,123 +111,191 @@ func WriteModel(w io.Writer, m *model.Model, opts ExportOptions) error {
 	if !ok {
 		return fmt.Errorf("gguf: export: type %s is not F32, F16 or Q8_0", opts.Type)
 	}
-	arch := "llama"
+	arch, err := exportArch(c)
+	if err != nil {
+		return err
+	}
+	kvs, err := exportMetadata(c, arch, ft, opts)
+	if err != nil {
+		return err
+	}
+	ts, err := exportTensors(m, opts.Type)
+	if err != nil {
+		return err
+	}
+	return Write(w, kvs, ts)
+}
+
+// exportArch is the GGUF architecture that holds c: llama for NORM RoPE
+// without q/k/v biases, qwen2 for NEOX RoPE with them; the other two
+// combinations have none here.
+func exportArch(c model.Config) (string, error) {
 	if c.RopeStyle == model.RopeNeox {
 		if !c.QKVBias {
-			return fmt.Errorf("gguf: export: a NEOX-RoPE model without q/k/v biases has no GGUF architecture here (llama is NORM, qwen2 has biases)")
+			return "", fmt.Errorf("gguf: export: a NEOX-RoPE model without q/k/v biases has no GGUF architecture here (llama is NORM, qwen2 has biases)")
 		}
-		arch = "qwen2"
-	} else if c.QKVBias {
-		return fmt.Errorf("gguf: export: a NORM-RoPE model with q/k/v biases has no GGUF architecture here")
+		return "qwen2", nil
 	}
+	if c.QKVBias {
+		return "", fmt.Errorf("gguf: export: a NORM-RoPE model with q/k/v biases has no GGUF architecture here")
+	}
+	return "llama", nil
+}
+
+// kvList collects metadata in the order it will be written.
+type kvList []KV
+
+func (l *kvList) add(k string, v any) { *l = append(*l, KV{Key: k, Value: MustValue(v)}) }
+
+// exportMetadata is the file's metadata, in the order llama.cpp's llama2.c
+// converter writes it: the vocabulary, general.architecture and name, the
+// special token ids, the hyperparameters, and the file type.
+func exportMetadata(c model.Config, arch string, ft uint32, opts ExportOptions) ([]KV, error) {
 	name := opts.Name
 	if name == "" {
 		name = "llama"
 	}
-	var kvs []KV
-	add := func(k string, v any) { kvs = append(kvs, KV{Key: k, Value: MustValue(v)}) }
+	kvs, err := vocabKVs(c.VocabSize, opts)
+	if err != nil {
+		return nil, err
+	}
+	kvs.add("general.architecture", arch)
+	kvs.add("general.name", name)
 	if v := opts.Vocab; v != nil {
-		if len(v.Tokens) != c.VocabSize || len(v.Scores) != c.VocabSize || len(v.Types) != c.VocabSize {
-			return fmt.Errorf("gguf: export: the vocabulary has %d tokens, the model %d", len(v.Tokens), c.VocabSize)
-		}
-		add("tokenizer.ggml.tokens", v.Tokens)
-		add("tokenizer.ggml.scores", v.Scores)
-		add("tokenizer.ggml.token_type", v.Types)
-		add("tokenizer.ggml.model", "llama")
-	} else {
+		kvs.add("tokenizer.ggml.unknown_token_id", uint32(v.UNK))
+		kvs.add("tokenizer.ggml.bos_token_id", uint32(v.BOS))
+		kvs.add("tokenizer.ggml.eos_token_id", uint32(v.EOS))
+		kvs.add("tokenizer.ggml.seperator_token_id", uint32(math.MaxUint32)) // llama.cpp's spelling
+		kvs.add("tokenizer.ggml.padding_token_id", uint32(math.MaxUint32))
+	}
+	hyperparamKVs(&kvs, c, arch)
+	if opts.Type != TypeF32 {
+		kvs.add("general.file_type", ft)
+	}
+	if opts.Type == TypeQ8_0 {
+		kvs.add("general.quantization_version", uint32(2))
+	}
+	return kvs, nil
+}
+
+// vocabKVs are the tokenizer arrays of opts.Vocab, which must have one
+// entry per token of the model, or else the tokenizer.* keys of
+// opts.TokenizerKV as they are.
+func vocabKVs(vocabSize int, opts ExportOptions) (kvList, error) {
+	var kvs kvList
+	v := opts.Vocab
+	if v == nil {
 		for _, kv := range opts.TokenizerKV {
 			if strings.HasPrefix(kv.Key, "tokenizer.") {
 				kvs = append(kvs, kv)
 			}
 		}
+		return kvs, nil
 	}
-	add("general.architecture", arch)
-	add("general.name", name)
-	if v := opts.Vocab; v != nil {
-		add("tokenizer.ggml.unknown_token_id", uint32(v.UNK))
-		add("tokenizer.ggml.bos_token_id", uint32(v.BOS))
-		add("tokenizer.ggml.eos_token_id", uint32(v.EOS))
-		add("tokenizer.ggml.seperator_token_id", uint32(math.MaxUint32)) // llama.cpp's spelling
-		add("tokenizer.ggml.padding_token_id", uint32(math.MaxUint32))
+	if len(v.Tokens) != vocabSize || len(v.Scores) != vocabSize || len(v.Types) != vocabSize {
+		return nil, fmt.Errorf("gguf: export: the vocabulary has %d tokens, the model %d", len(v.Tokens), vocabSize)
 	}
-	add(arch+".context_length", uint32(c.SeqLen))
-	add(arch+".embedding_length", uint32(c.Dim))
-	add(arch+".feed_forward_length", uint32(c.HiddenDim))
-	add(arch+".attention.head_count", uint32(c.NHeads))
-	add(arch+".attention.head_count_kv", uint32(c.NKVHeads))
-	add(arch+".block_count", uint32(c.NLayers))
-	add(arch+".rope.dimension_count", uint32(c.RopeDims()))
-	add(arch+".attention.layer_norm_rms_epsilon", float32(c.NormEps))
+	kvs.add("tokenizer.ggml.tokens", v.Tokens)
+	kvs.add("tokenizer.ggml.scores", v.Scores)
+	kvs.add("tokenizer.ggml.token_type", v.Types)
+	kvs.add("tokenizer.ggml.model", "llama")
+	return kvs, nil
+}
+
+// hyperparamKVs adds c's shape under {arch}.*, leaving out rope.freq_base
+// at llama.cpp's default of 10000 and the scaling of an unscaled RoPE.
+func hyperparamKVs(kvs *kvList, c model.Config, arch string) {
+	kvs.add(arch+".context_length", uint32(c.SeqLen))
+	kvs.add(arch+".embedding_length", uint32(c.Dim))
+	kvs.add(arch+".feed_forward_length", uint32(c.HiddenDim))
+	kvs.add(arch+".attention.head_count", uint32(c.NHeads))
+	kvs.add(arch+".attention.head_count_kv", uint32(c.NKVHeads))
+	kvs.add(arch+".block_count", uint32(c.NLayers))
+	kvs.add(arch+".rope.dimension_count", uint32(c.RopeDims()))
+	kvs.add(arch+".attention.layer_norm_rms_epsilon", float32(c.NormEps))
 	if c.RopeTheta != 10000 {
-		add(arch+".rope.freq_base", float32(c.RopeTheta))
+		kvs.add(arch+".rope.freq_base", float32(c.RopeTheta))
 	}
 	if c.RopeScale > 0 && c.RopeScale != 1 {
-		add(arch+".rope.scaling.type", "linear")
-		add(arch+".rope.scaling.factor", float32(c.RopeScale))
+		kvs.add(arch+".rope.scaling.type", "linear")
+		kvs.add(arch+".rope.scaling.factor", float32(c.RopeScale))
 	}
-	if opts.Type != TypeF32 {
-		add("general.file_type", ft)
-	}
-	if opts.Type == TypeQ8_0 {
-		add("general.quantization_version", uint32(2))
-	}
+}
 
-	var ts []WriterTensor
-	var firstErr error
-	mat := func(gname string, t *tensor.Tensor, r0, rows int) {
-		if firstErr != nil {
-			return
-		}
-		wt, err := encodeMatrix(m, gname, t, r0, rows, opts.Type)
-		if err != nil {
-			firstErr = fmt.Errorf("gguf: export %s: %w", gname, err)
-			return
-		}
-		ts = append(ts, wt)
+// tensorExport encodes m's weights in file order, keeping the first error
+// (later calls do nothing once one failed).
+type tensorExport struct {
+	m   *model.Model
+	typ GGMLType
+	ts  []WriterTensor
+	err error
+}
+
+// mat adds rows [r0, r0+rows) of the matrix t, encoded as e.typ.
+func (e *tensorExport) mat(gname string, t *tensor.Tensor, r0, rows int) {
+	if e.err != nil {
+		return
 	}
-	vec := func(gname string, t *tensor.Tensor, lo, n int) {
-		if firstErr != nil {
-			return
-		}
-		f, err := t.Float32s()
-		if err != nil {
-			firstErr = fmt.Errorf("gguf: export %s: %w", gname, err)
-			return
-		}
-		ts = append(ts, WriterTensor{Name: gname, Type: TypeF32, Shape: []int{n}, Data: f32Bytes(f[lo : lo+n])})
+	wt, err := encodeMatrix(e.m, gname, t, r0, rows, e.typ)
+	if err != nil {
+		e.err = fmt.Errorf("gguf: export %s: %w", gname, err)
+		return
 	}
+	e.ts = append(e.ts, wt)
+}
+
+// vec adds elements [lo, lo+n) of the vector t, always as F32.
+func (e *tensorExport) vec(gname string, t *tensor.Tensor, lo, n int) {
+	if e.err != nil {
+		return
+	}
+	f, err := t.Float32s()
+	if err != nil {
+		e.err = fmt.Errorf("gguf: export %s: %w", gname, err)
+		return
+	}
+	e.ts = append(e.ts, WriterTensor{Name: gname, Type: TypeF32, Shape: []int{n}, Data: f32Bytes(f[lo : lo+n])})
+}
+
+// exportTensors encodes m's weights under llama.cpp's names, in the order
+// of its llama2.c converter: the globals, then block by block.
+func exportTensors(m *model.Model, typ GGMLType) ([]WriterTensor, error) {
+	c := m.Config
+	e := &tensorExport{m: m, typ: typ}
 	W := &m.Weights
-	mat(model.TensorTokenEmbd, W.TokenEmbedding, 0, c.VocabSize)
-	vec(model.TensorOutputNorm, W.FinalNorm, 0, c.Dim)
-	mat(model.TensorOutput, W.Classifier, 0, c.VocabSize)
+	e.mat(model.TensorTokenEmbd, W.TokenEmbedding, 0, c.VocabSize)
+	e.vec(model.TensorOutputNorm, W.FinalNorm, 0, c.Dim)
+	e.mat(model.TensorOutput, W.Classifier, 0, c.VocabSize)
 	if W.RopeFreqs != nil {
-		vec(model.TensorRopeFreqs, W.RopeFreqs, 0, c.RopeDims()/2)
+		e.vec(model.TensorRopeFreqs, W.RopeFreqs, 0, c.RopeDims()/2)
 	}
-	hs := c.HeadDim()
-	qDim, kvDim := c.NHeads*hs, c.KVDim()
 	for l := range W.Layers {
-		L := &W.Layers[l]
-		at := func(f string) string { return fmt.Sprintf(f, l) }
-		for part, n := range []string{model.TensorAttnQ, model.TensorAttnK, model.TensorAttnV} {
-			t, r0, rows := L.QKVPart(c, part)
-			mat(at(n), t, r0, rows)
-		}
-		if L.BQKV != nil {
-			vec(at(model.TensorAttnQBias), L.BQKV, 0, qDim)
-			vec(at(model.TensorAttnKBias), L.BQKV, qDim, kvDim)
-			vec(at(model.TensorAttnVBias), L.BQKV, qDim+kvDim, kvDim)
-		}
-		mat(at(model.TensorAttnOutput), L.WO, 0, c.Dim)
-		vec(at(model.TensorAttnNorm), L.AttnNorm, 0, c.Dim)
-		mat(at(model.TensorFFNGate), L.W1, 0, c.HiddenDim)
-		mat(at(model.TensorFFNDown), L.W2, 0, c.Dim)
-		mat(at(model.TensorFFNUp), L.W3, 0, c.HiddenDim)
-		vec(at(model.TensorFFNNorm), L.FFNNorm, 0, c.Dim)
+		e.layer(l, &W.Layers[l])
 	}
-	if firstErr != nil {
-		return firstErr
+	return e.ts, e.err
+}
+
+// layer adds block l's tensors: attention (q, k, v with their biases,
+// output, norm), then feed-forward (gate, down, up, norm).
+func (e *tensorExport) layer(l int, L *model.Layer) {
+	c := e.m.Config
+	qDim, kvDim := c.NHeads*c.HeadDim(), c.KVDim()
+	at := func(f string) string { return fmt.Sprintf(f, l) }
+	for part, n := range []string{model.TensorAttnQ, model.TensorAttnK, model.TensorAttnV} {
+		t, r0, rows := L.QKVPart(c, part)
+		e.mat(at(n), t, r0, rows)
 	}
-	return Write(w, kvs, ts)
+	if L.BQKV != nil {
+		e.vec(at(model.TensorAttnQBias), L.BQKV, 0, qDim)
+		e.vec(at(model.TensorAttnKBias), L.BQKV, qDim, kvDim)
+		e.vec(at(model.TensorAttnVBias), L.BQKV, qDim+kvDim, kvDim)
+	}
+	e.mat(at(model.TensorAttnOutput), L.WO, 0, c.Dim)
+	e.vec(at(model.TensorAttnNorm), L.AttnNorm, 0, c.Dim)
+	e.mat(at(model.TensorFFNGate), L.W1, 0, c.HiddenDim)
+	e.mat(at(model.TensorFFNDown), L.W2, 0, c.Dim)
+	e.mat(at(model.TensorFFNUp), L.W3, 0, c.HiddenDim)
+	e.vec(at(model.TensorFFNNorm), L.FFNNorm, 0, c.Dim)
 }
 
 // encodeMatrix encodes rows [r0, r0+rows) of the weight t (dequantized

@@ -2,11 +2,10 @@ package gguf
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // fuzzSeeds are the seed inputs of FuzzParse, also committed under
@@ -90,32 +89,11 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// corpusFile renders a seed in the go test fuzz v1 corpus format.
-func corpusFile(b []byte) []byte {
-	return []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(b))))
-}
-
 // The committed seed corpus is exactly what fuzzSeeds generates.
 func TestFuzzCorpusCurrent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
-	seeds := fuzzSeeds(t)
-	if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, b := range seeds {
-			if err := os.WriteFile(filepath.Join(dir, name), corpusFile(b), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+	want := map[string][]byte{}
+	for name, b := range fuzzSeeds(t) {
+		want[name] = testfixture.CorpusEntry(b)
 	}
-	for name, b := range seeds {
-		got, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatalf("seed %s: %v (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestFuzzCorpusCurrent)", name, err)
-		}
-		if !bytes.Equal(got, corpusFile(b)) {
-			t.Errorf("seed %s is stale (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestFuzzCorpusCurrent)", name)
-		}
-	}
+	testfixture.CheckCorpus(t, filepath.Join("testdata", "fuzz", "FuzzParse"), want, "TestFuzzCorpusCurrent")
 }

@@ -1,47 +1,18 @@
 package gguf
 
 import (
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/internal/formattest"
 	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
+// goldenIDs are run.c's greedy ids for stories260K from BOS.
 func goldenIDs(t *testing.T) []int {
-	raw, err := os.ReadFile(sharedFile(t, "models/golden/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int
-	for _, f := range strings.Fields(string(raw)) {
-		v, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, v)
-	}
-	return ids
-}
-
-// generate runs one request through the engine.
-func generate(t *testing.T, m *model.Model, prompt []int, steps int, temp, topp float32, seed uint64, stops []int) []int {
-	t.Helper()
-	e, err := engine.New(m, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	res, _, err := e.Generate([]engine.Request{{Prompt: prompt, Steps: steps,
-		Sampler: model.NewSampler(m.Config.VocabSize, temp, topp, seed), StopTokens: stops}}, nil)
-	if err != nil || res[0].Err != nil {
-		t.Fatal(err, res[0].Err)
-	}
-	return res[0].Tokens
+	return testfixture.Ints(t, "models/golden/stories260K.greedy.ids")
 }
 
 // The F32 GGUF generates run.c's golden ids, and the same ids as the
@@ -72,7 +43,7 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := generate(t, gm, []int{model.BOSID}, 256, 0, 0.9, 1, stops); !slices.Equal(got, golden) {
+	if got := formattest.Generate(t, gm, []int{model.BOSID}, 256, 0, 0.9, 1, stops); !slices.Equal(got, golden) {
 		t.Errorf("greedy from BOS:\n got %v\nwant %v", got[:min(len(got), 20)], golden[:20])
 	}
 	prompt, err := tok.Encode("Once upon a time, a little girl", true, false)
@@ -84,8 +55,8 @@ func TestGGUFGeneratesLikeLlama2c(t *testing.T) {
 		temp, topp float32
 		seed       uint64
 	}{{"greedy with prompt", 0, 0.9, 1}, {"sampled", 1.0, 0.9, 42}, {"sampled hot", 1.3, 0.8, 7}} {
-		want := generate(t, bm, prompt, 200, c.temp, c.topp, c.seed, nil)
-		got := generate(t, gm, prompt, 200, c.temp, c.topp, c.seed, stops)
+		want := formattest.Generate(t, bm, prompt, 200, c.temp, c.topp, c.seed, nil)
+		got := formattest.Generate(t, gm, prompt, 200, c.temp, c.topp, c.seed, stops)
 		// The .bin stops at BOS only; the GGUF also at EOS (2). Up to the
 		// first stop they must agree id for id.
 		cut := len(want)

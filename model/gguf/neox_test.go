@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/internal/formattest"
 )
 
 // readSafetensors reads the float32 tensors of a small safetensors file
@@ -112,7 +113,7 @@ func TestNeoxOnHuggingFaceWeightsGivesGoldenIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	got := generate(t, m, []int{model.BOSID}, 256, 0, 0.9, 1, nil)
+	got := formattest.Generate(t, m, []int{model.BOSID}, 256, 0, 0.9, 1, nil)
 	if !slices.Equal(got, golden) {
 		i := firstDiff(got, golden)
 		t.Fatalf("NEOX on the HF weights: first difference from the golden ids at %d of %d\n got %s\nwant %s",

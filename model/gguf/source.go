@@ -101,6 +101,7 @@ func (s *Source) Close() error { return s.f.Close() }
 var storageTypes = map[GGMLType]model.StorageType{
 	TypeF32: model.StorageF32, TypeF16: model.StorageF16, TypeBF16: model.StorageBF16,
 	TypeQ8_0: model.StorageQ8_0, TypeQ4_0: model.StorageQ4_0, TypeQ4_K: model.StorageQ4_K, TypeQ6_K: model.StorageQ6_K,
+	TypeQ4_1: model.StorageQ4_1, TypeQ5_0: model.StorageQ5_0, TypeQ5_1: model.StorageQ5_1, TypeQ5_K: model.StorageQ5_K,
 }
 
 // StorageType returns model's name for a ggml type, or an error naming the
@@ -108,7 +109,7 @@ var storageTypes = map[GGMLType]model.StorageType{
 func StorageType(t GGMLType) (model.StorageType, error) {
 	st, ok := storageTypes[t]
 	if !ok {
-		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K are)", t)
+		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are)", t)
 	}
 	return st, nil
 }
@@ -151,120 +152,166 @@ func (s *Source) Tensor(name string) (model.RawTensor, error) {
 // does: NORM for llama, NEOX for qwen2. Llama 3's frequency factors are
 // the rope_freqs tensor, not metadata. It also returns the architecture.
 func ConfigOf(f *File) (model.Config, string, error) {
-	fail := func(format string, a ...any) (model.Config, string, error) {
-		return model.Config{}, "", fmt.Errorf("gguf: %s: "+format, append([]any{f.name}, a...)...)
-	}
 	arch, err := f.String("general.architecture")
 	if err != nil {
 		return model.Config{}, "", err
 	}
+	k := &archKeys{f: f, arch: arch}
 	if !slices.Contains(Architectures, arch) {
-		return fail("architecture %q is not supported as a model (%s are; the file can still serve as a tokenizer)", arch, strings.Join(Architectures, " and "))
+		return model.Config{}, "", k.fail("architecture %q is not supported as a model (%s are; the file can still serve as a tokenizer)", arch, strings.Join(Architectures, " and "))
 	}
-	var firstErr error
-	uintKey := func(key string, def int, required bool) int {
-		v, err := f.Uint(arch + "." + key)
-		if errors.Is(err, ErrNotFound) && !required {
-			return def
-		}
-		if err == nil && v > math.MaxInt32 {
-			err = fmt.Errorf("gguf: %s: %s.%s = %d is beyond any model", f.name, arch, key, v)
-		}
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		return int(v)
+	c, err := k.shape()
+	if err != nil {
+		return model.Config{}, "", err
 	}
-	floatKey := func(key string, def float64, required bool) float64 {
-		v, err := f.Float(arch + "." + key)
-		if errors.Is(err, ErrNotFound) && !required {
-			return def
-		}
-		if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-			err = fmt.Errorf("gguf: %s: %s.%s is %g", f.name, arch, key, v)
-		}
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		return v
+	if arch == "qwen2" {
+		c.RopeStyle = model.RopeNeox
 	}
+	if c.RopeScale, err = k.ropeScale(); err != nil {
+		return model.Config{}, "", err
+	}
+	if err := k.tensorShape(&c); err != nil {
+		return model.Config{}, "", err
+	}
+	if err := c.Validate(); err != nil {
+		return model.Config{}, "", k.fail("%w", err)
+	}
+	return c, arch, nil
+}
+
+// archKeys reads the {arch}.* hyperparameters of f, keeping the first
+// error so that a Config literal can read its fields in one go.
+type archKeys struct {
+	f    *File
+	arch string
+	err  error
+}
+
+// fail is an error about f, prefixed with its name.
+func (k *archKeys) fail(format string, a ...any) error {
+	return fmt.Errorf("gguf: %s: "+format, append([]any{k.f.name}, a...)...)
+}
+
+// uint reads {arch}.key as an int within int32, def when an optional key
+// is absent.
+func (k *archKeys) uint(key string, def int, required bool) int {
+	v, err := k.f.Uint(k.arch + "." + key)
+	if errors.Is(err, ErrNotFound) && !required {
+		return def
+	}
+	if err == nil && v > math.MaxInt32 {
+		err = fmt.Errorf("gguf: %s: %s.%s = %d is beyond any model", k.f.name, k.arch, key, v)
+	}
+	if err != nil && k.err == nil {
+		k.err = err
+	}
+	return int(v)
+}
+
+// float reads {arch}.key as a finite float64, def when an optional key is
+// absent.
+func (k *archKeys) float(key string, def float64, required bool) float64 {
+	v, err := k.f.Float(k.arch + "." + key)
+	if errors.Is(err, ErrNotFound) && !required {
+		return def
+	}
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		err = fmt.Errorf("gguf: %s: %s.%s is %g", k.f.name, k.arch, key, v)
+	}
+	if err != nil && k.err == nil {
+		k.err = err
+	}
+	return v
+}
+
+// shape reads the model's dimensions, heads and RoPE base, refusing a
+// mixture of experts and per-head key/value lengths other than
+// embedding_length/head_count.
+func (k *archKeys) shape() (model.Config, error) {
 	c := model.Config{
-		Dim:       uintKey("embedding_length", 0, true),
-		HiddenDim: uintKey("feed_forward_length", 0, true),
-		NLayers:   uintKey("block_count", 0, true),
-		NHeads:    uintKey("attention.head_count", 0, true),
-		SeqLen:    uintKey("context_length", 0, true),
-		NormEps:   floatKey("attention.layer_norm_rms_epsilon", 0, true),
-		RopeTheta: floatKey("rope.freq_base", 10000, false),
+		Dim:       k.uint("embedding_length", 0, true),
+		HiddenDim: k.uint("feed_forward_length", 0, true),
+		NLayers:   k.uint("block_count", 0, true),
+		NHeads:    k.uint("attention.head_count", 0, true),
+		SeqLen:    k.uint("context_length", 0, true),
+		NormEps:   k.float("attention.layer_norm_rms_epsilon", 0, true),
+		RopeTheta: k.float("rope.freq_base", 10000, false),
 	}
-	c.NKVHeads = uintKey("attention.head_count_kv", c.NHeads, false)
-	c.RopeDim = uintKey("rope.dimension_count", 0, false)
-	if experts := uintKey("expert_count", 0, false); experts > 0 {
-		return fail("%s.expert_count = %d: mixture-of-experts models are not supported", arch, experts)
+	c.NKVHeads = k.uint("attention.head_count_kv", c.NHeads, false)
+	c.RopeDim = k.uint("rope.dimension_count", 0, false)
+	if experts := k.uint("expert_count", 0, false); experts > 0 {
+		return model.Config{}, k.fail("%s.expert_count = %d: mixture-of-experts models are not supported", k.arch, experts)
 	}
-	if firstErr != nil {
-		return model.Config{}, "", firstErr
+	if k.err != nil {
+		return model.Config{}, k.err
 	}
 	if c.NHeads > 0 && c.Dim%c.NHeads == 0 {
 		hs := c.Dim / c.NHeads
 		if c.RopeDim == hs {
 			c.RopeDim = 0 // the whole head: the Config default
 		}
-		for _, k := range []string{"attention.key_length", "attention.value_length"} {
-			if v, err := f.Uint(arch + "." + k); err == nil && int(v) != hs {
-				return fail("%s.%s = %d differs from embedding_length/head_count = %d, which is not supported", arch, k, v, hs)
+		for _, key := range []string{"attention.key_length", "attention.value_length"} {
+			if v, err := k.f.Uint(k.arch + "." + key); err == nil && int(v) != hs {
+				return model.Config{}, k.fail("%s.%s = %d differs from embedding_length/head_count = %d, which is not supported", k.arch, key, v, hs)
 			}
 		}
 	}
-	if arch == "qwen2" {
-		c.RopeStyle = model.RopeNeox
-	}
-	// RoPE scaling: rope.scaling.type ("none", "linear", "yarn",
-	// "longrope") with rope.scaling.factor, or the older rope.scale_linear.
-	typ, err := f.String(arch + ".rope.scaling.type")
+	return c, nil
+}
+
+// ropeScale is the linear RoPE scale factor, 0 for none. It reads
+// rope.scaling.type ("none", "linear", "yarn", "longrope") with
+// rope.scaling.factor, or the older rope.scale_linear.
+func (k *archKeys) ropeScale() (float64, error) {
+	scale := 0.0
+	typ, err := k.f.String(k.arch + ".rope.scaling.type")
 	switch {
 	case errors.Is(err, ErrNotFound):
 		typ = "none"
-		if v, err := f.Float(arch + ".rope.scale_linear"); err == nil && v != 1 {
-			typ, c.RopeScale = "linear", v
+		if v, err := k.f.Float(k.arch + ".rope.scale_linear"); err == nil && v != 1 {
+			typ, scale = "linear", v
 		}
 	case err != nil:
-		return model.Config{}, "", err
+		return 0, err
 	}
 	switch typ {
 	case "none":
 	case "linear":
-		if c.RopeScale == 0 {
-			c.RopeScale = floatKey("rope.scaling.factor", 1, true)
-			if firstErr != nil {
-				return model.Config{}, "", firstErr
+		if scale == 0 {
+			scale = k.float("rope.scaling.factor", 1, true)
+			if k.err != nil {
+				return 0, k.err
 			}
 		}
-		if !(c.RopeScale > 0) {
-			return fail("%s.rope.scaling.factor = %g must be positive", arch, c.RopeScale)
+		if !(scale > 0) {
+			return 0, k.fail("%s.rope.scaling.factor = %g must be positive", k.arch, scale)
 		}
 	default:
-		return fail("RoPE scaling type %q is not supported (none and linear are; Llama 3's is the rope_freqs tensor)", typ)
+		return 0, k.fail("RoPE scaling type %q is not supported (none and linear are; Llama 3's is the rope_freqs tensor)", typ)
 	}
+	return scale, nil
+}
 
+// tensorShape sets what the tensors rather than the metadata say: the
+// vocabulary size (rows of token_embd), a classifier shared with the
+// embedding (no output tensor) and q/k/v biases.
+func (k *archKeys) tensorShape(c *model.Config) error {
+	f := k.f
 	emb, ok := f.Tensor(model.TensorTokenEmbd)
 	if !ok {
 		if len(f.Tensors) == 0 {
-			return fail("no tensors: a vocab-only file serves as a tokenizer, not a model")
+			return k.fail("no tensors: a vocab-only file serves as a tokenizer, not a model")
 		}
-		return fail("no tensor %q", model.TensorTokenEmbd)
+		return k.fail("no tensor %q", model.TensorTokenEmbd)
 	}
 	if len(emb.Shape) != 2 {
-		return fail("tensor %q has shape %v, want [vocab, %d]", model.TensorTokenEmbd, emb.Shape, c.Dim)
+		return k.fail("tensor %q has shape %v, want [vocab, %d]", model.TensorTokenEmbd, emb.Shape, c.Dim)
 	}
 	c.VocabSize = emb.Shape[0]
 	_, hasOutput := f.Tensor(model.TensorOutput)
 	c.SharedClassifier = !hasOutput
 	_, c.QKVBias = f.Tensor(fmt.Sprintf(model.TensorAttnQBias, 0))
-	if err := c.Validate(); err != nil {
-		return fail("%w", err)
-	}
-	return c, arch, nil
+	return nil
 }
 
 // checkTensors verifies that every tensor the configuration implies is

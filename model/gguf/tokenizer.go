@@ -16,7 +16,6 @@ import (
 // add_bos/add_eos come from the metadata with llama.cpp's defaults; the
 // chat template (tokenizer.chat_template) is kept. See tokenizer.FromVocab.
 func Tokenizer(f *File) (*tokenizer.Tokenizer, error) {
-	fail := func(err error) error { return fmt.Errorf("gguf: %s: tokenizer: %w", f.name, err) }
 	var v tokenizer.Vocab
 	var err error
 	if v.Model, err = f.String("tokenizer.ggml.model"); err != nil {
@@ -25,23 +24,48 @@ func Tokenizer(f *File) (*tokenizer.Tokenizer, error) {
 		}
 		return nil, err
 	}
-	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
+	if err := vocabPieces(f, &v); err != nil {
 		return nil, err
+	}
+	if err := specialIDs(f, &v); err != nil {
+		return nil, err
+	}
+	if err := vocabFlags(f, &v); err != nil {
+		return nil, err
+	}
+	if f.Has("tokenizer.chat_template") {
+		if v.ChatTemplate, err = f.String("tokenizer.chat_template"); err != nil {
+			return nil, err
+		}
+	}
+	t, err := tokenizer.FromVocab(v)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %s: tokenizer: %w", f.name, err)
+	}
+	return t, nil
+}
+
+// vocabPieces reads the tokens and, where present, the pre-tokenizer name,
+// scores, token types and merges.
+func vocabPieces(f *File, v *tokenizer.Vocab) error {
+	var err error
+	if v.Tokens, err = f.Strings("tokenizer.ggml.tokens"); err != nil {
+		return err
 	}
 	if f.Has("tokenizer.ggml.pre") {
 		if v.Pre, err = f.String("tokenizer.ggml.pre"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if f.Has("tokenizer.ggml.scores") {
 		if v.Scores, err = f.Float32s("tokenizer.ggml.scores"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if f.Has("tokenizer.ggml.token_type") {
 		tt, err := f.Int32s("tokenizer.ggml.token_type")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v.Types = make([]tokenizer.TokenType, len(tt))
 		for i, x := range tt {
@@ -50,9 +74,16 @@ func Tokenizer(f *File) (*tokenizer.Tokenizer, error) {
 	}
 	if f.Has("tokenizer.ggml.merges") {
 		if v.Merges, err = f.Strings("tokenizer.ggml.merges"); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// specialIDs reads the BOS/EOS/EOT/EOM/UNK/PAD ids that are present. An
+// id beyond the vocabulary (0xFFFFFFFF = none) becomes -1, so FromVocab
+// keeps its default.
+func specialIDs(f *File, v *tokenizer.Vocab) error {
 	for _, k := range []struct {
 		key string
 		dst **int
@@ -63,14 +94,20 @@ func Tokenizer(f *File) (*tokenizer.Tokenizer, error) {
 		}
 		u, err := f.Uint(key)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		id := -1 // beyond the vocabulary (0xFFFFFFFF = none): FromVocab keeps the default
+		id := -1
 		if u < uint64(len(v.Tokens)) {
 			id = int(u)
 		}
 		*k.dst = &id
 	}
+	return nil
+}
+
+// vocabFlags reads add_bos_token, add_eos_token and add_space_prefix
+// where present (absent ones keep FromVocab's defaults).
+func vocabFlags(f *File, v *tokenizer.Vocab) error {
 	for _, k := range []struct {
 		key string
 		dst **bool
@@ -81,20 +118,11 @@ func Tokenizer(f *File) (*tokenizer.Tokenizer, error) {
 		}
 		b, err := f.Bool(key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*k.dst = &b
 	}
-	if f.Has("tokenizer.chat_template") {
-		if v.ChatTemplate, err = f.String("tokenizer.chat_template"); err != nil {
-			return nil, err
-		}
-	}
-	t, err := tokenizer.FromVocab(v)
-	if err != nil {
-		return nil, fail(err)
-	}
-	return t, nil
+	return nil
 }
 
 // OpenTokenizer opens the GGUF file at path and returns its tokenizer.

@@ -3,7 +3,6 @@ package gguf
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model/tokenizer"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // readVectors reads llama.cpp's tokenizer test vectors: the .inp texts,
@@ -114,19 +114,11 @@ func TestTokenizerStories260KMatchesRunC(t *testing.T) {
 	}
 	// run.c's golden greedy ids decode to the golden text, apart from the
 	// leading space that run.c strips after BOS and llama.cpp prints.
-	raw, err := os.ReadFile(sharedFile(t, "models/golden/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	txt, err := os.ReadFile(sharedFile(t, "models/golden/stories260K.greedy.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := []int{1}
-	for _, f := range strings.Fields(string(raw)) {
-		id, _ := strconv.Atoi(f)
-		ids = append(ids, id)
-	}
+	ids := append([]int{1}, goldenIDs(t)...)
 	var sb strings.Builder
 	for i := 1; i < len(ids); i++ {
 		sb.WriteString(tokenizer.RunCPrintable(tk.Decode(ids[i-1], ids[i])))
@@ -195,21 +187,11 @@ func tokenizerFuzzSeeds(t testing.TB) map[string][]byte {
 }
 
 func TestTokenizerFuzzCorpusCurrent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzTokenizer")
+	want := map[string][]byte{}
 	for name, b := range tokenizerFuzzSeeds(t) {
-		want := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\nstring(%q)\n", strconv.Quote(string(b)), "a ab\n<|eot_id|>"))
-		if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, name), want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("seed %s missing or stale (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestTokenizerFuzzCorpusCurrent)", name)
-		}
+		want[name] = testfixture.CorpusEntry(b, "a ab\n<|eot_id|>")
 	}
+	testfixture.CheckCorpus(t, filepath.Join("testdata", "fuzz", "FuzzTokenizer"), want, "TestTokenizerFuzzCorpusCurrent")
 }
 
 // TestTokenizerSeeds checks the seed vocabularies themselves: specials,

@@ -157,23 +157,54 @@ func ParseConfig(data []byte) (Config, error) {
 	return r.config()
 }
 
+// config maps the decoded config.json to a Config in steps: the
+// architecture, the shape, the variants refused, then RoPE scaling.
 func (r rawConfig) config() (Config, error) {
-	fail := func(format string, a ...any) (Config, error) {
-		return Config{}, fmt.Errorf("config.json: "+format, a...)
-	}
 	var cfg Config
+	var err error
+	if cfg.Architecture, err = r.architecture(); err != nil {
+		return Config{}, err
+	}
+	c, err := r.shape()
+	if err != nil {
+		return Config{}, err
+	}
+	if err := r.checkSupported(cfg.Architecture, &c); err != nil {
+		return Config{}, err
+	}
+	cfg.Tied = r.TieWordEmbeddings != nil && *r.TieWordEmbeddings
+	c.SharedClassifier = cfg.Tied
+	if err := c.Validate(); err != nil {
+		return Config{}, configErr("%w", err)
+	}
+	if err := cfg.scaling(&c, r.RopeScaling); err != nil {
+		return Config{}, configErr("%w", err)
+	}
+	cfg.Model, cfg.BOS, cfg.EOS = c, r.BOSTokenID, r.EOSTokenID
+	return cfg, nil
+}
+
+// configErr is an error about config.json.
+func configErr(format string, a ...any) error {
+	return fmt.Errorf("config.json: "+format, a...)
+}
+
+// architecture is the first of the config's architectures that loads.
+func (r rawConfig) architecture() (string, error) {
 	for _, a := range r.Architectures {
 		if slices.Contains(Architectures, a) {
-			cfg.Architecture = a
-			break
+			return a, nil
 		}
 	}
-	if cfg.Architecture == "" {
-		if len(r.Architectures) == 0 {
-			return fail("no \"architectures\" entry (model_type %q); %v are supported", r.ModelType, Architectures)
-		}
-		return fail("architecture %v is not supported (%v are)", r.Architectures, Architectures)
+	if len(r.Architectures) == 0 {
+		return "", configErr("no \"architectures\" entry (model_type %q); %v are supported", r.ModelType, Architectures)
 	}
+	return "", configErr("architecture %v is not supported (%v are)", r.Architectures, Architectures)
+}
+
+// shape reads the model's dimensions, naming every required key that is
+// missing at once; num_key_value_heads and rope_theta have defaults.
+func (r rawConfig) shape() (model.Config, error) {
 	var missing []string
 	need := func(key string, v *int) int {
 		if v == nil {
@@ -198,7 +229,7 @@ func (r rawConfig) config() (Config, error) {
 		c.NormEps = *r.RMSNormEps
 	}
 	if len(missing) > 0 {
-		return fail("missing %v", missing)
+		return model.Config{}, configErr("missing %v", missing)
 	}
 	c.NKVHeads = c.NHeads
 	if r.NumKeyValueHeads != nil {
@@ -207,39 +238,37 @@ func (r rawConfig) config() (Config, error) {
 	if r.RopeTheta != nil {
 		c.RopeTheta = *r.RopeTheta
 	}
+	return c, nil
+}
+
+// checkSupported refuses the variants Stride does not run (another head
+// size, activation or partial RoPE, MLP biases, Llama attention biases,
+// Qwen2's sliding window) and sets Qwen2's q/k/v biases.
+func (r rawConfig) checkSupported(arch string, c *model.Config) error {
 	if c.NHeads > 0 && r.HeadDim != nil && *r.HeadDim != c.Dim/c.NHeads {
-		return fail("head_dim %d differs from hidden_size/num_attention_heads = %d, which is not supported", *r.HeadDim, c.Dim/c.NHeads)
+		return configErr("head_dim %d differs from hidden_size/num_attention_heads = %d, which is not supported", *r.HeadDim, c.Dim/c.NHeads)
 	}
 	if r.HiddenAct != nil && *r.HiddenAct != "silu" {
-		return fail("hidden_act %q is not supported (silu is)", *r.HiddenAct)
+		return configErr("hidden_act %q is not supported (silu is)", *r.HiddenAct)
 	}
 	if r.PartialRotaryFactor != nil && *r.PartialRotaryFactor != 1 {
-		return fail("partial_rotary_factor %g is not supported", *r.PartialRotaryFactor)
+		return configErr("partial_rotary_factor %g is not supported", *r.PartialRotaryFactor)
 	}
 	if r.MLPBias != nil && *r.MLPBias {
-		return fail("mlp_bias = true is not supported")
+		return configErr("mlp_bias = true is not supported")
 	}
-	switch cfg.Architecture {
+	switch arch {
 	case "LlamaForCausalLM":
 		if r.AttentionBias != nil && *r.AttentionBias {
-			return fail("attention_bias = true (biases on q, k, v and o_proj) is not supported for %s", cfg.Architecture)
+			return configErr("attention_bias = true (biases on q, k, v and o_proj) is not supported for %s", arch)
 		}
 	case "Qwen2ForCausalLM":
 		c.QKVBias = true
 		if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
-			return fail("use_sliding_window = true is not supported")
+			return configErr("use_sliding_window = true is not supported")
 		}
 	}
-	cfg.Tied = r.TieWordEmbeddings != nil && *r.TieWordEmbeddings
-	c.SharedClassifier = cfg.Tied
-	if err := c.Validate(); err != nil {
-		return fail("%w", err)
-	}
-	if err := cfg.scaling(&c, r.RopeScaling); err != nil {
-		return fail("%w", err)
-	}
-	cfg.Model, cfg.BOS, cfg.EOS = c, r.BOSTokenID, r.EOSTokenID
-	return cfg, nil
+	return nil
 }
 
 // scaling applies rope_scaling to c (linear) or cfg (llama3's factors).

@@ -1,10 +1,10 @@
 package hf
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // configSeeds are FuzzParseConfig's seeds, also committed under
@@ -54,27 +54,11 @@ func FuzzParseConfig(f *testing.F) {
 
 // The committed seed corpus is configSeeds.
 func TestFuzzCorpusCurrent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzParseConfig")
-	if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range configSeeds {
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	want := map[string][]byte{}
 	for name, data := range configSeeds {
-		raw, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatalf("seed %s: %v (STRIDE_WRITE_FUZZ_CORPUS=1 writes it)", name, err)
-		}
-		if want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data); string(raw) != want {
-			t.Errorf("seed %s is stale (STRIDE_WRITE_FUZZ_CORPUS=1 rewrites it)", name)
-		}
+		want[name] = testfixture.CorpusEntry([]byte(data))
 	}
+	testfixture.CheckCorpus(t, filepath.Join("testdata", "fuzz", "FuzzParseConfig"), want, "TestFuzzCorpusCurrent")
 }
 
 // The seeds parse as their real counterparts: Llama 3.2 1B's factors

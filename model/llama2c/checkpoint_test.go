@@ -11,6 +11,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // tinyConfig is a small GQA shape used to build test checkpoints.
@@ -37,51 +38,23 @@ func legacyBytes(t testing.TB, m *model.Model) []byte {
 	return buf.Bytes()
 }
 
-// f32Bits returns the float32 bit patterns of t in row-major order.
-func f32Bits(t testing.TB, x *tensor.Tensor) []uint32 {
-	t.Helper()
-	v, err := x.Float32s()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]uint32, len(v))
-	for i, f := range v {
-		out[i] = math.Float32bits(f)
-	}
-	return out
-}
-
-// sameTensor fails unless a and b have the same shape, dtype and bits.
-func sameTensor(t testing.TB, name string, a, b *tensor.Tensor) {
-	t.Helper()
-	if tensor.FormatInts(a.Shape()) != tensor.FormatInts(b.Shape()) || a.DType() != b.DType() {
-		t.Fatalf("%s: %v %v vs %v %v", name, a.Shape(), a.DType(), b.Shape(), b.DType())
-	}
-	x, y := f32Bits(t, a), f32Bits(t, b)
-	for i := range x {
-		if x[i] != y[i] {
-			t.Fatalf("%s: element %d differs: %#x vs %#x", name, i, x[i], y[i])
-		}
-	}
-}
-
 func sameModel(t testing.TB, a, b *model.Model) {
 	t.Helper()
 	if a.Config != b.Config {
 		t.Fatalf("config %+v vs %+v", a.Config, b.Config)
 	}
-	sameTensor(t, "embedding", a.Weights.TokenEmbedding, b.Weights.TokenEmbedding)
-	sameTensor(t, "classifier", a.Weights.Classifier, b.Weights.Classifier)
-	sameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
+	testfixture.SameTensor(t, "embedding", a.Weights.TokenEmbedding, b.Weights.TokenEmbedding)
+	testfixture.SameTensor(t, "classifier", a.Weights.Classifier, b.Weights.Classifier)
+	testfixture.SameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
 	for l := range a.Weights.Layers {
 		x, y := a.Weights.Layers[l], b.Weights.Layers[l]
-		sameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
-		sameTensor(t, "wqkv", x.WQKV, y.WQKV)
-		sameTensor(t, "wo", x.WO, y.WO)
-		sameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
-		sameTensor(t, "w1", x.W1, y.W1)
-		sameTensor(t, "w2", x.W2, y.W2)
-		sameTensor(t, "w3", x.W3, y.W3)
+		testfixture.SameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
+		testfixture.SameTensor(t, "wqkv", x.WQKV, y.WQKV)
+		testfixture.SameTensor(t, "wo", x.WO, y.WO)
+		testfixture.SameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
+		testfixture.SameTensor(t, "w1", x.W1, y.W1)
+		testfixture.SameTensor(t, "w2", x.W2, y.W2)
+		testfixture.SameTensor(t, "w3", x.W3, y.W3)
 	}
 }
 
@@ -126,7 +99,7 @@ func TestWriteLegacyHalfPrecision(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, b := f32Bits(t, m.Weights.Layers[1].W2), f32Bits(t, f32.Weights.Layers[1].W2)
+		a, b := testfixture.Float32Bits(t, m.Weights.Layers[1].W2), testfixture.Float32Bits(t, f32.Weights.Layers[1].W2)
 		for i := range a {
 			if a[i] != b[i] {
 				t.Fatalf("%v: widened element %d differs", dt, i)
@@ -155,7 +128,7 @@ func TestWriteLegacyStridedWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameTensor(t, "w2", tensor.Must(w.Clone()), got.Weights.Layers[0].W2)
+	testfixture.SameTensor(t, "w2", tensor.Must(w.Clone()), got.Weights.Layers[0].W2)
 }
 
 func transpose(v []float32, rows, cols int) []float32 {

@@ -14,6 +14,7 @@ import (
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // refQuantize is export.py's quantize_q80 written out in float64 where
@@ -127,11 +128,11 @@ func sameQuantized(t testing.TB, a, b *model.Model) {
 	qa, qb := a.Quantized, b.Quantized
 	sameMatrix(t, "embedding", qa[a.Weights.TokenEmbedding], qb[b.Weights.TokenEmbedding])
 	sameMatrix(t, "classifier", qa[a.Weights.Classifier], qb[b.Weights.Classifier])
-	sameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
+	testfixture.SameTensor(t, "final norm", a.Weights.FinalNorm, b.Weights.FinalNorm)
 	for l := range a.Weights.Layers {
 		x, y := a.Weights.Layers[l], b.Weights.Layers[l]
-		sameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
-		sameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
+		testfixture.SameTensor(t, "attn norm", x.AttnNorm, y.AttnNorm)
+		testfixture.SameTensor(t, "ffn norm", x.FFNNorm, y.FFNNorm)
 		sameMatrix(t, "wqkv", qa[x.WQKV], qb[y.WQKV])
 		sameMatrix(t, "wo", qa[x.WO], qb[y.WO])
 		sameMatrix(t, "w1", qa[x.W1], qb[y.W1])

@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // tokBinFile builds a tokenizer.bin: int32 max_token_length, then per piece
@@ -110,28 +111,14 @@ func tokFuzzSeeds() map[string][]byte {
 	}
 }
 
-func tokCorpusFile(data []byte, vocab uint16) []byte {
-	return []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\nuint16(%d)\n", strconv.Quote(string(data)), vocab))
-}
-
 func TestTokenizerFuzzCorpusCurrent(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzTokenizerRead")
 	pieces, _ := tokSynthVocab()
 	vocab := map[string]uint16{"synth": uint16(len(pieces)), "small": 5, "empty": 1, "huge-length": 1}
+	want := map[string][]byte{}
 	for name, data := range tokFuzzSeeds() {
-		want := tokCorpusFile(data, vocab[name])
-		if os.Getenv("STRIDE_WRITE_FUZZ_CORPUS") == "1" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, name), want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("seed %s missing or stale (regenerate with STRIDE_WRITE_FUZZ_CORPUS=1 go test -run TestTokenizerFuzzCorpusCurrent)", name)
-		}
+		want[name] = testfixture.CorpusEntry(data, vocab[name])
 	}
+	testfixture.CheckCorpus(t, filepath.Join("testdata", "fuzz", "FuzzTokenizerRead"), want, "TestTokenizerFuzzCorpusCurrent")
 }
 
 // FuzzTokenizerRead: any bytes give a clear error naming the file or a
@@ -180,21 +167,13 @@ func TestReadTokenizerGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idsRaw, err := os.ReadFile(tokSharedFile(t, "models/golden/stories260K.greedy.ids"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	txt, err := os.ReadFile(tokSharedFile(t, "models/golden/stories260K.greedy.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prev := 1
 	var sb strings.Builder
-	for _, f := range strings.Fields(string(idsRaw)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range testfixture.Ints(t, "models/golden/stories260K.greedy.ids") {
 		sb.WriteString(tk.Decode(prev, id))
 		prev = id
 	}

@@ -181,3 +181,53 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// bpeBenchVocab is a byte-level BPE vocabulary (GGUF "gpt2") whose merges
+// spell each of longPrompt's words one character at a time, so every word
+// goes through a full run of rank merges in bpeWord.
+func bpeBenchVocab() Vocab {
+	var v Vocab
+	v.Model = "gpt2"
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			v.Tokens = append(v.Tokens, p)
+		}
+	}
+	for b := 0; b < 256; b++ {
+		add(string(byteToRune[b]))
+	}
+	for _, w := range []string{"Once", " upon", " a", " time", ",", " there", " was", " little", " girl", " named",
+		" Lily", ".", " She", " liked", " to", " play", " in", " the", " park"} {
+		r := []rune(byteLevel(w))
+		for k := 2; k <= len(r); k++ {
+			left, right := string(r[:k-1]), string(r[k-1])
+			if !seen[left+right] {
+				v.Merges = append(v.Merges, left+" "+right)
+			}
+			add(left + right)
+		}
+	}
+	return v
+}
+
+// BenchmarkEncodeBPE encodes the 300 KB prompt with byte-level BPE rank
+// merges (the bpeWord path; its allocations per op are part of the
+// result).
+//
+//	go test ./model/tokenizer -run '^$' -bench EncodeBPE -benchmem
+func BenchmarkEncodeBPE(b *testing.B) {
+	tk, err := FromVocab(bpeBenchVocab())
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := longPrompt()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tk.Encode(text, false, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -92,77 +91,35 @@ func (t *Tokenizer) bpeWord(out []int, w string) ([]int, error) {
 	syms := make([]symbol, 0, len(w))
 	for i := 0; i < len(w); {
 		_, n := utf8.DecodeRuneInString(w[i:])
-		s := w[i : i+n]
-		id, ok := t.ids[s]
-		if !ok {
-			id = -1
-		}
-		syms = append(syms, symbol{text: s, id: id})
+		syms = append(syms, t.symbolOf(w[i:i+n]))
 		i += n
 	}
-	for i := range syms {
-		syms[i].prev, syms[i].next = i-1, i+1
-	}
-	syms[len(syms)-1].next = -1
-	q := make(pairQueue, 0, len(syms))
-	try := func(l, r int, build bool) {
-		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {
-			return
-		}
-		m, ok := t.ranks[[2]int{syms[l].id, syms[r].id}]
-		if !ok {
-			return
-		}
-		bg := bigram{rank: m.rank, left: l, right: r, id: m.id, size: len(syms[l].text) + len(syms[r].text)}
-		if build {
-			q = append(q, bg)
-		} else {
-			q.push(bg)
-		}
-	}
-	for i := 1; i < len(syms); i++ {
-		try(i-1, i, true)
-	}
-	heap.Init(&q)
-	for !q.empty() {
-		bg := q.pop()
-		l, r := &syms[bg.left], &syms[bg.right]
-		if l.dead || r.dead || l.next != bg.right || len(l.text)+len(r.text) != bg.size {
-			continue
-		}
-		l.text, l.id = t.pieces[bg.id], bg.id
-		r.dead = true
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = bg.left
-		}
-		try(l.prev, bg.left, false)
-		try(bg.left, l.next, false)
-	}
+	t.mergePairs(syms, &mergeRule{})
 	for i := 0; i >= 0; i = syms[i].next {
 		s := syms[i]
 		if s.id >= 0 {
 			out = append(out, s.id)
 			continue
 		}
-		// A character without a piece: its <0xHH> bytes (byte fallback),
-		// else the unknown id, else an error.
-		ok := true
-		for k := 0; k < len(s.text) && ok; k++ {
-			ok = t.byteIDs[s.text[k]] >= 0
-		}
-		switch {
-		case ok && t.byteFallback():
-			for k := 0; k < len(s.text); k++ {
-				out = append(out, t.byteIDs[s.text[k]])
-			}
-		case t.unkID >= 0:
-			out = append(out, t.unkID)
-		default:
+		var ok bool
+		if out, ok = t.appendUnknown(out, s.text, t.byteFallback()); !ok {
 			return nil, fmt.Errorf("tokenizer: %q has no piece and the vocabulary has no byte fallback or unknown token", s.text)
 		}
 	}
 	return out, nil
+}
+
+// rankPair is the candidate merge of symbols l and r by rank: both must be
+// pieces, and the pair a merge rule.
+func (t *Tokenizer) rankPair(syms []symbol, l, r int) (bigram, bool) {
+	if syms[l].id < 0 || syms[r].id < 0 {
+		return bigram{}, false
+	}
+	m, ok := t.ranks[[2]int{syms[l].id, syms[r].id}]
+	if !ok {
+		return bigram{}, false
+	}
+	return bigram{rank: m.rank, left: l, right: r, id: m.id, size: len(syms[l].text) + len(syms[r].text)}, true
 }
 
 // byteFallback reports whether characters without a piece become <0xHH>

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -133,12 +132,7 @@ func (t *Tokenizer) encodeSPM(out []int, text string, prevSpecial bool) ([]int, 
 	for i := 0; i < len(text); {
 		n := utf8Len(text[i])
 		n = min(n, len(text)-i)
-		s := text[i : i+n]
-		id, ok := t.ids[s]
-		if !ok {
-			id = -1
-		}
-		syms = append(syms, symbol{text: s, id: id})
+		syms = append(syms, t.symbolOf(text[i:i+n]))
 		i += n
 	}
 	start := len(out)
@@ -157,18 +151,8 @@ func (t *Tokenizer) encodeSPM(out []int, text string, prevSpecial bool) ([]int, 
 			continue
 		}
 		s := syms[-1-id].text
-		ok := true
-		for k := 0; k < len(s) && ok; k++ {
-			ok = t.byteIDs[s[k]] >= 0
-		}
-		switch {
-		case ok:
-			for k := 0; k < len(s); k++ {
-				out = append(out, t.byteIDs[s[k]])
-			}
-		case t.unkID >= 0:
-			out = append(out, t.unkID)
-		default:
+		var ok bool
+		if out, ok = t.appendUnknown(out, s, true); !ok {
 			return nil, fmt.Errorf("tokenizer: %q has no piece and the vocabulary has no byte pieces or <unk> for it", s)
 		}
 	}
@@ -194,52 +178,6 @@ func utf8Len(b byte) int {
 
 var negInf = float32(math.Inf(-1))
 
-// symbol is one piece of the text during merging, in a doubly linked list
-// over the symbols slice; a merged-away symbol has dead set.
-type symbol struct {
-	text       string
-	id         int // piece id, or -1 when text is no piece
-	prev, next int
-	dead       bool
-}
-
-// bigram is a candidate merge of the adjacent symbols left and right.
-// For score merges the best is the highest score, for rank merges the
-// lowest rank (stored negated in score); ties go to the leftmost pair. size
-// is the merged byte length, which tells a stale candidate (one of its
-// symbols grew since) from a live one.
-type bigram struct {
-	score       float32
-	rank        int
-	left, right int
-	id          int
-	size        int
-}
-
-// pairQueue is a max-heap of bigrams: higher score first, then lower
-// rank, then lower left index. The left index order is the text order, so
-// popping the top is run.c's "best score, leftmost on ties" and llama.cpp's
-// llm_bigram_spm / llm_bigram_bpe comparators.
-type pairQueue []bigram
-
-func (q pairQueue) Len() int { return len(q) }
-func (q pairQueue) Less(i, j int) bool {
-	a, b := &q[i], &q[j]
-	if a.score != b.score {
-		return a.score > b.score
-	}
-	if a.rank != b.rank {
-		return a.rank < b.rank
-	}
-	return a.left < b.left
-}
-func (q pairQueue) Swap(i, j int)  { q[i], q[j] = q[j], q[i] }
-func (q *pairQueue) Push(x any)    { *q = append(*q, x.(bigram)) }
-func (q *pairQueue) Pop() (x any)  { old := *q; x = old[len(old)-1]; *q = old[:len(old)-1]; return }
-func (q *pairQueue) push(b bigram) { heap.Push(q, b) }
-func (q *pairQueue) pop() bigram   { return heap.Pop(q).(bigram) }
-func (q pairQueue) empty() bool    { return len(q) == 0 }
-
 // mergeByScore merges syms by piece score until no adjacent pair's
 // concatenation is a piece scoring above floor, and appends the resulting
 // ids to out. Each merge costs O(log n) (a priority queue over adjacent
@@ -248,57 +186,7 @@ func (q pairQueue) empty() bool    { return len(q) == 0 }
 // queue's top is always the pair run.c's scan would pick. A symbol without
 // a piece is appended as -1-index for the caller to resegment.
 func (t *Tokenizer) mergeByScore(out []int, syms []symbol, floor float32) []int {
-	for i := range syms {
-		syms[i].prev, syms[i].next = i-1, i+1
-	}
-	if len(syms) > 0 {
-		syms[len(syms)-1].next = -1
-	}
-	buf := make([]byte, 0, 2*t.maxTokenLen)
-	q := make(pairQueue, 0, len(syms))
-	try := func(l, r int, build bool) {
-		if l < 0 || r < 0 {
-			return
-		}
-		a, b := syms[l].text, syms[r].text
-		if len(a)+len(b) > t.maxTokenLen {
-			return // no piece is that long
-		}
-		buf = append(append(buf[:0], a...), b...)
-		id, ok := t.ids[string(buf)]
-		if !ok {
-			return
-		}
-		sc := t.scores[id]
-		if !(sc > floor) { // NaN never merges, as in run.c's comparison
-			return
-		}
-		bg := bigram{score: sc, left: l, right: r, id: id, size: len(buf)}
-		if build {
-			q = append(q, bg) // heapified once below
-		} else {
-			q.push(bg)
-		}
-	}
-	for i := 1; i < len(syms); i++ {
-		try(i-1, i, true)
-	}
-	heap.Init(&q)
-	for !q.empty() {
-		bg := q.pop()
-		l, r := &syms[bg.left], &syms[bg.right]
-		if l.dead || r.dead || l.next != bg.right || len(l.text)+len(r.text) != bg.size {
-			continue // stale: one side merged since this pair was queued
-		}
-		l.text, l.id = t.pieces[bg.id], bg.id
-		r.dead = true
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = bg.left
-		}
-		try(l.prev, bg.left, false)
-		try(bg.left, l.next, false)
-	}
+	t.mergePairs(syms, &mergeRule{byScore: true, floor: floor, buf: make([]byte, 0, 2*t.maxTokenLen)})
 	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
 		if syms[i].id >= 0 {
 			out = append(out, syms[i].id)
@@ -307,4 +195,23 @@ func (t *Tokenizer) mergeByScore(out []int, syms []symbol, floor float32) []int 
 		}
 	}
 	return out
+}
+
+// scorePair is the candidate merge of symbols l and r by score: their
+// concatenation (built in buf) must be a piece scoring above floor.
+func (t *Tokenizer) scorePair(syms []symbol, l, r int, floor float32, buf *[]byte) (bigram, bool) {
+	a, b := syms[l].text, syms[r].text
+	if len(a)+len(b) > t.maxTokenLen {
+		return bigram{}, false // no piece is that long
+	}
+	*buf = append(append((*buf)[:0], a...), b...)
+	id, ok := t.ids[string(*buf)]
+	if !ok {
+		return bigram{}, false
+	}
+	sc := t.scores[id]
+	if !(sc > floor) { // NaN never merges, as in run.c's comparison
+		return bigram{}, false
+	}
+	return bigram{score: sc, left: l, right: r, id: id, size: len(*buf)}, true
 }

@@ -32,90 +32,147 @@ const maxVocab = 1 << 24
 // the end-of-generation set from EOS, EOT, EOM and the tokens llama.cpp
 // recognizes by text (<|eot_id|>, <|im_end|>, <|endoftext|>, ...).
 func FromVocab(v Vocab) (*Tokenizer, error) {
-	n := len(v.Tokens)
-	if n == 0 {
-		return nil, fmt.Errorf("tokenizer: the vocabulary has no tokens")
+	if err := checkVocab(v); err != nil {
+		return nil, err
 	}
-	if n > maxVocab {
-		return nil, fmt.Errorf("tokenizer: %d tokens exceed the limit of %d", n, maxVocab)
-	}
-	if v.Scores != nil && len(v.Scores) != n {
-		return nil, fmt.Errorf("tokenizer: %d tokens but %d scores", n, len(v.Scores))
-	}
-	if v.Types != nil && len(v.Types) != n {
-		return nil, fmt.Errorf("tokenizer: %d tokens but %d token types", n, len(v.Types))
-	}
-	pieces := make([]string, n)
-	for i, p := range v.Tokens {
-		if p == "" { // llama.cpp's placeholder, so the piece → id map stays one to one
-			p = fmt.Sprintf("[EMPTY_%d]", i)
-		}
-		pieces[i] = p
-	}
+	pieces := vocabPieces(v.Tokens)
 	types := v.Types
 	if types != nil {
 		types = append([]TokenType(nil), types...)
 	}
 	var t *Tokenizer
-	var bos, eos, unk int
-	addBOS, addEOS := false, false
+	var def vocabDefaults
 	switch v.Model {
 	case "llama":
-		t = newTokenizer(SentencePiece, pieces, v.Scores, types)
-		t.escapeSpaces, t.addSpacePrefix = true, true
-		if v.AddSpacePrefix != nil {
-			t.addSpacePrefix = *v.AddSpacePrefix
-		}
-		t.dec = decoder{byteFallback: true, replace: [][2]string{{"▁", " "}}}
-		if t.addSpacePrefix {
-			t.dec.stripFirst = " "
-		}
-		bos, eos, unk, addBOS = 1, 2, 0, true
+		t, def = llamaVocab(v, pieces, types)
 	case "gpt2":
-		t = newTokenizer(ByteLevelBPE, pieces, v.Scores, types)
-		pre, ignore, err := preTokenizer(v.Pre)
-		if err != nil {
+		var err error
+		if t, def, err = gpt2Vocab(v, pieces, types); err != nil {
 			return nil, err
 		}
-		t.pre, t.ignoreMerges = pre, ignore
-		switch v.Pre {
-		case "llama3", "llama-v3", "llama-bpe", "falcon3":
-			addBOS = true
-		}
-		if err := t.setMerges(v.Merges); err != nil {
-			return nil, err
-		}
-		t.dec = decoder{byteLevel: true}
-		bos, eos, unk = 11, 11, -1
 	case "":
 		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.model is missing")
 	default:
 		return nil, fmt.Errorf("tokenizer: tokenizer model %q is not supported (supported: llama, gpt2)", v.Model)
 	}
+	t.setVocabSpecials(v, def)
+	t.setSpecials()
+	return t, nil
+}
+
+// checkVocab checks the vocabulary's size and that its scores and types,
+// when given, have one entry per token.
+func checkVocab(v Vocab) error {
+	n := len(v.Tokens)
+	if n == 0 {
+		return fmt.Errorf("tokenizer: the vocabulary has no tokens")
+	}
+	if n > maxVocab {
+		return fmt.Errorf("tokenizer: %d tokens exceed the limit of %d", n, maxVocab)
+	}
+	if v.Scores != nil && len(v.Scores) != n {
+		return fmt.Errorf("tokenizer: %d tokens but %d scores", n, len(v.Scores))
+	}
+	if v.Types != nil && len(v.Types) != n {
+		return fmt.Errorf("tokenizer: %d tokens but %d token types", n, len(v.Types))
+	}
+	return nil
+}
+
+// vocabPieces copies the tokens, naming an empty one [EMPTY_<id>] as
+// llama.cpp does, so the piece → id map stays one to one.
+func vocabPieces(tokens []string) []string {
+	pieces := make([]string, len(tokens))
+	for i, p := range tokens {
+		if p == "" {
+			p = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		pieces[i] = p
+	}
+	return pieces
+}
+
+// vocabDefaults are llama.cpp's special ids and add_bos for a model when
+// the metadata does not give them (-1: none).
+type vocabDefaults struct {
+	bos, eos, unk int
+	addBOS        bool
+}
+
+// llamaVocab is a SentencePiece vocabulary ("llama"): spaces written as
+// "▁", a dummy space prefix unless add_space_prefix is false, <0xHH> byte
+// fallback, BOS 1, EOS 2, <unk> 0, and BOS added.
+func llamaVocab(v Vocab, pieces []string, types []TokenType) (*Tokenizer, vocabDefaults) {
+	t := newTokenizer(SentencePiece, pieces, v.Scores, types)
+	t.escapeSpaces, t.addSpacePrefix = true, true
+	if v.AddSpacePrefix != nil {
+		t.addSpacePrefix = *v.AddSpacePrefix
+	}
+	t.dec = decoder{byteFallback: true, replace: [][2]string{{"▁", " "}}}
+	if t.addSpacePrefix {
+		t.dec.stripFirst = " "
+	}
+	return t, vocabDefaults{bos: 1, eos: 2, unk: 0, addBOS: true}
+}
+
+// gpt2Vocab is a byte-level BPE vocabulary ("gpt2"): the pre-tokenizer
+// named by tokenizer.ggml.pre, the merges, BOS and EOS 11, no unknown
+// token, and BOS added for the Llama 3 family only.
+func gpt2Vocab(v Vocab, pieces []string, types []TokenType) (*Tokenizer, vocabDefaults, error) {
+	def := vocabDefaults{bos: 11, eos: 11, unk: -1}
+	t := newTokenizer(ByteLevelBPE, pieces, v.Scores, types)
+	pre, ignore, err := preTokenizer(v.Pre)
+	if err != nil {
+		return nil, def, err
+	}
+	t.pre, t.ignoreMerges = pre, ignore
+	switch v.Pre {
+	case "llama3", "llama-v3", "llama-bpe", "falcon3":
+		def.addBOS = true
+	}
+	if err := t.setMerges(v.Merges); err != nil {
+		return nil, def, err
+	}
+	t.dec = decoder{byteLevel: true}
+	return t, def, nil
+}
+
+// setVocabSpecials sets the special ids and flags the metadata gives,
+// else the model's defaults, and the end-of-generation set.
+func (t *Tokenizer) setVocabSpecials(v Vocab, def vocabDefaults) {
+	n := len(t.pieces)
 	// Ids out of range keep the default, as llama.cpp does ("bad special
 	// token ... using default id"); a default outside a small vocabulary
 	// means none.
-	pick := func(p *int, def int) int {
+	pick := func(p *int, fallback int) int {
 		if p != nil && *p >= 0 && *p < n {
 			return *p
 		}
-		if def >= n {
+		if fallback >= n {
 			return -1
 		}
-		return def
+		return fallback
 	}
-	t.bos, t.eos, t.unkID = pick(v.BOS, bos), pick(v.EOS, eos), pick(v.UNK, unk)
+	t.bos, t.eos, t.unkID = pick(v.BOS, def.bos), pick(v.EOS, def.eos), pick(v.UNK, def.unk)
 	t.eot, t.pad = pick(v.EOT, -1), pick(v.PAD, -1)
 	eom := pick(v.EOM, -1)
+	t.addBOS, t.addEOS = def.addBOS, false
 	if v.AddBOS != nil {
-		addBOS = *v.AddBOS
+		t.addBOS = *v.AddBOS
 	}
 	if v.AddEOS != nil {
-		addEOS = *v.AddEOS
+		t.addEOS = *v.AddEOS
 	}
-	t.addBOS, t.addEOS = addBOS, addEOS
 	t.chatTemplate = v.ChatTemplate
-	var eogText []int
+	t.setEOG(append([]int{eom}, t.controlByText()...)...)
+}
+
+// controlByText returns the ids of the end-of-turn tokens llama.cpp
+// recognizes by their text, marking each a control token (llama.cpp
+// overrides a control-looking token's type) and taking the first that is
+// not <|eom_id|> as EOT when none is given.
+func (t *Tokenizer) controlByText() []int {
+	var ids []int
 	for _, s := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|eom_id|>"} {
 		id, ok := t.ids[s]
 		if !ok {
@@ -124,12 +181,10 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 		if t.eot < 0 && s != "<|eom_id|>" {
 			t.eot = id
 		}
-		eogText = append(eogText, id)
-		t.types[id] = TypeControl // llama.cpp overrides a control-looking token's type
+		ids = append(ids, id)
+		t.types[id] = TypeControl
 	}
-	t.setEOG(append([]int{eom}, eogText...)...)
-	t.setSpecials()
-	return t, nil
+	return ids
 }
 
 // setMerges parses "left right" merge rules (rank = position). A rule

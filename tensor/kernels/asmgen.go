@@ -188,6 +188,23 @@ func (g *gen) label(l string) { fmt.Fprintf(&g.s, "%s:\n", l) }
 
 func (g *gen) v(i int) string { return fmt.Sprintf("%s%d", g.isa.reg, i) }
 
+// ret ends a kernel: VZEROUPPER clears the upper vector halves so the Go
+// code after it pays no AVX-SSE transition penalty, then RET.
+func (g *gen) ret() {
+	g.p("VZEROUPPER")
+	g.p("RET")
+	g.s.WriteString("\n")
+}
+
+// vecOpHeader writes the Go declaration and the TEXT line of the vector
+// kernel name with signature sig (parameters and result) whose n is a
+// multiple of mult; frame is the byte size of its arguments and results.
+func (g *gen) vecOpHeader(name, sig string, mult, frame int) {
+	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s%s\n\n", name, sig)
+	fmt.Fprintf(&g.s, "// func %s%s; n is a multiple of %d.\n", name, sig, mult)
+	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
+}
+
 // loadW converts W weights of row r at the current chunk into vector dst
 // (float32 lanes). tmp is a scratch vector used only by AVX2 Q8_0. In the
 // masked tail chunk (g.masked) only the lanes set in K2 are read and the
@@ -400,9 +417,7 @@ func (g *gen) block(f wfmt, MR, NT int) string {
 	}
 	g.label(name + "_reduce")
 	g.storeOut(64, NT, MR, k.acc, k.xv)
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 	return name
 }
 
@@ -640,9 +655,7 @@ func (g *gen) vnniBlock(MR, NT int, grp bool) string {
 	}
 	g.label(name + "_reduce")
 	g.storeOut(88, NT, MR, k.acc, k.tv)
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 	return name
 }
 
@@ -941,9 +954,7 @@ func (g *gen) gatherPair(id, reg string, v, vb int) (dot, axpy string) {
 		}
 		g.fold(0, 2, reg, "(DI)")
 	}, "DI")
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 
 	axpy = "axpyRows" + id + "AVX512"
 	head(axpy, "acc, p", "acc")
@@ -959,9 +970,7 @@ func (g *gen) gatherPair(id, reg string, v, vb int) (dot, axpy string) {
 	for k := 0; k < v; k++ {
 		g.p("VMOVUPS %s, %d(DI)", r(16+k), vb*k)
 	}
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 	return dot, axpy
 }
 
@@ -989,9 +998,7 @@ func (g *gen) dotOp() {
 	W := is.W
 	v := g.v
 	name := "dot" + is.name
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a, b *float32, n int) float32\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(a, b *float32, n int) float32; n is a multiple of %d.\n", name, W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-28\n", name)
+	g.vecOpHeader(name, "(a, b *float32, n int) float32", W, 28)
 	g.p("MOVQ a+0(FP), SI")
 	g.p("MOVQ b+8(FP), DI")
 	g.p("MOVQ n+16(FP), CX")
@@ -1026,9 +1033,7 @@ func (g *gen) dotOp() {
 	g.label(name + "_done")
 	g.reduce4()
 	g.fold(0, 4, is.reg, "ret+24(FP)")
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 }
 
 // sumOp writes the bandwidth sum: a streaming read, 4 accumulators over
@@ -1038,9 +1043,7 @@ func (g *gen) sumOp() {
 	W := is.W
 	v := g.v
 	name := "sum" + is.name
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a *float32, n int) float32\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(a *float32, n int) float32; n is a multiple of %d.\n", name, 4*W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-20\n", name)
+	g.vecOpHeader(name, "(a *float32, n int) float32", 4*W, 20)
 	g.p("MOVQ a+0(FP), SI")
 	g.p("MOVQ n+8(FP), CX")
 	for i := 0; i < 4; i++ {
@@ -1058,9 +1061,7 @@ func (g *gen) sumOp() {
 	g.label(name + "_done")
 	g.reduce4()
 	g.fold(0, 4, is.reg, "ret+16(FP)")
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 }
 
 // axpyOp writes the Axpy kernel: y += a·x, W columns per iteration.
@@ -1069,9 +1070,7 @@ func (g *gen) axpyOp() {
 	W := is.W
 	v := g.v
 	name := "axpy" + is.name
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x, y *float32, n int)\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(a float32, x, y *float32, n int); n is a multiple of %d.\n", name, W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
+	g.vecOpHeader(name, "(a float32, x, y *float32, n int)", W, 32)
 	g.p("VBROADCASTSS a+0(FP), %s", v(0))
 	g.p("MOVQ x+8(FP), SI")
 	g.p("MOVQ y+16(FP), DI")
@@ -1087,9 +1086,7 @@ func (g *gen) axpyOp() {
 	g.p("DECQ CX")
 	g.p("JNZ %s_loop", name)
 	g.label(name + "_done")
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 }
 
 // scaleOp writes the Scale kernel: x *= a.
@@ -1098,9 +1095,7 @@ func (g *gen) scaleOp() {
 	W := is.W
 	v := g.v
 	name := "scale" + is.name
-	fmt.Fprintf(&g.g, "//go:noescape\nfunc %s(a float32, x *float32, n int)\n\n", name)
-	fmt.Fprintf(&g.s, "// func %s(a float32, x *float32, n int); n is a multiple of %d.\n", name, W)
-	fmt.Fprintf(&g.s, "TEXT ·%s(SB), NOSPLIT, $0-24\n", name)
+	g.vecOpHeader(name, "(a float32, x *float32, n int)", W, 24)
 	g.p("VBROADCASTSS a+0(FP), %s", v(0))
 	g.p("MOVQ x+8(FP), DI")
 	g.p("MOVQ n+16(FP), CX")
@@ -1113,9 +1108,7 @@ func (g *gen) scaleOp() {
 	g.p("DECQ CX")
 	g.p("JNZ %s_loop", name)
 	g.label(name + "_done")
-	g.p("VZEROUPPER")
-	g.p("RET")
-	g.s.WriteString("\n")
+	g.ret()
 }
 
 func main() {

@@ -68,3 +68,11 @@ func axpyRows8wAVX512(acc, p, base *float32, rows *int, n int) {
 func quantRowSmallAVX512(x *float32, q *int8, s *float32, aux *int32, cols int, gs int) {
 	panic("kernels: AVX-512 quantizer called without AVX-512")
 }
+
+func vecMatAVX512(dst, a *float32, d int, x *float32, stride, n int) {
+	panic("kernels: AVX-512 VecMat called without AVX-512")
+}
+
+func rowMaxAVX512(s *float32, n int) float32 {
+	panic("kernels: AVX-512 RowMax called without AVX-512")
+}

@@ -36,14 +36,23 @@ const (
 	Q4_K
 	// Q6_K is ggml's Q6_K in Matrix.Blocks: 210 bytes per 256 weights.
 	Q6_K
+	// Q4_1 is ggml's Q4_1 in Matrix.Blocks: 20 bytes per 32 weights.
+	Q4_1
+	// Q5_0 is ggml's Q5_0 in Matrix.Blocks: 22 bytes per 32 weights.
+	Q5_0
+	// Q5_1 is ggml's Q5_1 in Matrix.Blocks: 24 bytes per 32 weights.
+	Q5_1
+	// Q5_K is ggml's Q5_K in Matrix.Blocks: 176 bytes per 256 weights.
+	Q5_K
 )
 
 var formatNames = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Q8_0: "q8_0",
-	GGMLQ8_0: "ggml_q8_0", Q4_0: "q4_0", Q4_K: "q4_k", Q6_K: "q6_k"}
+	GGMLQ8_0: "ggml_q8_0", Q4_0: "q4_0", Q4_K: "q4_k", Q6_K: "q6_k",
+	Q4_1: "q4_1", Q5_0: "q5_0", Q5_1: "q5_1", Q5_K: "q5_k"}
 
 // String returns the lower-case name used on command lines ("f32", "f16",
-// "bf16", "q8_0"); the ggml block formats print as "ggml_q8_0", "q4_0",
-// "q4_k" and "q6_k".
+// "bf16", "q8_0"); the ggml block formats print as "ggml_q8_0" and as
+// ggml's type names in lower case ("q4_0", "q5_k", ...).
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
 		return formatNames[f]
@@ -103,8 +112,8 @@ type Matrix struct {
 	// i·Cols/GroupSize.
 	Scales    []float32
 	GroupSize int
-	// Blocks holds the raw ggml blocks of the GGMLQ8_0, Q4_0, Q4_K and
-	// Q6_K formats, row after row: row i is bytes [i·R, (i+1)·R) with R
+	// Blocks holds the raw ggml blocks of the GGMLQ8_0, Q4_0, Q4_1, Q5_0,
+	// Q5_1, Q4_K, Q5_K and Q6_K formats, row after row: row i is bytes [i·R, (i+1)·R) with R
 	// the type's RowBytes(Cols). See NewGGMLMatrix.
 	Blocks []byte
 	// GGML makes MatMul compute as ggml does for this weight type: F16

@@ -200,8 +200,8 @@ func TestParseFormat(t *testing.T) {
 	if _, err := ParseFormat("q4_0"); err == nil {
 		t.Error("q4_0 accepted")
 	}
-	if Format(9).String() != "Format(9)" {
-		t.Error(Format(9).String())
+	if Format(99).String() != "Format(99)" {
+		t.Error(Format(99).String())
 	}
 }
 

@@ -37,10 +37,7 @@ func DotRowsTile(s []float32, sStride int, q []float32, D int, base []float32, r
 		s1 := s[(r+1)*sStride : (r+1)*sStride+nk]
 		j := 0
 		for ; j+4 <= nk; j += 4 {
-			k0 := base[rows[j] : rows[j]+D]
-			k1 := base[rows[j+1] : rows[j+1]+D]
-			k2 := base[rows[j+2] : rows[j+2]+D]
-			k3 := base[rows[j+3] : rows[j+3]+D]
+			k0, k1, k2, k3 := fourRows(base, rows, j, D)
 			q1, k0, k1, k2, k3 := q1[:len(q0)], k0[:len(q0)], k1[:len(q0)], k2[:len(q0)], k3[:len(q0)]
 			var a00, a01, a02, a03, a10, a11, a12, a13 float32
 			for d, x := range q0 {
@@ -69,10 +66,7 @@ func DotRowsTile(s []float32, sStride int, q []float32, D int, base []float32, r
 		s0 := s[r*sStride : r*sStride+nk]
 		j := 0
 		for ; j+4 <= nk; j += 4 {
-			k0 := base[rows[j] : rows[j]+D]
-			k1 := base[rows[j+1] : rows[j+1]+D]
-			k2 := base[rows[j+2] : rows[j+2]+D]
-			k3 := base[rows[j+3] : rows[j+3]+D]
+			k0, k1, k2, k3 := fourRows(base, rows, j, D)
 			k0, k1, k2, k3 = k0[:len(q0)], k1[:len(q0)], k2[:len(q0)], k3[:len(q0)]
 			var a0, a1, a2, a3 float32
 			for d, x := range q0 {
@@ -112,10 +106,7 @@ func AxpyRowsTile(acc []float32, D int, p []float32, pStride int, base []float32
 			if w00 == 0 && w01 == 0 && w02 == 0 && w03 == 0 && w10 == 0 && w11 == 0 && w12 == 0 && w13 == 0 {
 				continue
 			}
-			v0 := base[rows[j] : rows[j]+D]
-			v1 := base[rows[j+1] : rows[j+1]+D]
-			v2 := base[rows[j+2] : rows[j+2]+D]
-			v3 := base[rows[j+3] : rows[j+3]+D]
+			v0, v1, v2, v3 := fourRows(base, rows, j, D)
 			a1 := a1[:len(a0)]
 			v0, v1, v2, v3 = v0[:len(a0)], v1[:len(a0)], v2[:len(a0)], v3[:len(a0)]
 			for d := range a0 {
@@ -147,10 +138,7 @@ func AxpyRowsTile(acc []float32, D int, p []float32, pStride int, base []float32
 			if w0 == 0 && w1 == 0 && w2 == 0 && w3 == 0 {
 				continue
 			}
-			v0 := base[rows[j] : rows[j]+D]
-			v1 := base[rows[j+1] : rows[j+1]+D]
-			v2 := base[rows[j+2] : rows[j+2]+D]
-			v3 := base[rows[j+3] : rows[j+3]+D]
+			v0, v1, v2, v3 := fourRows(base, rows, j, D)
 			v0, v1, v2, v3 = v0[:len(a0)], v1[:len(a0)], v2[:len(a0)], v3[:len(a0)]
 			for d := range a0 {
 				a0[d] += w0*v0[d] + w1*v1[d] + w2*v2[d] + w3*v3[d]
@@ -166,6 +154,13 @@ func AxpyRowsTile(acc []float32, D int, p []float32, pStride int, base []float32
 			}
 		}
 	}
+}
+
+// fourRows returns the D-element rows of base at offsets rows[j..j+3]: the
+// four key (or value) rows one step of the tile kernels reads. It inlines,
+// so the kernels compile to the same code as with the slices written out.
+func fourRows(base []float32, rows []int, j, D int) (r0, r1, r2, r3 []float32) {
+	return base[rows[j] : rows[j]+D], base[rows[j+1] : rows[j+1]+D], base[rows[j+2] : rows[j+2]+D], base[rows[j+3] : rows[j+3]+D]
 }
 
 // DotRows8 sets s[j] = q · base[rows[j] : rows[j]+D] for D = len(q) a
@@ -245,8 +240,12 @@ func AxpyRows8(acc, p, base []float32, rows []int) {
 // each time the running max of random scores rises (~ln n times per
 // row), which cost more than the scan itself. A +NaN would win, so then
 // the scan is redone with float compares, which skip it. −0 and +0 may
-// come out either way; both give the same exponentials.
+// come out either way; both give the same exponentials. On AVX-512 it is
+// VMAXPS over 16 lanes, which skips NaNs by itself (rowmax_amd64.s).
 func RowMax(s []float32) float32 {
+	if len(s) >= 16 && CurrentImpl() == ImplAVX512 {
+		return rowMaxAVX512(&s[0], len(s))
+	}
 	const negInf = -0x7f800001 // (0xff800000 as int32) ^ 0x7fffffff: −Inf mapped
 	m0, m1, m2, m3 := int32(negInf), int32(negInf), int32(negInf), int32(negInf)
 	i := 0

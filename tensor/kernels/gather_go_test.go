@@ -70,6 +70,10 @@ func TestDotRows8AxpyRows8(t *testing.T) {
 // RowMax is the float maximum that skips NaNs, for every arrangement of
 // the values that make integer comparison of float bits tricky.
 func TestRowMax(t *testing.T) {
+	withImpl(t, testRowMax)
+}
+
+func testRowMax(t *testing.T, _ Impl) {
 	inf := float32(math.Inf(1))
 	nan := float32(math.NaN())
 	negNaN := math.Float32frombits(0xffc00000)
@@ -99,12 +103,33 @@ func TestRowMax(t *testing.T) {
 		{5, 4, 3, 2, 1, 9, 8, 7, 6, 10, nan},
 	}
 	r := rand.New(rand.NewPCG(13, 14))
-	for n := range 40 {
+	for n := range 80 {
 		s := make([]float32, n)
 		for i := range s {
 			s[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(20)-10)))
 		}
 		cases = append(cases, s)
+		// The same values with NaNs of both signs, −Inf and the maximum
+		// in every lane position (the SIMD kernel's two vectors, its
+		// single vector and its masked tail).
+		if n > 0 {
+			for _, special := range []float32{nan, negNaN, -inf} {
+				v := append([]float32(nil), s...)
+				v[r.IntN(n)] = special
+				cases = append(cases, v)
+			}
+			v := append([]float32(nil), s...)
+			v[n-1] = 1e30
+			cases = append(cases, v)
+		}
+	}
+	for _, n := range []int{16, 20, 33, 48} { // only NaNs, or only −Inf, in SIMD lengths
+		allNaN, allNegInf := make([]float32, n), make([]float32, n)
+		for i := range allNaN {
+			allNaN[i], allNegInf[i] = nan, -inf
+		}
+		allNaN[n/2] = negNaN
+		cases = append(cases, allNaN, allNegInf)
 	}
 	for _, s := range cases {
 		got, want := RowMax(s), ref(s)

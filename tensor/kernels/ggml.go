@@ -24,6 +24,18 @@ import (
 //	      16 sub-blocks of 16 with an int8 scale: w = (d·sc)·(q−32),
 //	      q = 4 low bits from ql and 2 high bits from qh
 //
+// and the types llama-quantize falls back to, or older files use (their
+// code is in ggml_q5.go):
+//
+//	Q4_1  20 bytes / 32 weights:  d fp16, m fp16, qs[16] nibbles  w = d·q + m
+//	Q5_0  22 bytes / 32 weights:  d fp16, qh[4], qs[16]           w = d·(q−16)
+//	Q5_1  24 bytes / 32 weights:  d fp16, m fp16, qh[4], qs[16]   w = d·q + m
+//	      (nibbles as Q4_0's; bit j of the little-endian uint32 qh is
+//	      the fifth bit of weight j)
+//	Q5_K 176 bytes / 256 weights: d fp16, dmin fp16, scales[12], qh[32], qs[128]
+//	      Q4_K's sub-blocks, scales and nibbles, plus a fifth bit per
+//	      weight: bit s of qh[l] for weight l of sub-block s
+//
 // and F32, F16, BF16 one element per "block".
 
 // GGMLType is a ggml tensor type, numbered as ggml's enum ggml_type (the
@@ -37,8 +49,12 @@ const (
 	TypeF32  GGMLType = 0
 	TypeF16  GGMLType = 1
 	TypeQ4_0 GGMLType = 2
+	TypeQ4_1 GGMLType = 3
+	TypeQ5_0 GGMLType = 6
+	TypeQ5_1 GGMLType = 7
 	TypeQ8_0 GGMLType = 8
 	TypeQ4_K GGMLType = 12
+	TypeQ5_K GGMLType = 13
 	TypeQ6_K GGMLType = 14
 	TypeBF16 GGMLType = 30
 )
@@ -62,16 +78,29 @@ func (t GGMLType) String() string {
 	return fmt.Sprintf("GGMLType(%d)", uint32(t))
 }
 
+// SupportedGGMLTypes are the ggml types Stride runs, in ggml's order.
+var SupportedGGMLTypes = []GGMLType{TypeF32, TypeF16, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0,
+	TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeBF16}
+
+// supportedList is SupportedGGMLTypes for error messages: "F32, F16, ... or BF16".
+func supportedList() string {
+	names := make([]string, len(SupportedGGMLTypes))
+	for i, t := range SupportedGGMLTypes {
+		names[i] = t.String()
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // ParseGGMLType maps a ggml type name (any letter case; model.StorageType
 // values such as "Q4_K") to its GGMLType. Only the types Stride runs are
 // accepted.
 func ParseGGMLType(name string) (GGMLType, error) {
-	for _, t := range []GGMLType{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K} {
+	for _, t := range SupportedGGMLTypes {
 		if strings.EqualFold(strings.TrimSpace(name), t.String()) {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K)", name)
+	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want %s)", name, supportedList())
 }
 
 // ggmlLayout is a supported type's block geometry and the Matrix format
@@ -88,7 +117,11 @@ var ggmlLayouts = map[GGMLType]ggmlLayout{
 	TypeBF16: {1, 2, BF16},
 	TypeQ8_0: {32, 34, GGMLQ8_0},
 	TypeQ4_0: {32, 18, Q4_0},
+	TypeQ4_1: {32, 20, Q4_1},
+	TypeQ5_0: {32, 22, Q5_0},
+	TypeQ5_1: {32, 24, Q5_1},
 	TypeQ4_K: {256, 144, Q4_K},
+	TypeQ5_K: {256, 176, Q5_K},
 	TypeQ6_K: {256, 210, Q6_K},
 }
 
@@ -129,6 +162,14 @@ func (f Format) ggmlBlocks() (GGMLType, bool) {
 		return TypeQ4_K, true
 	case Q6_K:
 		return TypeQ6_K, true
+	case Q4_1:
+		return TypeQ4_1, true
+	case Q5_0:
+		return TypeQ5_0, true
+	case Q5_1:
+		return TypeQ5_1, true
+	case Q5_K:
+		return TypeQ5_K, true
 	}
 	return 0, false
 }
@@ -139,16 +180,18 @@ func (f Format) ggmlBlocks() (GGMLType, bool) {
 // The Matrix reads data in place for as long as it is used, so data must
 // stay valid (mapped) that long.
 //
-// The block types become the GGMLQ8_0, Q4_0, Q4_K and Q6_K formats; F32,
+// The block types become the GGMLQ8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K
+// and Q6_K formats; F32,
 // F16 and BF16 become the plain formats over a view of the same bytes
 // (copied only in the odd case that data is not aligned to the element
 // size). Every matrix is marked GGML, so MatMul computes with it as ggml
-// does: activations quantized to Q8_0 blocks for Q8_0 and Q4_0, to Q8_K
-// blocks for Q4_K and Q6_K, and rounded to F16 or BF16 for those weights.
+// does: activations quantized to Q8_0 blocks for Q8_0, Q4_0 and Q5_0, to
+// Q8_1 blocks for Q4_1 and Q5_1, to Q8_K blocks for Q4_K, Q5_K and Q6_K,
+// and rounded to F16 or BF16 for those weights.
 func NewGGMLMatrix(typ GGMLType, rows, cols int, data []byte) (*Matrix, error) {
 	l, ok := ggmlLayouts[typ]
 	if !ok {
-		return nil, fmt.Errorf("kernels: ggml type %v is not supported (want F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K)", typ)
+		return nil, fmt.Errorf("kernels: ggml type %v is not supported (want %s)", typ, supportedList())
 	}
 	if rows <= 0 || cols <= 0 || rows > math.MaxInt32 || cols > math.MaxInt32 {
 		return nil, fmt.Errorf("kernels: ggml %v matrix shape (%d, %d) must be positive and below 2^31", typ, rows, cols)
@@ -280,6 +323,8 @@ func (m *Matrix) dequantRowBlocks(i int, dst []float32) {
 		for b := 0; b < m.Cols/256; b++ {
 			dequantQ6K(dst[b*256:b*256+256], row[b*210:b*210+210])
 		}
+	default:
+		dequantRowQ5(m.Format, row, dst[:m.Cols])
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 // matmul before the dot products (ggml-cpu.c's type_traits_cpu):
 //
 //	weights      activations
-//	Q8_0, Q4_0   Q8_0 blocks: 32 int8 and an fp16 scale
-//	Q4_K, Q6_K   Q8_K blocks: 256 int8, a float32 scale and 16 sums of 16
+//	Q8_0, Q4_0, Q5_0    Q8_0 blocks: 32 int8 and an fp16 scale
+//	Q4_1, Q5_1          Q8_1 blocks: Q8_0's, plus s = d·Σq (fp16)
+//	Q4_K, Q5_K, Q6_K    Q8_K blocks: 256 int8, a float32 scale and 16 sums of 16
 //	F16          F16 (activations rounded to binary16)
 //	BF16         BF16
 //
@@ -25,6 +26,7 @@ type actKind uint8
 const (
 	actNone actKind = iota // float32 as given
 	actQ8_0
+	actQ8_1
 	actQ8_K
 	actF16
 	actBF16
@@ -34,9 +36,11 @@ const (
 // formats, which have their own activation handling).
 func actKindFor(m *Matrix) actKind {
 	switch m.Format {
-	case GGMLQ8_0, Q4_0:
+	case GGMLQ8_0, Q4_0, Q5_0:
 		return actQ8_0
-	case Q4_K, Q6_K:
+	case Q4_1, Q5_1:
+		return actQ8_1
+	case Q4_K, Q5_K, Q6_K:
 		return actQ8_K
 	case F16:
 		if m.GGML {
@@ -58,7 +62,8 @@ type ggmlActs struct {
 	kind    actKind
 	T, cols int
 	q       []int8    // [T, cols] quantized values (Q8_0, Q8_K)
-	d       []float32 // [T, cols/32] Q8_0 scales (fp16 values) or [T, cols/256] Q8_K scales
+	d       []float32 // [T, cols/32] Q8_0/Q8_1 scales (fp16 values) or [T, cols/256] Q8_K scales
+	s       []float32 // [T, cols/32] Q8_1 d·Σq (fp16 values)
 	bsums   []int16   // [T, cols/16] Q8_K sums of 16 quantized values
 	bs32    []int16   // [T, cols/32] pairwise bsums: sums of 32
 	q8s     []int16   // [T, cols/2] 32·(q[2i] + q[2i+1])
@@ -84,6 +89,10 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 			a.xc = grow(a.xc, T*cols/4)
 			a.xc8 = grow(a.xc8, T*cols/4)
 		}
+	case actQ8_1:
+		a.q = grow(a.q, T*cols)
+		a.d = grow(a.d, T*cols/32)
+		a.s = grow(a.s, T*cols/32)
 	case actQ8_K:
 		a.q = grow(a.q, T*cols)
 		a.d = grow(a.d, T*cols/256)
@@ -117,6 +126,8 @@ func (a *ggmlActs) run(t0, t1 int) {
 			if a.T > 1 {
 				laneCorrections(a.xc[t*cols/4:(t+1)*cols/4], a.xc8[t*cols/4:(t+1)*cols/4], q)
 			}
+		case actQ8_1:
+			quantizeQ8_1Blocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/32:(t+1)*cols/32], a.s[t*cols/32:(t+1)*cols/32], x)
 		case actQ8_K:
 			bs := a.bsums[t*cols/16 : (t+1)*cols/16]
 			quantizeQ8_KBlocks(a.q[t*cols:(t+1)*cols], a.d[t*cols/256:(t+1)*cols/256], bs, x)

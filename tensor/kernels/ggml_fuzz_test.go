@@ -22,7 +22,8 @@ func FuzzGGMLMatrix(f *testing.F) {
 		if rows > 12 || cols > 1024 || rows < -2 || cols < -2 || delta < -40 || delta > 40 {
 			return
 		}
-		types := []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeF16, TypeBF16, TypeF32, GGMLType(3), GGMLType(200)}
+		types := []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeF16, TypeBF16, TypeF32, GGMLType(11), GGMLType(200),
+			TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ5_K}
 		typ := types[int(ti)%len(types)]
 		n := delta
 		if rb, err := typ.RowBytes(cols); err == nil && rows > 0 {

@@ -9,13 +9,13 @@ package kernels
 // result is bit-identical for any thread count, row partition and T.
 
 // tokenActs is one token's quantized activations: values q, block scales
-// d, and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
+// d, for Q8_1 the blocks' d·Σq (s), and for Q8_K the sums of 16 (bsums) and of 32 (bs32, the pairwise
 // sums ggml's AVX2 Q4_K code forms with _mm_hadd_epi16) and q8s, 32 times
 // each pair's sum (maddubs(32, q8), which ggml's AVX2 Q6_K code forms per
 // row).
 type tokenActs struct {
 	q                []int8
-	d                []float32
+	d, s             []float32
 	bsums, bs32, q8s []int16
 }
 
@@ -24,6 +24,9 @@ type tokenActs struct {
 func (a *ggmlActs) token(t, sd int) tokenActs {
 	cols := a.cols
 	x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
+	if a.kind == actQ8_1 {
+		x.s = a.s[t*cols/32 : (t+1)*cols/32]
+	}
 	if a.kind == actQ8_K {
 		x.bsums = a.bsums[t*cols/16 : (t+1)*cols/16]
 		x.bs32 = a.bs32[t*cols/32 : (t+1)*cols/32]
@@ -42,6 +45,8 @@ type ggmlDots struct {
 	q8_0, q4_0, q4K, q6K ggmlRowsFn
 	tileQ8_0, tileQ4_0   ggmlTileFn
 	tileQ4K, tileQ6K     ggmlTileFn
+
+	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go (no tile kernels yet)
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -58,6 +63,11 @@ var genericGGMLDots = ggmlDots{
 	q4_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ4_0Q8_0(w, xq, xd) }),
 	q4K:  rowsOf(dotQ4KQ8K),
 	q6K:  rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KQ8K(w, xq, xd) }),
+
+	q4_1: rowsQ8_1(dotQ4_1Q8_1),
+	q5_0: rowsOf(func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ5_0Q8_0(w, xq, xd) }),
+	q5_1: rowsQ8_1(dotQ5_1Q8_1),
+	q5K:  rowsOf(dotQ5KQ8K),
 }
 
 // simdGGMLDots[impl] holds the assembly kernels where they exist (set by
@@ -75,7 +85,8 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 	for _, p := range []struct {
 		dst *ggmlRowsFn
 		src ggmlRowsFn
-	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K}} {
+	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K},
+		{&d.q4_1, s.q4_1}, {&d.q5_0, s.q5_0}, {&d.q5_1, s.q5_1}, {&d.q5K, s.q5K}} {
 		if p.src != nil {
 			*p.dst = p.src
 		}
@@ -94,6 +105,14 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int)
 		return d.q4_0, d.tileQ4_0, 32
 	case Q4_K:
 		return d.q4K, d.tileQ4K, 256
+	case Q4_1:
+		return d.q4_1, nil, 32
+	case Q5_0:
+		return d.q5_0, nil, 32
+	case Q5_1:
+		return d.q5_1, nil, 32
+	case Q5_K:
+		return d.q5K, nil, 256
 	}
 	return d.q6K, d.tileQ6K, 256
 }

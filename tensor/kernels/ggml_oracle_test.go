@@ -102,7 +102,7 @@ func TestGGMLDequantMatchesGGUFPy(t *testing.T) {
 		}
 		seen[r.Type] = true
 	}
-	for _, typ := range []string{"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16"} {
+	for _, typ := range []string{"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "Q4_1", "Q5_0", "Q5_1", "Q5_K"} {
 		if !seen[typ] {
 			t.Errorf("oracle has no %s record", typ)
 		}

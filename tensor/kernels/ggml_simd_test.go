@@ -173,7 +173,7 @@ func TestGGMLSIMDIsGGMLAVX2(t *testing.T) {
 			continue
 		}
 		_ = SetImpl(impl)
-		for _, typ := range ggmlTypes {
+		for _, typ := range ggmlSIMDTypes {
 			rows, cols := 13, 768
 			m := newRandGGML(t, rng, typ, rows, cols)
 			x := make([]float32, cols)

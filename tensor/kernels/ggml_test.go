@@ -8,7 +8,11 @@ import (
 	"testing"
 )
 
-var ggmlTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K}
+var ggmlTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ5_K}
+
+// ggmlSIMDTypes are the block types with amd64 assembly kernels (the
+// others run the generic Go kernel under every Impl).
+var ggmlSIMDTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K}
 
 // randGGML returns rows·RowBytes(cols) random bytes of a block type: every
 // bit pattern of the quants and sub-block scales is valid, so only the
@@ -32,11 +36,14 @@ func randGGML(t testing.TB, rng *rand.Rand, typ GGMLType, rows, cols int) []byte
 	bs := typ.BlockBytes()
 	for o := 0; o < len(b); o += bs {
 		switch typ {
-		case TypeQ8_0, TypeQ4_0:
+		case TypeQ8_0, TypeQ4_0, TypeQ5_0:
 			scale(b[o:])
-		case TypeQ4_K:
+		case TypeQ4_K, TypeQ5_K, TypeQ4_1, TypeQ5_1:
 			scale(b[o:])
 			scale(b[o+2:])
+			if typ == TypeQ4_1 || typ == TypeQ5_1 {
+				b[o+3] |= byte(rng.Uint32()) & 0x80 // m may be negative
+			}
 		case TypeQ6_K:
 			scale(b[o+208:])
 		}
@@ -45,9 +52,11 @@ func randGGML(t testing.TB, rng *rand.Rand, typ GGMLType, rows, cols int) []byte
 }
 
 // ggmlExact64 is weight (i, j) as the integer dot products define it, in
-// float64 with no rounding: d·q for Q8_0, d·(q−8) for Q4_0, d·sc·q and
-// dmin·m apart for Q4_K (w = pos − neg), d·sc·(q−32) for Q6_K. It indexes
-// the blocks directly, independently of the kernels' loops.
+// float64 with no rounding: d·q for Q8_0, d·(q−8) for Q4_0, d·(q−16)
+// for Q5_0, d·sc·q and dmin·m apart for Q4_K and Q5_K (w = pos − neg),
+// d·sc·(q−32) for Q6_K; d·q for Q4_1 and Q5_1, whose offset m is
+// ggmlOffset64's (the dot product takes it times the activations' sum).
+// It indexes the blocks directly, independently of the kernels' loops.
 func ggmlExact64(m *Matrix, i, j int) (pos, neg float64) {
 	row := m.Blocks[i*m.rowBytes():]
 	f := func(p []byte) float64 { return float64(F16ToFloat32(binary.LittleEndian.Uint16(p))) }
@@ -78,8 +87,47 @@ func ggmlExact64(m *Matrix, i, j int) (pos, neg float64) {
 		blk := row[j/256*210:]
 		k := j % 256
 		return f(blk[208:]) * float64(int8(blk[192+k/16])) * float64(q6KValue(blk[0:128], blk[128:192], k)), 0
+	case Q4_1, Q5_0, Q5_1:
+		bb := map[Format]int{Q4_1: 20, Q5_0: 22, Q5_1: 24}[m.Format]
+		blk := row[j/32*bb:]
+		k := j % 32
+		qs := blk[bb-16:]
+		q := int(qs[k%16] & 0x0f)
+		if k >= 16 {
+			q = int(qs[k%16] >> 4)
+		}
+		if m.Format != Q4_1 {
+			qh := binary.LittleEndian.Uint32(blk[bb-20:])
+			q |= int(qh>>k&1) << 4
+		}
+		if m.Format == Q5_0 {
+			q -= 16
+		}
+		return f(blk) * float64(q), 0
+	case Q5_K:
+		blk := row[j/256*176:]
+		k := j % 256
+		sc, mn := q4KScales(blk[4:16])
+		sub, l := k/32, k%32
+		b := blk[48+32*(sub/2)+l]
+		q := int(b & 0x0f)
+		if sub%2 == 1 {
+			q = int(b >> 4)
+		}
+		q |= int(blk[16+l]>>sub&1) << 4
+		return f(blk) * float64(sc[sub]) * float64(q), f(blk[2:]) * float64(mn[sub])
 	}
 	panic("format")
+}
+
+// ggmlOffset64 is the offset m of block b of row i of a Q4_1 or Q5_1
+// matrix (0 for the other formats): w = d·q + m.
+func ggmlOffset64(m *Matrix, i, b int) float64 {
+	bb := map[Format]int{Q4_1: 20, Q5_1: 24}[m.Format]
+	if bb == 0 {
+		return 0
+	}
+	return float64(F16ToFloat32(binary.LittleEndian.Uint16(m.Blocks[i*m.rowBytes()+b*bb+2:])))
 }
 
 // refGGMLMatMul is the float64 oracle of a ggml matmul: x quantized by the
@@ -91,6 +139,7 @@ func refGGMLMatMul(m *Matrix, x []float32, T int) (ref, mag []float64) {
 	cols := m.Cols
 	xv := make([]float64, cols)
 	q := make([]int8, cols)
+	var xs []float32 // Q8_1 block sums
 	for t := 0; t < T; t++ {
 		xt := x[t*cols : (t+1)*cols]
 		switch actKindFor(m) {
@@ -106,6 +155,13 @@ func refGGMLMatMul(m *Matrix, x []float32, T int) (ref, mag []float64) {
 			for j := range xv {
 				xv[j] = float64(q[j]) * float64(d[j/256])
 			}
+		case actQ8_1:
+			d := make([]float32, cols/32)
+			xs = make([]float32, cols/32)
+			quantizeQ8_1Blocks(q, d, xs, xt)
+			for j := range xv {
+				xv[j] = float64(q[j]) * float64(d[j/32])
+			}
 		}
 		for i := 0; i < m.Rows; i++ {
 			var s, a float64
@@ -113,6 +169,11 @@ func refGGMLMatMul(m *Matrix, x []float32, T int) (ref, mag []float64) {
 				pos, neg := ggmlExact64(m, i, j)
 				s += (pos - neg) * xv[j]
 				a += (math.Abs(pos) + math.Abs(neg)) * math.Abs(xv[j])
+			}
+			for b, sx := range xs { // Q4_1, Q5_1: m times the block's d·Σq
+				off := ggmlOffset64(m, i, b)
+				s += off * float64(sx)
+				a += math.Abs(off * float64(sx))
 			}
 			ref[t*m.Rows+i], mag[t*m.Rows+i] = s, a
 		}
@@ -386,7 +447,7 @@ func TestNewGGMLMatrixErrors(t *testing.T) {
 		{TypeQ4_K, 2, 128, 144, "not a positive multiple of its block size 256"},
 		{TypeQ8_0, 0, 32, 0, "must be positive"},
 		{TypeQ8_0, -1, 32, 34, "must be positive"},
-		{GGMLType(3), 1, 32, 20, "Q4_1 is not supported"},
+		{GGMLType(11), 1, 256, 110, "Q3_K is not supported"},
 		{GGMLType(99), 1, 32, 20, "GGMLType(99) is not supported"},
 		{TypeF16, 3, 5, 29, "needs 30 bytes"},
 	} {
@@ -395,10 +456,10 @@ func TestNewGGMLMatrixErrors(t *testing.T) {
 			t.Errorf("NewGGMLMatrix(%v, %d, %d, %d bytes) = %v, want error containing %q", c.typ, c.rows, c.cols, c.n, err, c.want)
 		}
 	}
-	if _, err := ParseGGMLType("q5_k"); err == nil {
-		t.Error("ParseGGMLType(q5_k) accepted an unsupported type")
+	if _, err := ParseGGMLType("q3_k"); err == nil {
+		t.Error("ParseGGMLType(q3_k) accepted an unsupported type")
 	}
-	for _, typ := range []GGMLType{TypeF32, TypeF16, TypeBF16, TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K} {
+	for _, typ := range SupportedGGMLTypes {
 		if got, err := ParseGGMLType(strings.ToLower(typ.String())); err != nil || got != typ {
 			t.Errorf("ParseGGMLType(%q) = %v, %v", typ.String(), got, err)
 		}

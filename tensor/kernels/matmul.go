@@ -43,6 +43,27 @@ const minWorkPerPart = 1 << 16
 // touching out, if w is malformed, T < 0, a slice is too short, or out
 // overlaps x or the weights.
 func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
+	if err := checkMatMul(out, x, w, T); err != nil || T == 0 {
+		return err
+	}
+	job := matmulJob{out: out[:T*w.Rows], x: x[:T*w.Cols], w: w, T: T, impl: implFor(CurrentImpl(), w)}
+	// Ranges start on multiples of 16 rows: whole 8-row blocks, and each
+	// thread's slice of out starts on a 64-byte line (no false sharing).
+	const align = 16
+	minRows := (minWorkPerPart + w.Cols*T - 1) / (w.Cols * T)
+	s := p.tryAcquire()
+	if s == nil {
+		job.onCaller(p, minRows, align)
+		return nil
+	}
+	defer s.mu.Unlock()
+	job.onPool(s, minRows, align)
+	return nil
+}
+
+// checkMatMul returns MatMul's error for malformed arguments, or nil
+// (also for T == 0, which computes nothing).
+func checkMatMul(out, x []float32, w *Matrix, T int) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
@@ -68,64 +89,67 @@ func MatMul(p *Pool, out []float32, x []float32, w *Matrix, T int) error {
 	if w.Format == F32 && overlaps(out, w.F32[:w.Rows*w.Cols]) {
 		return fmt.Errorf("kernels: MatMul out overlaps the weights")
 	}
-
-	job := matmulJob{out: out, x: x, w: w, T: T, impl: implFor(CurrentImpl(), w)}
-	// Ranges start on multiples of 16 rows: whole 8-row blocks, and each
-	// thread's slice of out starts on a 64-byte line (no false sharing).
-	align := 16
-	minRows := (minWorkPerPart + w.Cols*T - 1) / (w.Cols * T)
-	var s *poolState
-	if p != nil && p.s.mu.TryLock() {
-		if p.s.closed {
-			p.s.mu.Unlock()
-		} else {
-			s = p.s
-			defer s.mu.Unlock()
-		}
-	}
-	if s == nil {
-		// No pool, or it is busy or closed: the same ranges, on the
-		// caller, with the shared scratch q8Shared.
-		k := 1
-		if p != nil {
-			k = parts(p.s.threads, w.Rows, minRows, align)
-		}
-		if w.Format == Q8_0 {
-			a := &q8Shared.a
-			if q8Shared.mu.TryLock() {
-				defer q8Shared.mu.Unlock()
-			} else {
-				a = new(q8Acts) // another caller holds it: rare, so allocate
-			}
-			job.quantize(nil, a)
-		} else if kind := actKindFor(w); kind != actNone {
-			a := &ggmlShared.a
-			if ggmlShared.mu.TryLock() {
-				defer ggmlShared.mu.Unlock()
-			} else {
-				a = new(ggmlActs)
-			}
-			job.prepareGGML(nil, a, kind)
-		}
-		job.serial(k, align)
-		return nil
-	}
-	if w.Format == Q8_0 {
-		// The pool owns one scratch, used under s.mu, so pooled calls
-		// never allocate once it has grown to the largest shape.
-		job.quantize(s, &s.q8)
-	} else if kind := actKindFor(w); kind != actNone {
-		job.prepareGGML(s, &s.ggml, kind)
-	}
-	k := parts(s.threads, w.Rows, minRows, align)
-	if k == 1 {
-		job.run(0, w.Rows)
-		return nil
-	}
-	s.mm = job
-	s.dispatch(w.Rows, k, align, &s.mm)
-	s.mm = matmulJob{}
 	return nil
+}
+
+// tryAcquire locks p's state for one call and returns it, or nil when
+// there is no pool or it is busy or closed (p may be nil).
+func (p *Pool) tryAcquire() *poolState {
+	if p == nil || !p.s.mu.TryLock() {
+		return nil
+	}
+	if p.s.closed {
+		p.s.mu.Unlock()
+		return nil
+	}
+	return p.s
+}
+
+// onCaller runs the job on the calling goroutine, when there is no pool
+// or it is busy or closed: the same ranges as the pool would use, with
+// the shared scratch q8Shared (or ggmlShared) for the converted x.
+func (j *matmulJob) onCaller(p *Pool, minRows, align int) {
+	k := 1
+	if p != nil {
+		k = parts(p.s.threads, j.w.Rows, minRows, align)
+	}
+	if j.w.Format == Q8_0 {
+		a := &q8Shared.a
+		if q8Shared.mu.TryLock() {
+			defer q8Shared.mu.Unlock()
+		} else {
+			a = new(q8Acts) // another caller holds it: rare, so allocate
+		}
+		j.quantize(nil, a)
+	} else if kind := actKindFor(j.w); kind != actNone {
+		a := &ggmlShared.a
+		if ggmlShared.mu.TryLock() {
+			defer ggmlShared.mu.Unlock()
+		} else {
+			a = new(ggmlActs)
+		}
+		j.prepareGGML(nil, a, kind)
+	}
+	j.serial(k, align)
+}
+
+// onPool runs the job on s's threads (s locked by the caller). The pool
+// owns one scratch per activation kind, used under s.mu, so pooled calls
+// never allocate once it has grown to the largest shape.
+func (j *matmulJob) onPool(s *poolState, minRows, align int) {
+	if j.w.Format == Q8_0 {
+		j.quantize(s, &s.q8)
+	} else if kind := actKindFor(j.w); kind != actNone {
+		j.prepareGGML(s, &s.ggml, kind)
+	}
+	k := parts(s.threads, j.w.Rows, minRows, align)
+	if k == 1 {
+		j.run(0, j.w.Rows)
+		return
+	}
+	s.mm = *j
+	s.dispatch(j.w.Rows, k, align, &s.mm)
+	s.mm = matmulJob{}
 }
 
 // quantize prepares a Q8_0 job: x quantized once for the whole call, as

@@ -218,7 +218,7 @@ func TestMatMulErrors(t *testing.T) {
 		{"overlap weights", w.F32[:2], buf[:3], w, 1, "overlaps the weights"},
 		{"bad shape", buf[:2], buf[2:5], &Matrix{Format: F32, Rows: 0, Cols: 3, F32: buf}, 1, "must be positive"},
 		{"short data", buf[:2], buf[2:5], &Matrix{Format: F32, Rows: 2, Cols: 3, F32: buf[:5]}, 1, "has 5 values"},
-		{"bad format", buf[:2], buf[2:5], &Matrix{Format: 9, Rows: 2, Cols: 3}, 1, "unknown matrix format"},
+		{"bad format", buf[:2], buf[2:5], &Matrix{Format: 99, Rows: 2, Cols: 3}, 1, "unknown matrix format"},
 		{"bad group", buf[:2], buf[2:5], &Matrix{Format: Q8_0, Rows: 2, Cols: 3, Q: make([]int8, 6), Scales: make([]float32, 6), GroupSize: 2}, 1, "divide cols"},
 		{"few scales", buf[:2], buf[2:5], &Matrix{Format: Q8_0, Rows: 2, Cols: 3, Q: make([]int8, 6), Scales: make([]float32, 1), GroupSize: 3}, 1, "needs 2 scales"},
 		{"huge T", buf[:2], buf[2:5], w, math.MaxInt / 2, "too large"},

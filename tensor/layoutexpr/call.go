@@ -120,6 +120,45 @@ func (c *callCtx) int(name string, def *int) (int, error) {
 	return 0, c.badType(name, "int", v)
 }
 
+// intArgs binds the call to params, all ints, and returns their values in
+// order. As in a Python signature the last len(defaults) params default to
+// defaults and the others are required: transpose(dim0, dim1) is
+// intArgs([]string{"dim0", "dim1"}), chunk(chunks, dim=0) is
+// intArgs([]string{"chunks", "dim"}, 0).
+func (c *callCtx) intArgs(params []string, defaults ...int) ([]int, error) {
+	if err := c.bind(params); err != nil {
+		return nil, err
+	}
+	out := make([]int, len(params))
+	first := len(params) - len(defaults)
+	for i, name := range params {
+		var def *int
+		if i >= first {
+			def = &defaults[i-first]
+		}
+		n, err := c.int(name, def)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// intTuples returns the bound tuple-of-ints arguments names, in order,
+// each required.
+func (c *callCtx) intTuples(names ...string) ([][]int, error) {
+	out := make([][]int, len(names))
+	for i, name := range names {
+		v, err := c.ints(name)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // optInt returns an int argument that may be None or absent (ok false).
 func (c *callCtx) optInt(name string) (n int, ok bool, err error) {
 	if !c.has(name) {

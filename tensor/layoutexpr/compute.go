@@ -248,40 +248,11 @@ func nonOverlappingAndDense(shape, strides []int) bool {
 
 // inferDenseStrides is PyTorch's infer_dense_strides: dense strides that
 // keep the dim order of strides (ties and stride-0 dims keep their place).
+// The dim order is reorderDims' with strides as the only operand: with one
+// operand its comparison is infer_dense_strides' should_swap.
 func inferDenseStrides(shape, strides []int) []int {
 	nd := len(shape)
-	perm := make([]int, nd)
-	for i := range perm {
-		perm[i] = nd - 1 - i
-	}
-	shouldSwap := func(d0, d1 int) int {
-		s0, s1 := strides[d0], strides[d1]
-		if s0 == 0 || s1 == 0 {
-			return 0
-		}
-		if s0 < s1 {
-			return -1
-		}
-		if s0 > s1 {
-			return 1
-		}
-		if shape[d0] > shape[d1] {
-			return 1
-		}
-		return 0
-	}
-	for i := 1; i < nd; i++ {
-		d1 := i
-		for d0 := i - 1; d0 >= 0; d0-- {
-			c := shouldSwap(perm[d0], perm[d1])
-			if c > 0 {
-				perm[d0], perm[d1] = perm[d1], perm[d0]
-				d1 = d0
-			} else if c < 0 {
-				break
-			}
-		}
-	}
+	perm := reorderDims(shape, [][]int{strides})
 	out := make([]int, nd)
 	cur := 1
 	for _, d := range perm {

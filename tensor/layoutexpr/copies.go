@@ -230,17 +230,11 @@ func splitEven(x *tensor.Tensor, n, d, size int) ([]*tensor.Tensor, error) {
 }
 
 func chunkOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"chunks", "dim"}); err != nil {
-		return nil, err
-	}
-	k, err := c.int("chunks", nil)
+	a, err := c.intArgs([]string{"chunks", "dim"}, 0)
 	if err != nil {
 		return nil, err
 	}
-	d0, err := c.int("dim", intp(0))
-	if err != nil {
-		return nil, err
-	}
+	k, d0 := a[0], a[1]
 	x := c.x
 	if x.Dim() == 0 {
 		return nil, fmt.Errorf("chunk expects at least a 1-dimensional tensor")
@@ -264,13 +258,11 @@ func chunkOp(c *callCtx) (any, error) {
 }
 
 func unbindOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"dim"}); err != nil {
-		return nil, err
-	}
-	d0, err := c.int("dim", intp(0))
+	a, err := c.intArgs([]string{"dim"}, 0)
 	if err != nil {
 		return nil, err
 	}
+	d0 := a[0]
 	x := c.x
 	if x.Dim() == 0 {
 		return nil, fmt.Errorf("Dimension specified as %d but tensor has no dimensions", d0)

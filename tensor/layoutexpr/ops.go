@@ -12,101 +12,76 @@ import (
 // value.
 type method func(c *callCtx) (any, error)
 
-var (
-	methods      map[string]method
-	constructors map[string]func(c *callCtx) (*tensor.Tensor, error)
-)
-
 func intp(n int) *int { return &n }
 
-func init() {
-	constructors = map[string]func(c *callCtx) (*tensor.Tensor, error){
-		"empty": sizeCtor, "zeros": sizeCtor, "ones": sizeCtor, "randn": sizeCtor, "rand": sizeCtor,
-		"arange":        arangeCtor,
-		"as_strided":    asStridedCtor,
-		"empty_strided": emptyStridedCtor,
+// constructors maps each constructor the language accepts (empty(2, 3),
+// arange(12), as_strided(...)) to its evaluator.
+var constructors = map[string]func(c *callCtx) (*tensor.Tensor, error){
+	"empty": sizeCtor, "zeros": sizeCtor, "ones": sizeCtor, "randn": sizeCtor, "rand": sizeCtor,
+	"arange":        arangeCtor,
+	"as_strided":    asStridedCtor,
+	"empty_strided": emptyStridedCtor,
+}
+
+// methods maps each method x.name(...) the language accepts to its evaluator:
+// the view ops (views.go), the copies (copies.go), the computing ops
+// (compute.go) and the queries size, dim and numel.
+var methods = map[string]method{
+	"view":         viewOp,
+	"reshape":      one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Reshape(s...) }, "shape"),
+	"expand":       one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Expand(s...) }, "size"),
+	"permute":      one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Permute(s...) }, "dims"),
+	"repeat":       repeatOp,
+	"broadcast_to": broadcastToOp,
+	"expand_as":    likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.Expand(o.Shape()...) }),
+	"view_as":      likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.View(o.Shape()...) }),
+	"reshape_as":   likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.Reshape(o.Shape()...) }),
+	"squeeze":      squeezeOp,
+	"unsqueeze":    unsqueezeOp,
+	"transpose":    transposeOp, "swapaxes": transposeOp, "swapdims": transposeOp,
+	"t":         func(c *callCtx) (any, error) { return noArgs(c, c.x.T) },
+	"slice":     sliceOp,
+	"narrow":    narrowOp,
+	"select":    selectOp,
+	"unfold":    unfoldOp,
+	"flatten":   flattenOp,
+	"unflatten": unflattenOp,
+	"movedim":   movedimOp, "moveaxis": movedimOp,
+	"diagonal":   diagonalOp,
+	"as_strided": asStridedOp,
+	"contiguous": contiguousOp,
+	"clone":      cloneOp,
+	"to":         toOp,
+	"float":      convert(tensor.F32), "half": convert(tensor.F16), "bfloat16": convert(tensor.BF16),
+	"double": convert(tensor.F64), "long": convert(tensor.I64), "int": convert(tensor.I32),
+	"short": convert(tensor.I16), "char": convert(tensor.I8), "byte": convert(tensor.U8), "bool": convert(tensor.Bool),
+	"split":             splitOp,
+	"chunk":             chunkOp,
+	"unbind":            unbindOp,
+	"repeat_interleave": repeatInterleaveOp,
+	"softmax":           softmaxOp,
+	"sum":               reduceOp(false),
+	"mean":              reduceOp(true),
+	"matmul":            likeOp(matmulLayout),
+	"add":               binaryMethod("+"), "sub": binaryMethod("-"), "mul": binaryMethod("*"), "div": binaryMethod("/"),
+	"size":  sizeOp,
+	"dim":   func(c *callCtx) (any, error) { return c.x.Dim(), c.bind(nil) },
+	"numel": func(c *callCtx) (any, error) { return c.x.Numel(), c.bind(nil) },
+}
+
+// sizeOp is size() (the shape as a tuple) or size(dim).
+func sizeOp(c *callCtx) (any, error) {
+	if err := c.bind([]string{"dim"}); err != nil {
+		return nil, err
 	}
-	methods = map[string]method{
-		"view":    viewOp,
-		"reshape": one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Reshape(s...) }, "shape"),
-		"expand":  one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Expand(s...) }, "size"),
-		"permute": one(func(x *tensor.Tensor, s []int) (*tensor.Tensor, error) { return x.Permute(s...) }, "dims"),
-		"repeat":  repeatOp,
-		"broadcast_to": func(c *callCtx) (any, error) {
-			if err := c.bind([]string{"size"}); err != nil {
-				return nil, err
-			}
-			s, err := c.ints("size")
-			if err != nil {
-				return nil, err
-			}
-			return c.x.Expand(s...)
-		},
-		"expand_as":  likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.Expand(o.Shape()...) }),
-		"view_as":    likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.View(o.Shape()...) }),
-		"reshape_as": likeOp(func(x, o *tensor.Tensor) (*tensor.Tensor, error) { return x.Reshape(o.Shape()...) }),
-		"squeeze":    squeezeOp,
-		"unsqueeze": func(c *callCtx) (any, error) {
-			if err := c.bind([]string{"dim"}); err != nil {
-				return nil, err
-			}
-			d, err := c.int("dim", nil)
-			if err != nil {
-				return nil, err
-			}
-			return c.x.Unsqueeze(d)
-		},
-		"transpose": transposeOp, "swapaxes": transposeOp, "swapdims": transposeOp,
-		"t":         func(c *callCtx) (any, error) { return noArgs(c, c.x.T) },
-		"slice":     sliceOp,
-		"narrow":    narrowOp,
-		"select":    selectOp,
-		"unfold":    unfoldOp,
-		"flatten":   flattenOp,
-		"unflatten": unflattenOp,
-		"movedim":   movedimOp, "moveaxis": movedimOp,
-		"diagonal":   diagonalOp,
-		"as_strided": asStridedOp,
-		"contiguous": contiguousOp,
-		"clone":      cloneOp,
-		"to":         toOp,
-		"float":      convert(tensor.F32), "half": convert(tensor.F16), "bfloat16": convert(tensor.BF16),
-		"double": convert(tensor.F64), "long": convert(tensor.I64), "int": convert(tensor.I32),
-		"short": convert(tensor.I16), "char": convert(tensor.I8), "byte": convert(tensor.U8), "bool": convert(tensor.Bool),
-		"split":             splitOp,
-		"chunk":             chunkOp,
-		"unbind":            unbindOp,
-		"repeat_interleave": repeatInterleaveOp,
-		"softmax":           softmaxOp,
-		"sum":               reduceOp(false),
-		"mean":              reduceOp(true),
-		"matmul": func(c *callCtx) (any, error) {
-			if err := c.bind([]string{"other"}); err != nil {
-				return nil, err
-			}
-			o, err := c.tensorArg("other")
-			if err != nil {
-				return nil, err
-			}
-			return matmulLayout(c.x, o)
-		},
-		"add": binaryMethod("+"), "sub": binaryMethod("-"), "mul": binaryMethod("*"), "div": binaryMethod("/"),
-		"size": func(c *callCtx) (any, error) {
-			if err := c.bind([]string{"dim"}); err != nil {
-				return nil, err
-			}
-			if !c.has("dim") {
-				return intsTuple(c.x.Shape()), nil
-			}
-			d, err := c.int("dim", nil)
-			if err != nil {
-				return nil, err
-			}
-			return c.x.Size(d)
-		},
-		"dim":   func(c *callCtx) (any, error) { return c.x.Dim(), c.bind(nil) },
-		"numel": func(c *callCtx) (any, error) { return c.x.Numel(), c.bind(nil) },
+	if !c.has("dim") {
+		return intsTuple(c.x.Shape()), nil
 	}
+	d, err := c.int("dim", nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.x.Size(d)
 }
 
 func noArgs(c *callCtx, f func() (*tensor.Tensor, error)) (any, error) {
@@ -271,14 +246,11 @@ func asStridedCtor(c *callCtx) (*tensor.Tensor, error) {
 	if err := c.bind([]string{"size", "stride", "storage_offset"}, "dtype"); err != nil {
 		return nil, err
 	}
-	size, err := c.ints("size")
+	ss, err := c.intTuples("size", "stride")
 	if err != nil {
 		return nil, err
 	}
-	stride, err := c.ints("stride")
-	if err != nil {
-		return nil, err
-	}
+	size, stride := ss[0], ss[1]
 	off, err := c.int("storage_offset", intp(0))
 	if err != nil {
 		return nil, err
@@ -294,14 +266,11 @@ func emptyStridedCtor(c *callCtx) (*tensor.Tensor, error) {
 	if err := c.bind([]string{"size", "stride"}, "dtype"); err != nil {
 		return nil, err
 	}
-	size, err := c.ints("size")
+	ss, err := c.intTuples("size", "stride")
 	if err != nil {
 		return nil, err
 	}
-	stride, err := c.ints("stride")
-	if err != nil {
-		return nil, err
-	}
+	size, stride := ss[0], ss[1]
 	dt, err := c.dtype("dtype", tensor.F32)
 	if err != nil {
 		return nil, err

@@ -127,19 +127,32 @@ func squeezeOp(c *callCtx) (any, error) {
 	return c.x.Squeeze(d...)
 }
 
+// broadcastToOp is broadcast_to(size): expand with the sizes as one tuple.
+func broadcastToOp(c *callCtx) (any, error) {
+	if err := c.bind([]string{"size"}); err != nil {
+		return nil, err
+	}
+	s, err := c.ints("size")
+	if err != nil {
+		return nil, err
+	}
+	return c.x.Expand(s...)
+}
+
+func unsqueezeOp(c *callCtx) (any, error) {
+	d, err := c.intArgs([]string{"dim"})
+	if err != nil {
+		return nil, err
+	}
+	return c.x.Unsqueeze(d[0])
+}
+
 func transposeOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"dim0", "dim1"}); err != nil {
-		return nil, err
-	}
-	a, err := c.int("dim0", nil)
+	d, err := c.intArgs([]string{"dim0", "dim1"})
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.int("dim1", nil)
-	if err != nil {
-		return nil, err
-	}
-	return c.x.Transpose(a, b)
+	return c.x.Transpose(d[0], d[1])
 }
 
 // sliceOp is aten::slice(dim=0, start=None, end=None, step=1), the op
@@ -195,55 +208,27 @@ func sliceDim(x *tensor.Tensor, dim int, lo, hi *int, step int) (*tensor.Tensor,
 }
 
 func narrowOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"dim", "start", "length"}); err != nil {
-		return nil, err
-	}
-	d, err := c.int("dim", nil)
+	a, err := c.intArgs([]string{"dim", "start", "length"})
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.int("start", nil)
-	if err != nil {
-		return nil, err
-	}
-	l, err := c.int("length", nil)
-	if err != nil {
-		return nil, err
-	}
-	return c.x.Narrow(d, s, l)
+	return c.x.Narrow(a[0], a[1], a[2])
 }
 
 func selectOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"dim", "index"}); err != nil {
-		return nil, err
-	}
-	d, err := c.int("dim", nil)
+	a, err := c.intArgs([]string{"dim", "index"})
 	if err != nil {
 		return nil, err
 	}
-	i, err := c.int("index", nil)
-	if err != nil {
-		return nil, err
-	}
-	return c.x.Select(d, i)
+	return c.x.Select(a[0], a[1])
 }
 
 func unfoldOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"dimension", "size", "step"}); err != nil {
-		return nil, err
-	}
-	d, err := c.int("dimension", nil)
+	a, err := c.intArgs([]string{"dimension", "size", "step"})
 	if err != nil {
 		return nil, err
 	}
-	size, err := c.int("size", nil)
-	if err != nil {
-		return nil, err
-	}
-	step, err := c.int("step", nil)
-	if err != nil {
-		return nil, err
-	}
+	d, size, step := a[0], a[1], a[2]
 	if w, err := wrapDim(d, c.x.Dim()); err == nil && c.x.Dim() > 0 && step > 0 {
 		if st, _ := c.x.Stride(w); st > maxInt/step {
 			return nil, fmt.Errorf("unfold: stride %d times step %d exceeds 2^53", st, step)
@@ -256,23 +241,16 @@ func unfoldOp(c *callCtx) (any, error) {
 // start_dim == end_dim the input itself is returned; otherwise a reshape
 // with the merged size computed (not inferred, so zero sizes work).
 func flattenOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"start_dim", "end_dim"}); err != nil {
-		return nil, err
-	}
-	s0, err := c.int("start_dim", intp(0))
-	if err != nil {
-		return nil, err
-	}
-	e0, err := c.int("end_dim", intp(-1))
+	a, err := c.intArgs([]string{"start_dim", "end_dim"}, 0, -1)
 	if err != nil {
 		return nil, err
 	}
 	x := c.x
-	s, err := wrapDim(s0, x.Dim())
+	s, err := wrapDim(a[0], x.Dim())
 	if err != nil {
 		return nil, err
 	}
-	e, err := wrapDim(e0, x.Dim())
+	e, err := wrapDim(a[1], x.Dim())
 	if err != nil {
 		return nil, err
 	}
@@ -357,14 +335,11 @@ func movedimOp(c *callCtx) (any, error) {
 	if err := c.bind([]string{"source", "destination"}); err != nil {
 		return nil, err
 	}
-	src, err := c.ints("source")
+	sd, err := c.intTuples("source", "destination")
 	if err != nil {
 		return nil, err
 	}
-	dst, err := c.ints("destination")
-	if err != nil {
-		return nil, err
-	}
+	src, dst := sd[0], sd[1]
 	x := c.x
 	nd := x.Dim()
 	if len(src) != len(dst) {
@@ -416,21 +391,11 @@ func movedimOp(c *callCtx) (any, error) {
 // diagonalOp is diagonal(offset=0, dim1=0, dim2=1): dim1 and dim2 are
 // replaced by a last dim walking both at once (stride1 + stride2).
 func diagonalOp(c *callCtx) (any, error) {
-	if err := c.bind([]string{"offset", "dim1", "dim2"}); err != nil {
-		return nil, err
-	}
-	off, err := c.int("offset", intp(0))
+	args, err := c.intArgs([]string{"offset", "dim1", "dim2"}, 0, 0, 1)
 	if err != nil {
 		return nil, err
 	}
-	d1, err := c.int("dim1", intp(0))
-	if err != nil {
-		return nil, err
-	}
-	d2, err := c.int("dim2", intp(1))
-	if err != nil {
-		return nil, err
-	}
+	off, d1, d2 := args[0], args[1], args[2]
 	x := c.x
 	nd := x.Dim()
 	if nd < 2 {
@@ -487,14 +452,11 @@ func asStridedOp(c *callCtx) (any, error) {
 	if err := c.bind([]string{"size", "stride", "storage_offset"}); err != nil {
 		return nil, err
 	}
-	size, err := c.ints("size")
+	ss, err := c.intTuples("size", "stride")
 	if err != nil {
 		return nil, err
 	}
-	stride, err := c.ints("stride")
-	if err != nil {
-		return nil, err
-	}
+	size, stride := ss[0], ss[1]
 	off, err := c.int("storage_offset", intp(c.x.Offset()))
 	if err != nil {
 		return nil, err

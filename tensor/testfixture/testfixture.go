@@ -9,6 +9,13 @@
 //   - under CI (the environment variable CI set to true, as CI services
 //     do) the test fails, so a green CI run proves that the oracles ran.
 //
+// It also holds what the tests of several packages check against those
+// fixtures and against each other, so that each is written once: ReadIDs
+// reads a recorded token-id file, SameTensor compares two tensors bit for
+// bit, TopPDist is the float64 reference of run.c's sampling distribution,
+// and CheckCorpus and CorpusEntry keep committed fuzz seed corpora
+// (testdata/fuzz) equal to the seeds a test generates.
+//
 // It imports only the standard library, so every package's tests (tensor
 // and everything above it) can import it without an import cycle; it
 // sits under tensor/ because the top-level layout is fixed and tensor is

@@ -1,6 +1,7 @@
 package testfixture
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,11 @@ func (r *recorder) Skipf(format string, args ...any) {
 	panic(r)
 }
 func (r *recorder) Fatalf(format string, args ...any) {
-	r.failed, r.msg = true, format
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+	panic(r)
+}
+func (r *recorder) Fatal(args ...any) {
+	r.failed, r.msg = true, fmt.Sprint(args...)
 	panic(r)
 }
 

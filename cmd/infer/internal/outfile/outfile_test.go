@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/stride-lm/stride/cmd/infer/internal/outfile/outfiletest"
 )
 
 // write creates path, writes data and commits, returning the first error.
@@ -25,29 +27,6 @@ func write(ctx context.Context, path, data string) error {
 	return f.Commit()
 }
 
-// entries lists dir's names, to prove no temporary file is left behind.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
-func mode(t *testing.T, path string) fs.FileMode {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Mode()
-}
-
 // TestModes: a new file gets 0666 minus the umask (os.CreateTemp would
 // give 0600); a replaced file keeps its mode whatever the umask.
 func TestModes(t *testing.T) {
@@ -58,7 +37,7 @@ func TestModes(t *testing.T) {
 	if err := write(context.Background(), p, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if m := mode(t, p); m != 0o644 {
+	if m := outfiletest.Mode(t, p); m != 0o644 {
 		t.Fatalf("new file under umask 022: mode %v, want 0644", m)
 	}
 	syscall.Umask(0o002)
@@ -66,7 +45,7 @@ func TestModes(t *testing.T) {
 	if err := write(context.Background(), q, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if m := mode(t, q); m != 0o664 {
+	if m := outfiletest.Mode(t, q); m != 0o664 {
 		t.Fatalf("new file under umask 002: mode %v, want 0664", m)
 	}
 	if err := os.Chmod(p, 0o640); err != nil {
@@ -76,13 +55,13 @@ func TestModes(t *testing.T) {
 	if err := write(context.Background(), p, "bb"); err != nil {
 		t.Fatal(err)
 	}
-	if m := mode(t, p); m != 0o640 {
+	if m := outfiletest.Mode(t, p); m != 0o640 {
 		t.Fatalf("replaced file: mode %v, want its old 0640", m)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "bb" {
 		t.Fatalf("replaced file holds %q", b)
 	}
-	if got := entries(t, dir); strings.Join(got, ",") != "new.bin,new2.bin" {
+	if got := outfiletest.Entries(t, dir); strings.Join(got, ",") != "new.bin,new2.bin" {
 		t.Fatalf("directory holds %v", got)
 	}
 }
@@ -108,10 +87,10 @@ func TestSymlinkIsFollowed(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "new" {
 		t.Fatalf("target holds %q", b)
 	}
-	if m := mode(t, target); m != 0o600 {
+	if m := outfiletest.Mode(t, target); m != 0o600 {
 		t.Fatalf("target mode %v, want 0600 kept", m)
 	}
-	if got := entries(t, sub); len(got) != 1 {
+	if got := outfiletest.Entries(t, sub); len(got) != 1 {
 		t.Fatalf("%s holds %v", sub, got)
 	}
 	dangling := filepath.Join(dir, "dangling")
@@ -146,7 +125,7 @@ func TestFIFOIsWrittenThrough(t *testing.T) {
 	if s := <-got; s != "through the pipe" {
 		t.Fatalf("reader got %q", s)
 	}
-	if m := mode(t, fifo); m&fs.ModeNamedPipe == 0 {
+	if m := outfiletest.Mode(t, fifo); m&fs.ModeNamedPipe == 0 {
 		t.Fatalf("the FIFO became %v", m)
 	}
 }
@@ -171,7 +150,7 @@ func TestRefused(t *testing.T) {
 		!strings.Contains(err.Error(), "x.bin") || strings.Contains(err.Error(), ".tmp") {
 		t.Fatalf("missing directory: %v", err)
 	}
-	if got := entries(t, dir); len(got) != 1 {
+	if got := outfiletest.Entries(t, dir); len(got) != 1 {
 		t.Fatalf("directory holds %v", got)
 	}
 }
@@ -191,8 +170,8 @@ func TestCancelAndAbortLeaveNothing(t *testing.T) {
 	if _, err := f.Write([]byte("part")); err != nil {
 		t.Fatal(err)
 	}
-	if len(entries(t, dir)) != 2 {
-		t.Fatalf("no temporary file beside the target: %v", entries(t, dir))
+	if len(outfiletest.Entries(t, dir)) != 2 {
+		t.Fatalf("no temporary file beside the target: %v", outfiletest.Entries(t, dir))
 	}
 	cancel()
 	if _, err := f.Write([]byte("more")); err != context.Canceled {
@@ -202,7 +181,7 @@ func TestCancelAndAbortLeaveNothing(t *testing.T) {
 		t.Fatal("Commit after cancel succeeded")
 	}
 	f.Abort()
-	if got := entries(t, dir); len(got) != 1 {
+	if got := outfiletest.Entries(t, dir); len(got) != 1 {
 		t.Fatalf("left behind: %v", got)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "old" {
@@ -214,7 +193,7 @@ func TestCancelAndAbortLeaveNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	RemoveTemps()
-	if got := entries(t, dir); len(got) != 1 {
+	if got := outfiletest.Entries(t, dir); len(got) != 1 {
 		t.Fatalf("RemoveTemps left %v", got)
 	}
 	g.Abort()
