@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -66,9 +67,10 @@ func TestGGMLTilesMatchRowKernel(t *testing.T) {
 }
 
 // tileWidths are the token counts of impl's tile kernels for typ, widest
-// first (none: the row kernels run the prefill).
+// first (none: the row kernels run the prefill; the types without SIMD
+// kernels have no tiles either).
 func tileWidths(impl Impl, typ GGMLType) []int {
-	if impl == ImplGeneric {
+	if impl == ImplGeneric || !slices.Contains(ggmlSIMDTypes, typ) {
 		return nil
 	}
 	vnni := impl == ImplAVX512 && hasVNNI
