@@ -142,7 +142,10 @@ type loadedModel struct {
 	stop []int
 	// types names the stored weight types when the checkpoint reports
 	// them (a GGUF: "Q8_0+F16"); empty otherwise.
-	types    string
+	types string
+	// ggml is set for a GGUF checkpoint: a model written for llama.cpp,
+	// whose defaults (an F16 KV cache) perplexity follows.
+	ggml     bool
 	maxPiece int // see maxPieceBytes; 0 until computed
 	// chatTemplate is the Jinja chat template the checkpoint carries
 	// (GGUF's tokenizer.chat_template, HF's tokenizer_config.json), and
@@ -198,6 +201,7 @@ func (lm *loadedModel) loadCheckpoint(a *app, path, weights string, wdt tensor.D
 	if st, ok := src.(interface{ StopTokens() []int }); ok {
 		lm.stop = st.StopTokens()
 	}
+	_, lm.ggml = src.(model.GGMLSource)
 	if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
 		lm.types = st.StoredTypes()
 	}

@@ -32,16 +32,17 @@ var llamaCppPPL = []struct {
 var finalRE = regexp.MustCompile(`^Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)$`)
 
 // Stride's perplexity agrees with llama.cpp's within 0.05% (the issue's
-// bound) and prints the same last line. llama-perplexity keeps K and V in
-// F16 (its default cache type), so these runs do too (--kv-dtype f16); the
-// weights run as stored, with ggml's activation rounding.
+// bound) and prints the same last line, with no flag beyond llama.cpp's
+// own: llama-perplexity keeps K and V in F16 (its default cache type), and
+// so does infer perplexity on a GGUF by default; the weights run as
+// stored, with ggml's activation rounding.
 func TestPerplexityMatchesLlamaCpp(t *testing.T) {
 	models := sharedModels(t)
 	text := filepath.Join(models, "golden", "stories260K.sampled-text.txt")
 	tok := filepath.Join(models, "tok512.bin")
 	for _, c := range llamaCppPPL {
 		t.Run(c.file+"/"+strconv.Itoa(c.ctx), func(t *testing.T) {
-			code, out, errs := cli(t, "perplexity", "--kv-dtype", "f16", "--checkpoint", filepath.Join(models, c.file), "--tokenizer", tok,
+			code, out, errs := cli(t, "perplexity", "--checkpoint", filepath.Join(models, c.file), "--tokenizer", tok,
 				"--ctx", strconv.Itoa(c.ctx), text)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
@@ -63,6 +64,34 @@ func TestPerplexityMatchesLlamaCpp(t *testing.T) {
 				t.Errorf("no per-chunk progress on stderr: %q", errs)
 			}
 		})
+	}
+}
+
+// An explicit --kv-dtype wins over the GGUF default (an F32 cache gives
+// another figure), and a llama2.c checkpoint keeps the F32 default.
+func TestPerplexityKVDTypeDefault(t *testing.T) {
+	models := sharedModels(t)
+	text := filepath.Join(models, "golden", "stories260K.sampled-text.txt")
+	tok := filepath.Join(models, "tok512.bin")
+	ppl := func(args ...string) string {
+		t.Helper()
+		code, out, errs := cli(t, append(append([]string{"perplexity", "--tokenizer", tok, "--ctx", "64"}, args...), text)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return strings.TrimSpace(out)
+	}
+	q8 := filepath.Join(models, "gguf", "stories260K-q8_0.gguf")
+	def, f16, f32 := ppl("--checkpoint", q8), ppl("--checkpoint", q8, "--kv-dtype", "f16"), ppl("--checkpoint", q8, "--kv-dtype", "f32")
+	if def != f16 {
+		t.Errorf("GGUF default %q, --kv-dtype f16 %q: the default should be llama.cpp's F16 cache", def, f16)
+	}
+	if f32 == f16 {
+		t.Errorf("--kv-dtype f32 gave the F16 figure %q: the flag was ignored", f32)
+	}
+	bin := filepath.Join(models, "stories260K.bin")
+	if d, e := ppl("--checkpoint", bin), ppl("--checkpoint", bin, "--kv-dtype", "f32"); d != e {
+		t.Errorf("llama2.c default %q, --kv-dtype f32 %q: the default should stay F32", d, e)
 	}
 }
 
