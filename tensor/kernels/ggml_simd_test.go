@@ -73,8 +73,8 @@ func hsum8(a [8]float32) float32 {
 // float32 accumulator takes acc = fma(d_w·d_x, float(lane), acc) per
 // block (super-block), then hsum_float_8; Q4_K adds its mins on a
 // separate 4-lane accumulator, −d_x·dmin × madd(mins, pairwise bsums);
-// Q4_1 and Q5_1 add m·s per block into one scalar with a fused
-// multiply-add (what llama.cpp's x86 build compiles summs += m*s to).
+// Q4_1 and Q5_1 add m·s per block into one scalar (llama.cpp's x86
+// build fuses the multiply-add; m·s, two fp16 values, is exact anyway).
 func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd, xs []float32, bs []int16) float32 {
 	var acc [8]float32
 	var accm [4]float32
