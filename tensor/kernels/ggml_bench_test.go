@@ -53,7 +53,7 @@ func BenchmarkGGMLMatVec(b *testing.B) {
 			continue
 		}
 		b.Run(sh.name, func(b *testing.B) {
-			for _, typ := range []string{"q8_0", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16"} {
+			for _, typ := range []string{"q8_0", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "Q4_1", "Q5_0", "Q5_1", "Q5_K"} {
 				m := benchGGML(b, typ, sh.rows, sh.cols)
 				b.Run(typ, func(b *testing.B) {
 					benchImpls(b, F32, func(b *testing.B) {

@@ -17,8 +17,10 @@ import (
 //	             s = d·Σq per block, which carries the weights' offset m
 //	Q5_K         Q8_K activations (as Q4_K)
 //
-// These are portable Go kernels: exact int32 sums inside a block, one
-// float32 multiply-add per block, in the reference's order.
+// These are the portable Go kernels: exact int32 sums inside a block, one
+// float32 multiply-add per block, in the reference's order. On amd64,
+// Q4_1, Q5_0 and Q5_1 also have AVX2 and VNNI row kernels
+// (ggml_q5_amd64.s, ggml's AVX2 order); Q5_K runs this one everywhere.
 
 // q5Bit is the fifth bit of weight j (0..31) of a Q5_0/Q5_1 block: bit j
 // of its little-endian uint32 qh, moved to bit 4.

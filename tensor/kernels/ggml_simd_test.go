@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -70,8 +72,10 @@ func hsum8(a [8]float32) float32 {
 // VPMADDWD pairs those), each times its sub-block scale; one 8-lane
 // float32 accumulator takes acc = fma(d_w·d_x, float(lane), acc) per
 // block (super-block), then hsum_float_8; Q4_K adds its mins on a
-// separate 4-lane accumulator, −d_x·dmin × madd(mins, pairwise bsums).
-func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd []float32, bs []int16) float32 {
+// separate 4-lane accumulator, −d_x·dmin × madd(mins, pairwise bsums);
+// Q4_1 and Q5_1 add m·s per block into one scalar (llama.cpp's x86
+// build fuses the multiply-add; m·s, two fp16 values, is exact anyway).
+func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd, xs []float32, bs []int16) float32 {
 	var acc [8]float32
 	var accm [4]float32
 	row := m.Blocks[i*m.rowBytes():]
@@ -102,6 +106,37 @@ func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd []float32, bs []int16) float32 
 			}
 		}
 		return hsum8(acc)
+	case Q5_0, Q4_1, Q5_1:
+		var summs float32
+		for b := range xd {
+			var blk []byte
+			var code func(k int) int32 // weight k's integer (q − 16 for Q5_0)
+			switch m.Format {
+			case Q5_0:
+				blk = row[b*22:]
+				qh := binary.LittleEndian.Uint32(blk[2:])
+				code = func(k int) int32 { return int32(nibble(blk[6:], k)|uint8(qh>>k&1)<<4) - 16 }
+			case Q4_1:
+				blk = row[b*20:]
+				code = func(k int) int32 { return int32(nibble(blk[4:], k)) }
+			default:
+				blk = row[b*24:]
+				qh := binary.LittleEndian.Uint32(blk[4:])
+				code = func(k int) int32 { return int32(nibble(blk[8:], k) | uint8(qh>>k&1)<<4) }
+			}
+			d := f(blk) * xd[b]
+			for j := 0; j < 8; j++ {
+				var s int32
+				for k := 4 * j; k < 4*j+4; k++ {
+					s += code(k) * int32(xq[32*b+k])
+				}
+				acc[j] = fma32(d, float32(s), acc[j])
+			}
+			if m.Format != Q5_0 {
+				summs = fma32(f(blk[2:]), xs[b], summs)
+			}
+		}
+		return hsum8(acc) + summs
 	case Q4_K:
 		for b := range xd {
 			blk := row[b*144:]
@@ -157,6 +192,15 @@ func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd []float32, bs []int16) float32 
 	panic("format")
 }
 
+// nibble is weight k (0..31) of a block's 16 nibble bytes: byte k's low
+// nibble for k < 16, byte k−16's high one after.
+func nibble(qs []byte, k int) uint8 {
+	if k < 16 {
+		return qs[k] & 0x0f
+	}
+	return qs[k-16] >> 4
+}
+
 // TestGGMLSIMDIsGGMLAVX2: the SIMD kernels give, bit for bit, what
 // ggml's AVX2 code computes from the same quantized activations (so what
 // llama.cpp's x86 builds compute, whose tinyBLAS Q8_0/Q4_0 path sums in
@@ -173,8 +217,13 @@ func TestGGMLSIMDIsGGMLAVX2(t *testing.T) {
 			continue
 		}
 		_ = SetImpl(impl)
-		for _, typ := range ggmlSIMDTypes {
+		for _, typ := range slices.Concat(ggmlSIMDTypes, ggmlRowSIMDTypes) {
+			// 13 rows: groups of four and a remainder; the 32-weight
+			// types also an odd block count.
 			rows, cols := 13, 768
+			if typ.BlockSize() == 32 {
+				cols = 608
+			}
 			m := newRandGGML(t, rng, typ, rows, cols)
 			x := make([]float32, cols)
 			randF32(rng, x)
@@ -185,7 +234,7 @@ func TestGGMLSIMDIsGGMLAVX2(t *testing.T) {
 			var a ggmlActs
 			a.prepare(nil, actKindFor(m), x, 1, cols)
 			for i := range out {
-				want := ggmlAVX2Row(m, i, a.q, a.d, a.bsums)
+				want := ggmlAVX2Row(m, i, a.q, a.d, a.s, a.bsums)
 				if math.Float32bits(out[i]) != math.Float32bits(want) {
 					t.Errorf("%v %v row %d: %g (%08x), ggml AVX2 %g (%08x)", impl, typ, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
 				}

@@ -1,0 +1,90 @@
+// Macros shared by the ggml row kernels of ggml_amd64.s and
+// ggml_q5_amd64.s (see ggml_amd64.s's header for the summation order
+// they follow).
+
+// HSUM8 folds the 8 lanes of Y0 into X1[0] as hsum_float_8. Uses X2.
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X0, X1, X1; \
+	VMOVHLPS X1, X1, X2; \
+	VADDPS X2, X1, X1; \
+	VMOVSHDUP X1, X2; \
+	VADDSS X2, X1, X1
+
+// Q8SCALE sets Y7 to 8 copies of fp16 d at (R10) times the activation
+// scale at (R12): GGML_FP16_TO_FP32(x.d)·GGML_FP16_TO_FP32(y.d). Uses Y8.
+#define Q8SCALE \
+	VPBROADCASTW (R10), X7; \
+	VCVTPH2PS X7, Y7; \
+	VBROADCASTSS (R12), Y8; \
+	VMULPS Y8, Y7, Y7
+
+// MULSUM_AVX2 is mul_sum_i8_pairs_float(Y2, Y3) into Y6 (float32 x8):
+// |w| times x·sign(w), VPMADDUBSW to int16 pairs, VPMADDWD by ones (Y15).
+#define MULSUM_AVX2 \
+	VPSIGNB Y2, Y2, Y4; \
+	VPSIGNB Y2, Y3, Y5; \
+	VPMADDUBSW Y5, Y4, Y6; \
+	VPMADDWD Y15, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// MULSUM_VNNI is the same with one VPDPBUSD (AVX512-VNNI on ymm), which
+// gives the same int32 lanes.
+#define MULSUM_VNNI \
+	VPSIGNB Y2, Y2, Y4; \
+	VPSIGNB Y2, Y3, Y5; \
+	VPXOR Y6, Y6, Y6; \
+	VPDPBUSD Y5, Y4, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// Q8ARGS loads the arguments shared by the Q8_0 and Q4_0 kernels and
+// sets Y15 to int16 ones.
+#define Q8ARGS \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xd+24(FP), R8; \
+	MOVQ nb+32(FP), CX; \
+	MOVQ out+40(FP), DX; \
+	MOVQ nrows+48(FP), R9; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15
+
+// Q8T_SETUP loads the VNNI tile kernels' arguments (see ggmlQ8_0Tile4x8VNNI) and constants: SI the row-0 blocks,
+// BX = ws and R8 = 3·ws the row strides; DI the token-0 quants, R12 their
+// corrections, R9 = xs and R10 = 3·xs the token stride of both (cols
+// bytes); R14 the token-0 scales, R15 = ds and AX = 3·ds their stride; CX
+// the block count.
+#define Q8T_SETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	LEAQ (BX)(BX*2), R8; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xc+24(FP), R12; \
+	MOVQ xs+32(FP), R9; \
+	LEAQ (R9)(R9*2), R10; \
+	MOVQ xd+40(FP), R14; \
+	MOVQ ds+48(FP), R15; \
+	LEAQ (R15)(R15*2), AX; \
+	MOVQ nb+56(FP), CX; \
+	MOVL $0x80808080, DX; \
+	VPBROADCASTD DX, Z31; \
+	MOVL $0xff00, DX; \
+	KMOVW DX, K1
+
+// Q8ROW starts a row: block, activation and scale pointers, count, acc.
+#define Q8ROW \
+	MOVQ SI, R10; \
+	MOVQ DI, R11; \
+	MOVQ R8, R12; \
+	MOVQ CX, R13; \
+	VXORPS Y0, Y0, Y0
+
+// Q8ENDROW stores the row's sum and moves to the next row.
+#define Q8ENDROW \
+	HSUM8; \
+	VMOVSS X1, (DX); \
+	ADDQ $4, DX; \
+	ADDQ BX, SI; \
+	DECQ R9

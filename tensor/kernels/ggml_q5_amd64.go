@@ -1,0 +1,47 @@
+//go:build amd64
+
+package kernels
+
+import "unsafe"
+
+// The row kernels of ggml_q5_amd64.s, for the Q5_0 (Q8_0 activations)
+// and Q4_1 and Q5_1 (Q8_1 activations) weights; each computes nrows
+// consecutive rows (stride ws bytes, nb blocks each) against one token
+// into out[0:nrows], as asmRows's kernels do. They need ImplAVX2; the
+// VNNI ones also AVX512-VNNI with VL.
+
+//go:noescape
+func ggmlQ5_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ5_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+
+// The Rows4 kernels compute exactly four rows, each as the one-row kernel
+// does, sharing the token's loads; pf is the next four rows, prefetched.
+
+//go:noescape
+func ggmlQ5_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ5_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
+
+// The Q8_1 kernels also read the activation blocks' s = d·Σq (xs).
+
+//go:noescape
+func ggmlQ4_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ4_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+// asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn.
+func asmRowsQ8_1(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)) ggmlRowsFn {
+	return func(w []byte, rb int, x *tokenActs, out []float32) {
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.s[0], len(x.d), &out[0], len(out))
+	}
+}

@@ -1,0 +1,362 @@
+//go:build amd64
+
+#include "textflag.h"
+#include "ggml_amd64.h"
+
+// The row kernels of the 5-bit and "_1" ggml types (see ggml_q5.go and
+// ggml_q5_amd64.go), in the summation order of ggml_amd64.s's header:
+// each follows ggml's AVX2 vec_dot for its type (ggml-cpu-quants.c,
+// llama.cpp c392e50), so an output has the bits llama.cpp's AVX2 build
+// computes. What differs from Q4_0 is the unpacking of the weights:
+//
+//	Q5_0  qx = nibbles | (~bit & 0xF0), so q − 16 as int8 (bit clear:
+//	      nibble − 16; set: nibble); mul_sum_i8_pairs_float(qx, qy).
+//	Q4_1  qx = nibbles, unsigned; mul_sum_us8_pairs_float(qx, qy).
+//	Q5_1  qx = nibbles | (bit & 0x10), unsigned; mul_sum_us8_pairs_float.
+//
+// the fifth bits from bytes_from_bits_32: the uint32 qh broadcast, byte j
+// of the 32 made a copy of qh's byte j/8 (ggmlQ5Shuf), ORed with a mask
+// that has every bit set but bit j%8, compared with all-ones, so 0xFF
+// where bit j of qh is set. The "_1" types add m·s per block into a
+// scalar float, and the row is hsum_float_8(acc) + summs. llama.cpp's x86
+// build compiles `summs += m*s` to one VFMADD231SS, as here; a product of
+// two fp16 values is exact in float32, so fused or not, the bits agree.
+//
+// The VNNI forms replace VPMADDUBSW+VPMADDWD by VPDPBUSD, which forms the
+// same int32 lanes (ggml's AVX512-VNNI build does the same).
+
+// ggmlQ5Shuf: byte j takes byte j/8 of the broadcast qh.
+DATA ggmlQ5Shuf<>+0(SB)/8, $0x0000000000000000
+DATA ggmlQ5Shuf<>+8(SB)/8, $0x0101010101010101
+DATA ggmlQ5Shuf<>+16(SB)/8, $0x0202020202020202
+DATA ggmlQ5Shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL ggmlQ5Shuf<>(SB), RODATA|NOPTR, $32
+
+// Q5CONSTS sets Y14 = 0x0F bytes, Y13 = hi (0xF0 for Q5_0, 0x10 for
+// Q5_1; a 32-bit pattern), and for bytes_from_bits_32 Y12 = ggmlQ5Shuf,
+// Y11 = the bit mask 0x7fbfdfeff7fbfdfe, Y10 = all ones. Uses AX.
+#define Q5CONSTS(hi) \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL hi, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	VMOVDQU ggmlQ5Shuf<>(SB), Y12; \
+	MOVQ $0x7fbfdfeff7fbfdfe, AX; \
+	VMOVQ AX, X11; \
+	VPBROADCASTQ X11, Y11; \
+	VPCMPEQB Y10, Y10, Y10
+
+// NIBBLES sets Y to bytes_from_nibbles_32 of the 16 bytes at qs: the low
+// nibbles in the low lane (weights 0..15), the high ones in the high lane
+// (weights 16..31). Xt is scratch. Needs Y14.
+#define NIBBLES(qs, X, Y, Xt) \
+	VMOVDQU qs, X; \
+	VPSRLW $4, X, Xt; \
+	VINSERTI128 $1, Xt, Y, Y; \
+	VPAND Y14, Y, Y
+
+// BITS sets Y to bytes_from_bits_32 of the uint32 at qh. Needs Y10-Y12.
+#define BITS(qh, Y) \
+	VPBROADCASTD qh, Y; \
+	VPSHUFB Y12, Y, Y; \
+	VPOR Y11, Y, Y; \
+	VPCMPEQB Y10, Y, Y
+
+// Q5_0Q sets Y2 to a Q5_0 block's q − 16 (int8), the block at b. Uses Y3.
+#define Q5_0Q(b) \
+	NIBBLES(6 b, X2, Y2, X3); \
+	BITS(2 b, Y3); \
+	VPANDN Y13, Y3, Y3; \
+	VPOR Y3, Y2, Y2
+
+// DOT_AVX2 and DOT_VNNI set D to the 8 int32 lanes Σ u·s (u unsigned, s
+// signed bytes, 4 to a lane) as float32.
+#define DOT_AVX2(s, u, D) \
+	VPMADDUBSW s, u, D; \
+	VPMADDWD Y15, D, D; \
+	VCVTDQ2PS D, D
+
+#define DOT_VNNI(s, u, D) \
+	VPXOR D, D, D; \
+	VPDPBUSD s, u, D; \
+	VCVTDQ2PS D, D
+
+// Q5_0BLK is one Q5_0 block of the one-row kernels: acc Y0 += d_w·d_x ×
+// mul_sum_i8_pairs_float(q − 16, x), the block at (R10), x at (R11).
+#define Q5_0BLK(DOT) \
+	Q5_0Q((R10)); \
+	VMOVDQU (R11), Y3; \
+	VPSIGNB Y2, Y2, Y4; \
+	VPSIGNB Y2, Y3, Y5; \
+	DOT(Y5, Y4, Y6); \
+	Q8SCALE; \
+	VFMADD231PS Y6, Y7, Y0
+
+// Q5_0R4(b, ACC, DOT) is one Q5_0 block of row b (an address) in the
+// Rows4 kernels: ACC += d_w·d_x × mul_sum_i8_pairs_float(q − 16, x), with
+// the token's x in Y4 and d_x in all lanes of Y5. Uses Y6-Y9.
+#define Q5_0R4(b, ACC, DOT) \
+	NIBBLES(6 b, X6, Y6, X7); \
+	BITS(2 b, Y7); \
+	VPANDN Y13, Y7, Y7; \
+	VPOR Y7, Y6, Y6; \
+	VPSIGNB Y6, Y6, Y7; \
+	VPSIGNB Y6, Y4, Y8; \
+	DOT(Y8, Y7, Y9); \
+	VPBROADCASTW b, X8; \
+	VCVTPH2PS X8, Y8; \
+	VMULPS Y5, Y8, Y8; \
+	VFMADD231PS Y9, Y8, ACC
+
+// R4ARGS loads the Rows4 kernels' arguments: R10 row 0, BX = ws and
+// R13 = 3·ws the row steps, R9 the rows to prefetch, R11 x, R12 d_x, CX
+// the blocks, DX out; Y15 = int16 ones and Y0-Y3 the accumulators.
+#define R4ARGS \
+	MOVQ pf+48(FP), R9; \
+	MOVQ w+0(FP), R10; \
+	MOVQ ws+8(FP), BX; \
+	MOVQ xq+16(FP), R11; \
+	MOVQ xd+24(FP), R12; \
+	MOVQ nb+32(FP), CX; \
+	MOVQ out+40(FP), DX; \
+	LEAQ (BX)(BX*2), R13; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3
+
+// R4PREFETCH prefetches the next four rows' block into L2 and loads the
+// token's block: x to Y4, d_x to Y5.
+#define R4PREFETCH \
+	PREFETCHT1 (R9); \
+	PREFETCHT1 (R9)(BX*1); \
+	PREFETCHT1 (R9)(BX*2); \
+	PREFETCHT1 (R9)(R13*1); \
+	VMOVDQU (R11), Y4; \
+	VBROADCASTSS (R12), Y5
+
+// R4STORE stores hsum_float_8 of accumulator Y (X its low half) to o(DX).
+#define R4STORE(Y, X, o) \
+	VEXTRACTF128 $1, Y, X11; \
+	VADDPS X, X11, X11; \
+	VMOVHLPS X11, X11, X12; \
+	VADDPS X12, X11, X11; \
+	VMOVSHDUP X11, X12; \
+	VADDSS X12, X11, X11; \
+	VMOVSS X11, o(DX)
+
+#define R4STORES \
+	R4STORE(Y0, X0, 0); \
+	R4STORE(Y1, X1, 4); \
+	R4STORE(Y2, X2, 8); \
+	R4STORE(Y3, X3, 12)
+
+// Q81ARGS loads the Q8_1 kernels' arguments (Q8ARGS's, and R14 = xs)
+// and sets Y15 to int16 ones.
+#define Q81ARGS \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xd+24(FP), R8; \
+	MOVQ xs+32(FP), R14; \
+	MOVQ nb+40(FP), CX; \
+	MOVQ out+48(FP), DX; \
+	MOVQ nrows+56(FP), R9; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15
+
+// Q81ROW starts a row as Q8ROW, with R15 the s pointer and X9 summs.
+#define Q81ROW \
+	Q8ROW; \
+	MOVQ R14, R15; \
+	VXORPS X9, X9, X9
+
+// Q81BLK finishes a block whose unsigned codes are in Y2: acc Y0 +=
+// d_w·d_x × mul_sum_us8_pairs_float(codes, x), then summs X9 =
+// fma(m, s, summs), m the block's fp16 at 2(R10).
+#define Q81BLK(DOT) \
+	DOT((R11), Y2, Y6); \
+	Q8SCALE; \
+	VFMADD231PS Y6, Y7, Y0; \
+	MOVWLZX 2(R10), AX; \
+	VMOVD AX, X7; \
+	VCVTPH2PS X7, X7; \
+	VFMADD231SS (R15), X7, X9
+
+// Q81ENDROW stores hsum_float_8(acc) + summs and moves to the next row.
+#define Q81ENDROW \
+	HSUM8; \
+	VADDSS X9, X1, X1; \
+	VMOVSS X1, (DX); \
+	ADDQ $4, DX; \
+	ADDQ BX, SI; \
+	DECQ R9
+
+// Q5_1Q sets Y2 to a Q5_1 block's 5-bit codes, the block at (R10).
+#define Q5_1Q \
+	NIBBLES(8(R10), X2, Y2, X3); \
+	BITS(4(R10), Y3); \
+	VPAND Y13, Y3, Y3; \
+	VPOR Y3, Y2, Y2
+
+// func ggmlQ5_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ5_0RowsAVX2(SB), NOSPLIT, $0-56
+	Q8ARGS
+	Q5CONSTS($0xf0f0f0f0)
+q50a_row:
+	Q8ROW
+q50a_blk:
+	Q5_0BLK(DOT_AVX2)
+	ADDQ $22, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q50a_blk
+	Q8ENDROW
+	JNZ q50a_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ5_0RowsVNNI(SB), NOSPLIT, $0-56
+	Q8ARGS
+	Q5CONSTS($0xf0f0f0f0)
+q50v_row:
+	Q8ROW
+q50v_blk:
+	Q5_0BLK(DOT_VNNI)
+	ADDQ $22, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ q50v_blk
+	Q8ENDROW
+	JNZ q50v_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ5_0Rows4AVX2(SB), NOSPLIT, $0-56
+	R4ARGS
+	Q5CONSTS($0xf0f0f0f0)
+q50a4_blk:
+	R4PREFETCH
+	Q5_0R4((R10), Y0, DOT_AVX2)
+	Q5_0R4((R10)(BX*1), Y1, DOT_AVX2)
+	Q5_0R4((R10)(BX*2), Y2, DOT_AVX2)
+	Q5_0R4((R10)(R13*1), Y3, DOT_AVX2)
+	ADDQ $22, R10
+	ADDQ $22, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q50a4_blk
+	R4STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_0Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ5_0Rows4VNNI(SB), NOSPLIT, $0-56
+	R4ARGS
+	Q5CONSTS($0xf0f0f0f0)
+q50v4_blk:
+	R4PREFETCH
+	Q5_0R4((R10), Y0, DOT_VNNI)
+	Q5_0R4((R10)(BX*1), Y1, DOT_VNNI)
+	Q5_0R4((R10)(BX*2), Y2, DOT_VNNI)
+	Q5_0R4((R10)(R13*1), Y3, DOT_VNNI)
+	ADDQ $22, R10
+	ADDQ $22, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q50v4_blk
+	R4STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, xs *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ4_1RowsAVX2(SB), NOSPLIT, $0-64
+	Q81ARGS
+	Q5CONSTS($0x10101010)
+q41a_row:
+	Q81ROW
+q41a_blk:
+	NIBBLES(4(R10), X2, Y2, X3)
+	Q81BLK(DOT_AVX2)
+	ADDQ $20, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ R13
+	JNZ q41a_blk
+	Q81ENDROW
+	JNZ q41a_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, xs *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ4_1RowsVNNI(SB), NOSPLIT, $0-64
+	Q81ARGS
+	Q5CONSTS($0x10101010)
+q41v_row:
+	Q81ROW
+q41v_blk:
+	NIBBLES(4(R10), X2, Y2, X3)
+	Q81BLK(DOT_VNNI)
+	ADDQ $20, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ R13
+	JNZ q41v_blk
+	Q81ENDROW
+	JNZ q41v_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, xs *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ5_1RowsAVX2(SB), NOSPLIT, $0-64
+	Q81ARGS
+	Q5CONSTS($0x10101010)
+q51a_row:
+	Q81ROW
+q51a_blk:
+	Q5_1Q
+	Q81BLK(DOT_AVX2)
+	ADDQ $24, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ R13
+	JNZ q51a_blk
+	Q81ENDROW
+	JNZ q51a_row
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, xs *float32, nb int, out *float32, nrows int)
+TEXT ·ggmlQ5_1RowsVNNI(SB), NOSPLIT, $0-64
+	Q81ARGS
+	Q5CONSTS($0x10101010)
+q51v_row:
+	Q81ROW
+q51v_blk:
+	Q5_1Q
+	Q81BLK(DOT_VNNI)
+	ADDQ $24, R10
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ R13
+	JNZ q51v_blk
+	Q81ENDROW
+	JNZ q51v_row
+	VZEROUPPER
+	RET
