@@ -66,6 +66,47 @@ func TestGGMLTilesMatchRowKernel(t *testing.T) {
 	})
 }
 
+// TestGGMLTilesBlockedPanels: on a matrix wide enough that ggmlTiles
+// splits a call into several row panels (l2Budget) and token panels
+// (l1Budget), the last of each partial, every output still has the row
+// kernel's bits, over a whole range and two split ones.
+func TestGGMLTilesBlockedPanels(t *testing.T) {
+	withImpl(t, func(t *testing.T, impl Impl) {
+		rng := rand.New(rand.NewPCG(33, 34))
+		const rows, T = 270, 21
+		for _, typ := range []GGMLType{TypeQ8_0, TypeQ4_K} {
+			cols := 4096 // Q8_0: 120-row panels
+			if typ == TypeQ4_K {
+				cols = 8192 // 112-row panels
+			}
+			m := newRandGGML(t, rng, typ, rows, cols)
+			if rp := l2Budget / m.rowBytes(); rp >= rows/2 {
+				t.Fatalf("%v: a row panel of %d rows leaves %d rows whole", typ, rp, rows)
+			}
+			if tp := l1Budget / (2 * cols); tp > 8 {
+				t.Fatalf("token panel %d leaves T = %d whole", tp, T)
+			}
+			x := make([]float32, T*cols)
+			randF32(rng, x)
+			var a ggmlActs
+			a.prepare(nil, actKindFor(m), x, T, cols)
+			want := rowKernelOutputs(impl, m, &a, T)
+			split := 1 + rng.IntN(rows-2)
+			for _, rr := range [][2]int{{0, rows}, {0, split}, {split, rows}} {
+				got := make([]float32, T*rows)
+				ggmlRows(impl, got, &a, m, T, rr[0], rr[1])
+				for tk := 0; tk < T; tk++ {
+					for r := rr[0]; r < rr[1]; r++ {
+						if g, w := got[tk*rows+r], want[tk*rows+r]; math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("%v rows [%d, %d): token %d row %d = %g, row kernel %g", typ, rr[0], rr[1], tk, r, g, w)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 // tileWidths are the token counts of impl's tile kernels for typ, widest
 // first (none: the row kernels run the prefill; the types without SIMD
 // kernels have no tiles either).
