@@ -2,7 +2,9 @@ package attention
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // Runner runs body over [0, n) split into chunks, possibly in parallel, and
@@ -84,13 +86,26 @@ func (goRunner) ParallelFor(n, minChunk int, body func(start, end int)) {
 	}
 	chunk := (n + workers - 1) / workers
 	var wg sync.WaitGroup
+	var panicked atomic.Pointer[any]
 	for start := chunk; start < n; start += chunk {
 		wg.Add(1)
 		go func(s, e int) {
 			defer wg.Done()
+			// A fault on a mapped cache or weight page (a truncated file)
+			// becomes a panic here, re-raised in the caller below, as the
+			// kernels pool does, instead of killing the process.
+			debug.SetPanicOnFault(true)
+			defer func() {
+				if v := recover(); v != nil {
+					panicked.CompareAndSwap(nil, &v)
+				}
+			}()
 			body(s, e)
 		}(start, min(start+chunk, n))
 	}
 	body(0, min(chunk, n))
 	wg.Wait()
+	if v := panicked.Load(); v != nil {
+		panic(*v)
+	}
 }

@@ -6,14 +6,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/model/mapfile"
 )
 
 // Exit codes: 0 success, 1 a command failed (one line "infer: <error>"
-// on stderr, including a failed write to stdout), 2 a bug panicked (the
+// on stderr, including a failed write to stdout and a mapped checkpoint
+// that faulted because it was truncated while in use), 2 a bug panicked (the
 // panic is recovered: a user never sees a Go stack trace), 130 the run
 // was interrupted by SIGINT or SIGTERM after printing what it had.
 const (
@@ -53,8 +57,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	out := &checkedWriter{w: stdout, name: "standard output"}
 	errw := &checkedWriter{w: stderr, name: "standard error"}
+	// A mapped checkpoint truncated or rewritten while in use faults on
+	// its next read (SIGBUS); with SetPanicOnFault that is a panic here
+	// (the kernel workers re-raise theirs in this goroutine), reported as
+	// one line like any bad input instead of a crash with a stack trace.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
+			if fe := faultOf(r); fe != nil {
+				fmt.Fprintf(stderr, "infer: %v\n", fe)
+				code = exitFailed
+				return
+			}
 			fmt.Fprintf(stderr, "infer: internal error: %v\n", r)
 			code = exitBug
 		}
@@ -74,6 +88,18 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 	}
 	fmt.Fprintf(stderr, "infer: %v\n", err)
 	return exitFailed
+}
+
+// faultOf returns the memory fault a recovered panic value describes (a
+// runtime error with a faulting address, what SetPanicOnFault raises),
+// or nil for any other panic.
+func faultOf(r any) *mapfile.FaultError {
+	if re, ok := r.(runtime.Error); ok {
+		if a, ok := re.(interface{ Addr() uintptr }); ok {
+			return &mapfile.FaultError{Addr: a.Addr()}
+		}
+	}
+	return nil
 }
 
 // checkedWriter remembers the first write error; later writes fail with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,10 +107,16 @@ func TestTruncatedWhileMappedLoad(t *testing.T) {
 }
 
 // TestTruncatedWhileMappedGenerate: a model loaded from a mapping that
-// is then truncated faults in the matmuls. Run under CatchFault on one
-// thread (the worker pool's goroutines do not set SetPanicOnFault: see
-// mapfile.CatchFault), the fault is an error.
+// is then truncated faults in the matmuls. Run under CatchFault, the
+// fault is an error, on one thread and on several (the worker pool's
+// goroutines set SetPanicOnFault themselves and re-raise in the caller).
 func TestTruncatedWhileMappedGenerate(t *testing.T) {
+	for _, threads := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) { truncatedGenerate(t, threads) })
+	}
+}
+
+func truncatedGenerate(t *testing.T, threads int) {
 	if !mapfile.Supported || !hostLittleEndian {
 		t.Skip("skipping: no mmap on this platform")
 	}
@@ -122,7 +129,7 @@ func TestTruncatedWhileMappedGenerate(t *testing.T) {
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(m, engine.Options{Threads: 1, NumBlocks: 1})
+	e, err := engine.New(m, engine.Options{Threads: threads, NumBlocks: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,6 +290,12 @@ func (s *poolState) waitWorkers() {
 // has that many parts, report completion.
 func (s *poolState) work(i int) {
 	defer s.wg.Done()
+	// Weights are often a mapped file: if it is truncated under the
+	// mapping, the read faults (SIGBUS). SetPanicOnFault is per goroutine,
+	// so each worker sets it; runPart recovers the panic and dispatch
+	// re-raises it in the caller, where mapfile.CatchFault (or the CLI)
+	// turns it into an error instead of the runtime killing the process.
+	debug.SetPanicOnFault(true)
 	var last uint64
 	for {
 		t := s.waitTicket(last)
