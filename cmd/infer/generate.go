@@ -51,7 +51,7 @@ before run.c's chain; --stop ends a sequence at a string (docs/cli.md).
 Output: text streams token by token (one prompt) and ends with a tok/s line
 on stderr; several prompts print each sequence as it finishes. ids prints
 the ids after BOS on one line per sequence (prompt tokens, then generated
-ones); json prints one JSON object per sequence the moment it finishes (in
+ones; all the prompt's ids when the tokenizer adds no BOS); json prints one JSON object per sequence the moment it finishes (in
 completion order; "seq" is its index), with its "finish_reason" (length,
 eos, stop, interrupted or error), prompt_tokens, generated_tokens, ttft_ms
 tokens_per_second, and its speculation counts "draft_tokens",
@@ -209,15 +209,19 @@ func (g *generation) run(parent context.Context, e *engine.Engine, reqs []engine
 // token streams one token of the single text prompt.
 func (g *generation) token(ev engine.Event) {
 	// run.c starts its clock after the first step; so do we.
+	var err error
 	if g.emitted == 0 {
 		g.first = time.Now()
+		if lead := g.seqs[0].lead; lead != nil {
+			// The first fed id is text, not BOS: it was never an event.
+			err = writePiece(g.out, g.lm.codec, g.lm.codec.Decode(model.BOSID, lead[0]))
+		}
 	}
 	g.emitted++
 	piece := g.lm.codec.Decode(ev.Prev, ev.Token)
-	var err error
 	if m := g.seqs[0].stop; m != nil && g.seqs[0].generated(ev) {
 		_, err = g.out.Write(m.ready()) // fed by seqToken
-	} else {
+	} else if err == nil {
 		err = writePiece(g.out, g.lm.codec, piece)
 	}
 	if err != nil {
@@ -236,7 +240,7 @@ func (g *generation) finish(i int, r engine.Result) {
 	if g.format != "json" {
 		return
 	}
-	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: r.Tokens, Text: g.text(i, r.Tokens),
+	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: g.shown(i, r.Tokens), Text: g.text(i, r.Tokens),
 		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason),
 		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps,
 		seqTiming: g.timing(i, r)}
@@ -276,11 +280,11 @@ func (g *generation) printAll() error {
 		}
 		return nil
 	}
-	for _, r := range g.res {
+	for i, r := range g.res {
 		if r.Err != nil || g.format != "ids" {
 			continue // text and json were printed as each sequence finished
 		}
-		if err := writeIDs(g.out, r.Tokens); err != nil {
+		if err := writeIDs(g.out, g.shown(i, r.Tokens)); err != nil {
 			return err
 		}
 	}

@@ -12,10 +12,15 @@ import (
 // finished, how many it generated, and its stop strings.
 type seqTrack struct {
 	promptLen int // ids, BOS included
-	first     time.Time
-	done      time.Time
-	gen       int
-	stop      *stopMatcher // nil without stop strings
+	// lead is the prompt's first id when it is a text token, not BOS (a
+	// tokenizer that adds none, such as Qwen's): the engine feeds it
+	// first and reports only the ids after it, as run.c does with BOS,
+	// so generate prints it itself.
+	lead  []int
+	first time.Time
+	done  time.Time
+	gen   int
+	stop  *stopMatcher // nil without stop strings
 }
 
 // generated reports whether ev is a generated token (not a prompt one).
@@ -41,6 +46,9 @@ type seqTiming struct {
 func (g *generation) track(i int, r *engine.Request, stops []string) {
 	t := &g.seqs[i]
 	t.promptLen = len(r.Prompt)
+	if !g.lm.addBOS() && len(r.Prompt) > 0 {
+		t.lead = r.Prompt[:1]
+	}
 	if len(stops) == 0 {
 		return
 	}
@@ -87,12 +95,23 @@ func (g *generation) timing(i int, r engine.Result) seqTiming {
 // text is prompt i's output text: run.c's decoding of its tokens, cut
 // before a matched stop string.
 func (g *generation) text(i int, tokens []int) string {
+	lead := g.seqs[i].lead
 	m := g.seqs[i].stop
 	if m == nil {
-		return decodeAll(g.lm.codec, tokens)
+		return decodeAll(g.lm.codec, g.shown(i, tokens))
 	}
 	n := min(len(tokens), max(0, g.seqs[i].promptLen-1))
-	return decodeAll(g.lm.codec, tokens[:n]) + string(m.text)
+	return decodeAll(g.lm.codec, append(append([]int(nil), lead...), tokens[:n]...)) + string(m.text)
+}
+
+// shown is prompt i's ids as generate prints them: the engine's result
+// (the ids after the first fed token), after the prompt's first id when
+// that is a text token rather than BOS.
+func (g *generation) shown(i int, tokens []int) []int {
+	if lead := g.seqs[i].lead; lead != nil {
+		return append(append([]int(nil), lead...), tokens...)
+	}
+	return tokens
 }
 
 // printSeq prints one finished sequence of several in text mode, under a

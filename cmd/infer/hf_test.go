@@ -274,3 +274,48 @@ func TestHFDirectoryTokenizerJSON(t *testing.T) {
 		t.Fatalf("exit %d (%s): ids %v, want the prompt [5 5] first", code, errs, ids)
 	}
 }
+
+// A tokenizer that adds no BOS (Qwen's) makes the prompt's first id a text
+// token, which the engine feeds first and does not report (as run.c does
+// with BOS): generate must still print it, in every output format, the
+// streamed text and with several prompts.
+func TestGenerateKeepsFirstTokenWithoutBOS(t *testing.T) {
+	models := sharedModels(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
+		}
+	}
+	// "a" and "b" have no merge: "ab" is two tokens, 3 then 4.
+	tj := `{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},` +
+		`{"id":2,"content":"</s>","special":true}],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"<s>":1,"</s>":2,"a":3,"b":4},"merges":[]}}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token":false,"bos_token":"<s>"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"generate", "--checkpoint", dir, "--steps", "4", "--temperature", "0"}
+	code, out, errs := cli(t, append(base, "--prompt", "ab", "--output", "ids")...)
+	if ids := idsOf(t, out); code != 0 || len(ids) < 2 || ids[0] != 3 || ids[1] != 4 {
+		t.Fatalf("ids: exit %d (%s): %v, want the prompt [3 4] first", code, errs, ids)
+	}
+	code, out, errs = cli(t, append(base, "--prompt", "ab")...)
+	if code != 0 || !strings.HasPrefix(out, "ab") {
+		t.Fatalf("streamed text: exit %d (%s): %q, want it to start with the prompt \"ab\"", code, errs, out)
+	}
+	code, out, errs = cli(t, append(base, "--prompt", "ab", "--output", "json")...)
+	var o struct {
+		IDs  []int  `json:"ids"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil || len(o.IDs) < 2 || o.IDs[0] != 3 || !strings.HasPrefix(o.Text, "ab") {
+		t.Fatalf("json: exit %d (%s, %v): %q", code, errs, err, out)
+	}
+	code, out, errs = cli(t, append(base, "--prompt", "ab", "--prompt", "ba")...)
+	if code != 0 || !strings.Contains(out, "\nab") || !strings.Contains(out, "\nba") {
+		t.Fatalf("two prompts: exit %d (%s): %q, want both prompts' text whole", code, errs, out)
+	}
+}
