@@ -97,6 +97,9 @@ func newChatTemplate(name, src, eos string) (*chatTemplate, error) {
 		t.stops = []string{"</s>"}
 		return t, nil
 	}
+	if err := checkTemplateBounds(src); err != nil {
+		return nil, fmt.Errorf("chat template %s: %w", name, err)
+	}
 	tpl, err := jinja.Compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat template %s: %w", name, err)
