@@ -17,7 +17,7 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "perplexity.ctx", Kind: kindInt, Default: 0, Help: "tokens per chunk; 0 = min(seq_len, 512)"},
+		configKey{Name: "perplexity.ctx", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens per chunk; 0 = min(seq_len, 512)"},
 		configKey{Name: "perplexity.file", Kind: kindPath, Default: "", Help: "text to score; empty = the argument, else stdin"},
 		configKey{Name: "perplexity.output", Kind: kindString, Default: "text", Allowed: []string{"text", "json"}, Help: "output of infer perplexity"},
 	)
