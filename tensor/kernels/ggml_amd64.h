@@ -88,3 +88,39 @@
 	ADDQ $4, DX; \
 	ADDQ BX, SI; \
 	DECQ R9
+
+// K4SCALES unpacks the 12 scale bytes b0..b11 of a Q4_K or Q5_K
+// super-block, loaded to the low bytes of S (the load's last 4 bytes are
+// quants, unused), into A as ggml's utmp, bytes [sc0..sc7, mn0..mn7]:
+//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
+//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
+// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7], with
+// byte shuffles rather than ggml's 32-bit shifts (the same bytes). B and
+// C are scratch. The constants are static, so each file that includes
+// this header has its own copy.
+#define K4SCALES(S, A, B, C) \
+	VPSHUFB ggmlK4P<>(SB), S, A; \
+	VPSHUFB ggmlK4Q<>(SB), S, B; \
+	VPSRLW $4, A, C; \
+	VPAND ggmlK4M1<>(SB), A, A; \
+	VPAND ggmlK4M2<>(SB), C, C; \
+	VPSRLW $2, B, B; \
+	VPAND ggmlK4M3<>(SB), B, B; \
+	VPOR C, A, A; \
+	VPOR B, A, A
+
+DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
+DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
+GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
+DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
+GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
+GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
+DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
+GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
+DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
+GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16

@@ -39,22 +39,6 @@ DATA ggmlK6Shuf2<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA ggmlK6Shuf2<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL ggmlK6Shuf2<>(SB), RODATA|NOPTR, $128
 
-// Q4_K scale unpacking (see ggmlQ4KRowsAVX2).
-DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
-DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
-GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
-DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
-GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
-DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
-GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
-DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
-GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
-DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
-GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
 
 #include "ggml_amd64.h"
 
@@ -227,21 +211,9 @@ q4k_blk:
 	PREFETCHT1 4096(R10)
 	PREFETCHT1 4160(R10)
 	PREFETCHT1 4224(R10)
-	// The 12 scale bytes b0..b11 at 4(R10) (the load's last 4 bytes are
-	// quants, unused) unpack to ggml's utmp as bytes [sc0..sc7, mn0..mn7]:
-	//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
-	//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
-	// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7].
+	// The 12 scale bytes at 4(R10) to ggml's utmp (see K4SCALES).
 	VMOVDQU 4(R10), X11
-	VPSHUFB ggmlK4P<>(SB), X11, X12
-	VPSHUFB ggmlK4Q<>(SB), X11, X13
-	VPSRLW $4, X12, X14
-	VPAND ggmlK4M1<>(SB), X12, X12
-	VPAND ggmlK4M2<>(SB), X14, X14
-	VPSRLW $2, X13, X13
-	VPAND ggmlK4M3<>(SB), X13, X13
-	VPOR X14, X12, X12
-	VPOR X13, X12, X12
+	K4SCALES(X11, X12, X13, X14)
 	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
 	VPMOVZXBW X12, Y11
 	// The scales as int16 pairs (sc_i, sc_i) at 4i(SP).
@@ -1873,15 +1845,7 @@ q4ka_blk:
 	// The scales and mins as in ggmlQ4KRowsAVX2 (there X11-X14 and Y11),
 	// here into Y10 (mins_and_scales), the frame and X12 (the mins).
 	VMOVDQU 4(R10), X6
-	VPSHUFB ggmlK4P<>(SB), X6, X7
-	VPSHUFB ggmlK4Q<>(SB), X6, X8
-	VPSRLW $4, X7, X9
-	VPAND ggmlK4M1<>(SB), X7, X7
-	VPAND ggmlK4M2<>(SB), X9, X9
-	VPSRLW $2, X8, X8
-	VPAND ggmlK4M3<>(SB), X8, X8
-	VPOR X9, X7, X7
-	VPOR X8, X7, X7
+	K4SCALES(X6, X7, X8, X9)
 	VPMOVZXBW X7, Y10
 	VPUNPCKLWD X10, X10, X8
 	VPUNPCKHWD X10, X10, X9

@@ -17,7 +17,7 @@ var ggmlSIMDTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K}
 
 // ggmlRowSIMDTypes have amd64 assembly row kernels only (decode; a
 // prefill runs them token by token).
-var ggmlRowSIMDTypes = []GGMLType{TypeQ5_0, TypeQ4_1, TypeQ5_1}
+var ggmlRowSIMDTypes = []GGMLType{TypeQ5_0, TypeQ4_1, TypeQ5_1, TypeQ5_K}
 
 // randGGML returns rows·RowBytes(cols) random bytes of a block type: every
 // bit pattern of the quants and sub-block scales is valid, so only the
