@@ -89,6 +89,73 @@
 	ADDQ BX, SI; \
 	DECQ R9
 
+
+// The tiles' token and store macros, shared by the Q8_0, Q4_0 and Q5_0
+// tiles (see ggml_amd64.s's tile section for their registers).
+
+// Q8T_TOKEN is one token against both row pairs: x its 32 quants and c
+// their lane corrections xc (each broadcast to both halves), d its scale;
+// A0 and A1 the accumulators of row pairs 0 and 1. Per pair: lanes =
+// xc + Σ(w+128)·x, acc = fma(d_w·d_x, float(lanes), acc).
+#define Q8T_TOKEN(x, c, d, A0, A1) \
+	VBROADCASTI64X4 x, Z20; \
+	VBROADCASTI64X4 c, Z22; \
+	VBROADCASTI64X4 c, Z24; \
+	VPDPBUSD Z20, Z16, Z22; \
+	VPDPBUSD Z20, Z17, Z24; \
+	VCVTDQ2PS Z22, Z22; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST d, Z18, Z23; \
+	VMULPS.BCST d, Z19, Z25; \
+	VFMADD231PS Z22, Z23, A0; \
+	VFMADD231PS Z24, Z25, A1
+
+// Q8T_STORE folds the accumulator A (rows 2p, 2p+1 of one token: AY its
+// low half) into o0 and o1 as hsum_float_8 does. Uses Z26, Z27, Z28.
+#define Q8T_STORE(AZ, AY, AX, o0, o1) \
+	VEXTRACTF32X4 $1, AY, X26; \
+	VADDPS AX, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o0; \
+	VEXTRACTF64X4 $1, AZ, Y28; \
+	VEXTRACTF32X4 $1, Y28, X26; \
+	VADDPS X28, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o1
+
+// Q8A_PAIR adds block w · token x (in X, scale at d) to accumulator A:
+// lanes = madd(maddubs(|w|, sign(x, w)), 1), A = fma(d_w·d_x, float(lanes),
+// A). W is the row's signed weights (memory or Y14).
+#define Q8A_PAIR(W, X, d, A) \
+	VPSIGNB W, X, Y12; \
+	VPMADDUBSW Y12, Y8, Y12; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS d, Y13; \
+	VMULPS Y13, Y9, Y13; \
+	VFMADD231PS Y12, Y13, A
+
+// Q8A_SCALE sets Y9 to 8 copies of the row's fp16 scale at d.
+#define Q8A_SCALE(d) \
+	VPBROADCASTW d, X9; \
+	VCVTPH2PS X9, Y9
+
+// Q8A_STORE folds accumulator A into o as hsum_float_8. Uses X12, X13.
+#define Q8A_STORE(AY, AX, o) \
+	VEXTRACTF128 $1, AY, X12; \
+	VADDPS AX, X12, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VMOVSS X12, o
+
 // K4SCALES unpacks the 12 scale bytes b0..b11 of a Q4_K or Q5_K
 // super-block, loaded to the low bytes of S (the load's last 4 bytes are
 // quants, unused), into A as ggml's utmp, bytes [sc0..sc7, mn0..mn7]:
