@@ -173,7 +173,8 @@ type sizedTile struct {
 }
 
 // asmTiles adapts tile kernels, widest first, to ggmlTileFn; the Q4_0
-// ones (nibbles) start their lanes from xc8, the Q8_0 ones from xc.
+// ones (nibbles) start their lanes from xc8, the Q8_0 and Q5_0 ones from
+// xc.
 func asmTiles(nibbles bool, ks ...sizedTile) ggmlTileFn {
 	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 		i := 0
@@ -239,8 +240,10 @@ func init() {
 		q5_0:     asmRows(ggmlQ5_0RowsAVX2, ggmlQ5_0Rows4AVX2),
 		q4_1:     asmRowsQ8_1(ggmlQ4_1RowsAVX2),
 		q5_1:     asmRowsQ8_1(ggmlQ5_1RowsAVX2),
+		q5K:      asmRowsQ8_K(ggmlQ5KRowsAVX2),
 		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
 		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
+		tileQ5_0: asmTiles(false, sizedTile{2, ggmlQ5_0Tile4x2AVX2}),
 		tileQ4K:  q4KTilesAVX2,
 		tileQ6K:  q6KTilesAVX2,
 	}
@@ -252,9 +255,11 @@ func init() {
 		avx512.q5_0 = asmRows(ggmlQ5_0RowsVNNI, ggmlQ5_0Rows4VNNI)
 		avx512.q4_1 = asmRowsQ8_1(ggmlQ4_1RowsVNNI)
 		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI)
+		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
 		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
 		avx512.tileQ4K, avx512.tileQ6K = q4KTiles, q6KTiles
 		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
+		avx512.tileQ5_0 = asmTiles(false, sizedTile{8, ggmlQ5_0Tile4x8VNNI}, sizedTile{4, ggmlQ5_0Tile4x4VNNI}, sizedTile{2, ggmlQ5_0Tile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

@@ -88,3 +88,106 @@
 	ADDQ $4, DX; \
 	ADDQ BX, SI; \
 	DECQ R9
+
+
+// The tiles' token and store macros, shared by the Q8_0, Q4_0 and Q5_0
+// tiles (see ggml_amd64.s's tile section for their registers).
+
+// Q8T_TOKEN is one token against both row pairs: x its 32 quants and c
+// their lane corrections xc (each broadcast to both halves), d its scale;
+// A0 and A1 the accumulators of row pairs 0 and 1. Per pair: lanes =
+// xc + Σ(w+128)·x, acc = fma(d_w·d_x, float(lanes), acc).
+#define Q8T_TOKEN(x, c, d, A0, A1) \
+	VBROADCASTI64X4 x, Z20; \
+	VBROADCASTI64X4 c, Z22; \
+	VBROADCASTI64X4 c, Z24; \
+	VPDPBUSD Z20, Z16, Z22; \
+	VPDPBUSD Z20, Z17, Z24; \
+	VCVTDQ2PS Z22, Z22; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST d, Z18, Z23; \
+	VMULPS.BCST d, Z19, Z25; \
+	VFMADD231PS Z22, Z23, A0; \
+	VFMADD231PS Z24, Z25, A1
+
+// Q8T_STORE folds the accumulator A (rows 2p, 2p+1 of one token: AY its
+// low half) into o0 and o1 as hsum_float_8 does. Uses Z26, Z27, Z28.
+#define Q8T_STORE(AZ, AY, AX, o0, o1) \
+	VEXTRACTF32X4 $1, AY, X26; \
+	VADDPS AX, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o0; \
+	VEXTRACTF64X4 $1, AZ, Y28; \
+	VEXTRACTF32X4 $1, Y28, X26; \
+	VADDPS X28, X26, X26; \
+	VMOVHLPS X26, X26, X27; \
+	VADDPS X27, X26, X26; \
+	VMOVSHDUP X26, X27; \
+	VADDSS X27, X26, X26; \
+	VMOVSS X26, o1
+
+// Q8A_PAIR adds block w · token x (in X, scale at d) to accumulator A:
+// lanes = madd(maddubs(|w|, sign(x, w)), 1), A = fma(d_w·d_x, float(lanes),
+// A). W is the row's signed weights (memory or Y14).
+#define Q8A_PAIR(W, X, d, A) \
+	VPSIGNB W, X, Y12; \
+	VPMADDUBSW Y12, Y8, Y12; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS d, Y13; \
+	VMULPS Y13, Y9, Y13; \
+	VFMADD231PS Y12, Y13, A
+
+// Q8A_SCALE sets Y9 to 8 copies of the row's fp16 scale at d.
+#define Q8A_SCALE(d) \
+	VPBROADCASTW d, X9; \
+	VCVTPH2PS X9, Y9
+
+// Q8A_STORE folds accumulator A into o as hsum_float_8. Uses X12, X13.
+#define Q8A_STORE(AY, AX, o) \
+	VEXTRACTF128 $1, AY, X12; \
+	VADDPS AX, X12, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VMOVSS X12, o
+
+// K4SCALES unpacks the 12 scale bytes b0..b11 of a Q4_K or Q5_K
+// super-block, loaded to the low bytes of S (the load's last 4 bytes are
+// quants, unused), into A as ggml's utmp, bytes [sc0..sc7, mn0..mn7]:
+//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
+//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
+// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7], with
+// byte shuffles rather than ggml's 32-bit shifts (the same bytes). B and
+// C are scratch. The constants are static, so each file that includes
+// this header has its own copy.
+#define K4SCALES(S, A, B, C) \
+	VPSHUFB ggmlK4P<>(SB), S, A; \
+	VPSHUFB ggmlK4Q<>(SB), S, B; \
+	VPSRLW $4, A, C; \
+	VPAND ggmlK4M1<>(SB), A, A; \
+	VPAND ggmlK4M2<>(SB), C, C; \
+	VPSRLW $2, B, B; \
+	VPAND ggmlK4M3<>(SB), B, B; \
+	VPOR C, A, A; \
+	VPOR B, A, A
+
+DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
+DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
+GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
+DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
+GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
+GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
+DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
+GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
+DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
+DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
+GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16

@@ -39,23 +39,6 @@ DATA ggmlK6Shuf2<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA ggmlK6Shuf2<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL ggmlK6Shuf2<>(SB), RODATA|NOPTR, $128
 
-// Q4_K scale unpacking (see ggmlQ4KRowsAVX2).
-DATA ggmlK4P<>+0(SB)/8, $0x0b0a090803020100
-DATA ggmlK4P<>+8(SB)/8, $0x0b0a090807060504
-GLOBL ggmlK4P<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4Q<>+0(SB)/8, $0x0302010080808080
-DATA ggmlK4Q<>+8(SB)/8, $0x0706050480808080
-GLOBL ggmlK4Q<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M1<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
-DATA ggmlK4M1<>+8(SB)/8, $0x000000003f3f3f3f
-GLOBL ggmlK4M1<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M2<>+0(SB)/8, $0x0000000000000000
-DATA ggmlK4M2<>+8(SB)/8, $0x0f0f0f0f00000000
-GLOBL ggmlK4M2<>(SB), RODATA|NOPTR, $16
-DATA ggmlK4M3<>+0(SB)/8, $0x3030303030303030
-DATA ggmlK4M3<>+8(SB)/8, $0x3030303030303030
-GLOBL ggmlK4M3<>(SB), RODATA|NOPTR, $16
-
 #include "ggml_amd64.h"
 
 // Q8_0 block (34 bytes): d fp16, 32 int8.
@@ -227,21 +210,9 @@ q4k_blk:
 	PREFETCHT1 4096(R10)
 	PREFETCHT1 4160(R10)
 	PREFETCHT1 4224(R10)
-	// The 12 scale bytes b0..b11 at 4(R10) (the load's last 4 bytes are
-	// quants, unused) unpack to ggml's utmp as bytes [sc0..sc7, mn0..mn7]:
-	//   sc0-3 = b0-3 & 63            sc4-7 = b8-11 & 15 | (b0-3 >> 6) << 4
-	//   mn0-3 = b4-7 & 63            mn4-7 = b8-11 >> 4 | (b4-7 >> 6) << 4
-	// from P = [b0-3, b8-11, b4-7, b8-11] and Q = [0, b0-3, 0, b4-7].
+	// The 12 scale bytes at 4(R10) to ggml's utmp (see K4SCALES).
 	VMOVDQU 4(R10), X11
-	VPSHUFB ggmlK4P<>(SB), X11, X12
-	VPSHUFB ggmlK4Q<>(SB), X11, X13
-	VPSRLW $4, X12, X14
-	VPAND ggmlK4M1<>(SB), X12, X12
-	VPAND ggmlK4M2<>(SB), X14, X14
-	VPSRLW $2, X13, X13
-	VPAND ggmlK4M3<>(SB), X13, X13
-	VPOR X14, X12, X12
-	VPOR X13, X12, X12
+	K4SCALES(X11, X12, X13, X14)
 	// mins_and_scales: 16 int16, scales in lanes 0-7, mins in 8-15.
 	VPMOVZXBW X12, Y11
 	// The scales as int16 pairs (sc_i, sc_i) at 4i(SP).
@@ -906,41 +877,7 @@ ggmlq4_0rows4vnni_blk:
 	VPBROADCASTW d1, K1, SY; \
 	VCVTPH2PS SY, SZ
 
-// Q8T_TOKEN is one token against both row pairs: x its 32 quants and c
-// their lane corrections xc (each broadcast to both halves), d its scale;
-// A0 and A1 the accumulators of row pairs 0 and 1. Per pair: lanes =
-// xc + Σ(w+128)·x, acc = fma(d_w·d_x, float(lanes), acc).
-#define Q8T_TOKEN(x, c, d, A0, A1) \
-	VBROADCASTI64X4 x, Z20; \
-	VBROADCASTI64X4 c, Z22; \
-	VBROADCASTI64X4 c, Z24; \
-	VPDPBUSD Z20, Z16, Z22; \
-	VPDPBUSD Z20, Z17, Z24; \
-	VCVTDQ2PS Z22, Z22; \
-	VCVTDQ2PS Z24, Z24; \
-	VMULPS.BCST d, Z18, Z23; \
-	VMULPS.BCST d, Z19, Z25; \
-	VFMADD231PS Z22, Z23, A0; \
-	VFMADD231PS Z24, Z25, A1
-
-// Q8T_STORE folds the accumulator A (rows 2p, 2p+1 of one token: AY its
-// low half) into o0 and o1 as hsum_float_8 does. Uses Z26, Z27, Z28.
-#define Q8T_STORE(AZ, AY, AX, o0, o1) \
-	VEXTRACTF32X4 $1, AY, X26; \
-	VADDPS AX, X26, X26; \
-	VMOVHLPS X26, X26, X27; \
-	VADDPS X27, X26, X26; \
-	VMOVSHDUP X26, X27; \
-	VADDSS X27, X26, X26; \
-	VMOVSS X26, o0; \
-	VEXTRACTF64X4 $1, AZ, Y28; \
-	VEXTRACTF32X4 $1, Y28, X26; \
-	VADDPS X28, X26, X26; \
-	VMOVHLPS X26, X26, X27; \
-	VADDPS X27, X26, X26; \
-	VMOVSHDUP X26, X27; \
-	VADDSS X27, X26, X26; \
-	VMOVSS X26, o1
+// Q8T_TOKEN and Q8T_STORE are in ggml_amd64.h.
 
 // func ggmlQ8_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 //
@@ -1204,24 +1141,8 @@ q40t4_blk:
 // are formed once for both tokens, each token's quants loaded once for the
 // four rows. Registers: Y8 = |w|, Y9 = the row's fp16 scale as float32,
 // Y10 and Y11 the two tokens' quants, Y12 and Y13 temporaries, Y14 the
-// row's Q4_0 weights, Y15 = int16 ones.
-
-// Q8A_PAIR adds block w · token x (in X, scale at d) to accumulator A:
-// lanes = madd(maddubs(|w|, sign(x, w)), 1), A = fma(d_w·d_x, float(lanes),
-// A). W is the row's signed weights (memory or Y14).
-#define Q8A_PAIR(W, X, d, A) \
-	VPSIGNB W, X, Y12; \
-	VPMADDUBSW Y12, Y8, Y12; \
-	VPMADDWD Y15, Y12, Y12; \
-	VCVTDQ2PS Y12, Y12; \
-	VBROADCASTSS d, Y13; \
-	VMULPS Y13, Y9, Y13; \
-	VFMADD231PS Y12, Y13, A
-
-// Q8A_SCALE sets Y9 to 8 copies of the row's fp16 scale at d.
-#define Q8A_SCALE(d) \
-	VPBROADCASTW d, X9; \
-	VCVTPH2PS X9, Y9
+// row's Q4_0 weights, Y15 = int16 ones. Q8A_PAIR, Q8A_SCALE and
+// Q8A_STORE are in ggml_amd64.h.
 
 // Q8A_ROW is one Q8_0 row (quants at w, scale at d) against both tokens.
 #define Q8A_ROW(w, d, A0, A1) \
@@ -1242,16 +1163,6 @@ q40t4_blk:
 	Q8A_SCALE(d); \
 	Q8A_PAIR(Y14, Y10, (R12), A0); \
 	Q8A_PAIR(Y14, Y11, (R12)(R13*1), A1)
-
-// Q8A_STORE folds accumulator A into o as hsum_float_8. Uses X12, X13.
-#define Q8A_STORE(AY, AX, o) \
-	VEXTRACTF128 $1, AY, X12; \
-	VADDPS AX, X12, X12; \
-	VMOVHLPS X12, X12, X13; \
-	VADDPS X13, X12, X12; \
-	VMOVSHDUP X12, X13; \
-	VADDSS X13, X12, X12; \
-	VMOVSS X12, o
 
 DATA ggmlNib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ggmlNib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -1873,15 +1784,7 @@ q4ka_blk:
 	// The scales and mins as in ggmlQ4KRowsAVX2 (there X11-X14 and Y11),
 	// here into Y10 (mins_and_scales), the frame and X12 (the mins).
 	VMOVDQU 4(R10), X6
-	VPSHUFB ggmlK4P<>(SB), X6, X7
-	VPSHUFB ggmlK4Q<>(SB), X6, X8
-	VPSRLW $4, X7, X9
-	VPAND ggmlK4M1<>(SB), X7, X7
-	VPAND ggmlK4M2<>(SB), X9, X9
-	VPSRLW $2, X8, X8
-	VPAND ggmlK4M3<>(SB), X8, X8
-	VPOR X9, X7, X7
-	VPOR X8, X7, X7
+	K4SCALES(X6, X7, X8, X9)
 	VPMOVZXBW X7, Y10
 	VPUNPCKLWD X10, X10, X8
 	VPUNPCKHWD X10, X10, X9

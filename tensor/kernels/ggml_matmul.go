@@ -46,7 +46,8 @@ type ggmlDots struct {
 	tileQ8_0, tileQ4_0   ggmlTileFn
 	tileQ4K, tileQ6K     ggmlTileFn
 
-	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go (no tile kernels yet)
+	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go
+	tileQ5_0              ggmlTileFn // the only one of these with tiles
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -92,6 +93,7 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 		}
 	}
 	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
+	d.tileQ5_0 = s.tileQ5_0
 	return d
 }
 
@@ -108,7 +110,7 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int)
 	case Q4_1:
 		return d.q4_1, nil, 32
 	case Q5_0:
-		return d.q5_0, nil, 32
+		return d.q5_0, d.tileQ5_0, 32
 	case Q5_1:
 		return d.q5_1, nil, 32
 	case Q5_K:

@@ -19,8 +19,8 @@ import (
 //
 // These are the portable Go kernels: exact int32 sums inside a block, one
 // float32 multiply-add per block, in the reference's order. On amd64,
-// Q4_1, Q5_0 and Q5_1 also have AVX2 and VNNI row kernels
-// (ggml_q5_amd64.s, ggml's AVX2 order); Q5_K runs this one everywhere.
+// all four also have AVX2 and VNNI row kernels (ggml_q5_amd64.s and
+// ggml_q5k_amd64.s, ggml's AVX2 order), and Q5_0 prefill tiles.
 
 // q5Bit is the fifth bit of weight j (0..31) of a Q5_0/Q5_1 block: bit j
 // of its little-endian uint32 qh, moved to bit 4.

@@ -4,8 +4,8 @@ package kernels
 
 import "unsafe"
 
-// The row kernels of ggml_q5_amd64.s, for the Q5_0 (Q8_0 activations)
-// and Q4_1 and Q5_1 (Q8_1 activations) weights; each computes nrows
+// The row kernels of ggml_q5_amd64.s, for the Q5_0 (Q8_0 activations),
+// Q4_1 and Q5_1 (Q8_1 activations) and Q5_K (Q8_K) weights; each computes nrows
 // consecutive rows (stride ws bytes, nb blocks each) against one token
 // into out[0:nrows], as asmRows's kernels do. They need ImplAVX2; the
 // VNNI ones also AVX512-VNNI with VL.
@@ -38,6 +38,35 @@ func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, n
 
 //go:noescape
 func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+// The Q5_K kernels take Q8_K activations: quants, scales and the
+// pairwise bsums (bs32), as ggmlQ4KRowsAVX2.
+
+//go:noescape
+func ggmlQ5KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
+
+//go:noescape
+func ggmlQ5KRowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
+
+// The Q5_0 tile kernels (prefill) compute 4 rows × 8 or 4 tokens (VNNI)
+// or 2 (AVX2), as the Q8_0 ones of ggml_amd64.go, with Q8_0's lane
+// corrections xc (−128·Σx).
+
+//go:noescape
+func ggmlQ5_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ5_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ5_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// asmRowsQ8_K adapts a Q8_K-activation kernel to ggmlRowsFn.
+func asmRowsQ8_K(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)) ggmlRowsFn {
+	return func(w []byte, rb int, x *tokenActs, out []float32) {
+		k(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.bs32[0], len(x.d), &out[0], len(out))
+	}
+}
 
 // asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn.
 func asmRowsQ8_1(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)) ggmlRowsFn {

@@ -360,3 +360,255 @@ q51v_blk:
 	JNZ q51v_row
 	VZEROUPPER
 	RET
+
+// The Q5_0 prefill tiles (see ggml_tile.go and ggml_amd64.s's tile
+// section): the Q8_0 tiles' structure, 4 rows × 8 or 4 tokens (VNNI) or
+// 2 (AVX2), with the row kernel's int32 lanes and float sequence per
+// output, so its bits.
+//
+// The VNNI tiles feed VPDPBUSD the weights q − 16 as unsigned bytes
+// (q − 16) + 128 = q + 112 against the signed activations, the lanes
+// starting from Q8_0's corrections xc = −128·Σx: the same lanes. The
+// fifth bits come from the two rows' qh read straight into a mask register
+// (bit j of qh masks byte j), which picks nibble + 0x80 over nibble + 0x70.
+
+// Q5T_ROWPAIR loads a Q5_0 row pair's block (rows 2p and 2p+1 at b0 and
+// b1) as Q4T_ROWPAIR does a Q4_0 one, the weights as q + 112. Needs Z30 =
+// 0x0f bytes, Z29 = 0x70 bytes, Z28 = 0x10 bytes and K1 = 0xff00. Uses
+// Z21, K2, K3.
+#define Q5T_ROWPAIR(b0, b1, WY, WZ, SY, SZ) \
+	VMOVDQU32 6 b0, X21; \
+	VINSERTI32X4 $1, 6 b1, Y21, Y21; \
+	VPSRLW $4, Y21, WY; \
+	VINSERTI64X4 $1, WY, Z21, WZ; \
+	VPANDD Z30, WZ, WZ; \
+	VSHUFI64X2 $0xd8, WZ, WZ, WZ; \
+	KMOVD 2 b0, K2; \
+	KMOVD 2 b1, K3; \
+	KUNPCKDQ K2, K3, K2; \
+	VPORD Z29, WZ, WZ; \
+	VPADDB Z28, WZ, K2, WZ; \
+	VPBROADCASTW b0, SY; \
+	VPBROADCASTW b1, K1, SY; \
+	VCVTPH2PS SY, SZ
+
+// Q5T_CONSTS sets Z30 = 0x0f, Z29 = 0x70 and Z28 = 0x10 bytes.
+#define Q5T_CONSTS \
+	MOVL $0x0f0f0f0f, DX; \
+	VPBROADCASTD DX, Z30; \
+	MOVL $0x70707070, DX; \
+	VPBROADCASTD DX, Z29; \
+	MOVL $0x10101010, DX; \
+	VPBROADCASTD DX, Z28
+
+// func ggmlQ5_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// ggmlQ8_0Tile4x8VNNI on Q5_0 blocks: accumulator Z(2t+p) is token t,
+// row pair p; tokens 4-7 address from R11, R13 and DX.
+TEXT ·ggmlQ5_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q5T_CONSTS
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R9*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+q50t8_blk:
+	Q5T_ROWPAIR((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q5T_ROWPAIR((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q8T_TOKEN((R11), (R13), (DX), Z8, Z9)
+	Q8T_TOKEN((R11)(R9*1), (R13)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q8T_TOKEN((R11)(R9*2), (R13)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q8T_TOKEN((R11)(R10*1), (R13)(R10*1), (DX)(AX*1), Z14, Z15)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q50t8_blk
+	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z8, Y8, X8, 0(DI), 4(DI))
+	Q8T_STORE(Z9, Y9, X9, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z10, Y10, X10, 0(DI), 4(DI))
+	Q8T_STORE(Z11, Y11, X11, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z12, Y12, X12, 0(DI), 4(DI))
+	Q8T_STORE(Z13, Y13, X13, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z14, Y14, X14, 0(DI), 4(DI))
+	Q8T_STORE(Z15, Y15, X15, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-3, as ggmlQ5_0Tile4x8VNNI.
+TEXT ·ggmlQ5_0Tile4x4VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q5T_CONSTS
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+q50t4_blk:
+	Q5T_ROWPAIR((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q5T_ROWPAIR((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q8T_TOKEN((DI)(R10*1), (R12)(R10*1), (R14)(AX*1), Z6, Z7)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q50t4_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z6, Y6, X6, 0(DI), 4(DI))
+	Q8T_STORE(Z7, Y7, X7, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// The AVX2 tile: ggmlQ8_0Tile4x2AVX2's registers (Y0-Y7 the outputs,
+// token t row r in Y(2r+t); Y8 |w|, Y9 the row's scale, Y10 and Y11 the
+// tokens' quants, Y12 and Y13 temporaries, Y14 the row's weights, Y15 =
+// int16 ones), so the Q5_0 constants come from memory.
+
+// Q5A_ROW is one Q5_0 row, the block at b: q − 16 formed as the row
+// kernel's Q5_0Q does into Y14, then against both tokens.
+#define Q5A_ROW(b, A0, A1) \
+	VMOVDQU 6 b, X14; \
+	VPSRLW $4, X14, X12; \
+	VINSERTI128 $1, X12, Y14, Y14; \
+	VPAND ggmlQ5Nib<>(SB), Y14, Y14; \
+	VPBROADCASTD 2 b, Y12; \
+	VPSHUFB ggmlQ5Shuf<>(SB), Y12, Y12; \
+	VPOR ggmlQ5Bit<>(SB), Y12, Y12; \
+	VPCMPEQB ggmlQ5Ones<>(SB), Y12, Y12; \
+	VPANDN ggmlQ5Hi<>(SB), Y12, Y12; \
+	VPOR Y12, Y14, Y14; \
+	VPSIGNB Y14, Y14, Y8; \
+	Q8A_SCALE(b); \
+	Q8A_PAIR(Y14, Y10, (R12), A0); \
+	Q8A_PAIR(Y14, Y11, (R12)(R13*1), A1)
+
+// Q5CONSTS's vectors, in memory for the AVX2 tile.
+DATA ggmlQ5Nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ5Nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ5Nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ5Nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ggmlQ5Nib<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ5Hi<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA ggmlQ5Hi<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA ggmlQ5Hi<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA ggmlQ5Hi<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
+GLOBL ggmlQ5Hi<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ5Bit<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ5Bit<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ5Bit<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ5Bit<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL ggmlQ5Bit<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ5Ones<>+0(SB)/8, $-1
+DATA ggmlQ5Ones<>+8(SB)/8, $-1
+DATA ggmlQ5Ones<>+16(SB)/8, $-1
+DATA ggmlQ5Ones<>+24(SB)/8, $-1
+GLOBL ggmlQ5Ones<>(SB), RODATA|NOPTR, $32
+
+// func ggmlQ5_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 (SI, BX = ws, R8 = 3·ws) × tokens 0-1 (quants DI, xs apart in
+// R9; scales R12, ds apart in R13); xc is unused.
+TEXT ·ggmlQ5_0Tile4x2AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ ws+8(FP), BX
+	LEAQ (BX)(BX*2), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xs+32(FP), R9
+	MOVQ xd+40(FP), R12
+	MOVQ ds+48(FP), R13
+	MOVQ nb+56(FP), CX
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+q50a2_blk:
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q5A_ROW((SI), Y0, Y1)
+	Q5A_ROW((SI)(BX*1), Y2, Y3)
+	Q5A_ROW((SI)(BX*2), Y4, Y5)
+	Q5A_ROW((SI)(R8*1), Y6, Y7)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, R12
+	DECQ CX
+	JNZ q50a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8A_STORE(Y0, X0, 0(DI))
+	Q8A_STORE(Y2, X2, 4(DI))
+	Q8A_STORE(Y4, X4, 8(DI))
+	Q8A_STORE(Y6, X6, 12(DI))
+	Q8A_STORE(Y1, X1, 0(DI)(R9*1))
+	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
+	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
+	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET

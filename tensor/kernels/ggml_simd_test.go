@@ -74,7 +74,8 @@ func hsum8(a [8]float32) float32 {
 // block (super-block), then hsum_float_8; Q4_K adds its mins on a
 // separate 4-lane accumulator, −d_x·dmin × madd(mins, pairwise bsums);
 // Q4_1 and Q5_1 add m·s per block into one scalar (llama.cpp's x86
-// build fuses the multiply-add; m·s, two fp16 values, is exact anyway).
+// build fuses the multiply-add; m·s, two fp16 values, is exact anyway),
+// Q5_K its mins per super-block (fused too, and there it matters).
 func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd, xs []float32, bs []int16) float32 {
 	var acc [8]float32
 	var accm [4]float32
@@ -169,6 +170,43 @@ func ggmlAVX2Row(m *Matrix, i int, xq []int8, xd, xs []float32, bs []int16) floa
 			}
 		}
 		return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]))
+	case Q5_K:
+		// As Q4_K, with bit c of qh[k] as the fifth bit of sub-block c's
+		// weight k; but the mins go, per super-block, from madd(mins,
+		// pairwise bsums) through an int32 horizontal sum to one scalar,
+		// summs = fma(dmin, float(Σ), summs) (GCC's -march=native build
+		// emits VFMADD231SS), and the row is hsum_float_8(acc) + summs.
+		var summs float32
+		for b := range xd {
+			blk := row[b*176:]
+			sc, mn := q4KScales(blk[4:16])
+			qh, qs := blk[16:48], blk[48:176]
+			var lanes [8]int32
+			for c := 0; c < 8; c++ { // 32-value sub-blocks
+				for j := 0; j < 8; j++ {
+					for k := 4 * j; k < 4*j+4; k++ {
+						q := qs[32*(c/2)+k]
+						if c%2 == 0 {
+							q &= 0x0f
+						} else {
+							q >>= 4
+						}
+						q |= (qh[k] >> c & 1) << 4
+						lanes[j] += int32(sc[c]) * int32(q) * int32(xq[256*b+32*c+k])
+					}
+				}
+			}
+			d := xd[b] * f(blk)
+			for j := range lanes {
+				acc[j] = fma32(d, float32(lanes[j]), acc[j])
+			}
+			var msum int32
+			for l := 0; l < 8; l++ {
+				msum += int32(mn[l]) * (int32(bs[16*b+2*l]) + int32(bs[16*b+2*l+1]))
+			}
+			summs = fma32(-xd[b]*f(blk[2:]), float32(msum), summs)
+		}
+		return hsum8(acc) + summs
 	case Q6_K:
 		for b := range xd {
 			blk := row[b*210:]
