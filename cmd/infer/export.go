@@ -50,8 +50,9 @@ own group size is copied byte for byte.
 --format gguf writes a GGUF file (version 3) that llama.cpp loads, with
 --type f32, f16 or q8_0 weight matrices (Q8_0 as llama-quantize makes it,
 with its F16 fallback for rows that are not whole blocks of 32; norms stay
-F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin) or of the
-GGUF being re-exported. stories260K.bin with tok512.bin as f32 is, byte for
+F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin, or a GGUF
+whose tokenizer.* keys are copied as they are: merges, pre-tokenizer and
+special token ids included) or of the GGUF being re-exported. stories260K.bin with tok512.bin as f32 is, byte for
 byte, the file llama.cpp's llama-convert-llama2c-to-ggml writes.
 
 
@@ -74,7 +75,7 @@ written through; a directory, socket or block device is refused.`,
 	a.flag(cmd, "format", "export.format", "checkpoint format")
 	a.flag(cmd, "group-size", "export.group_size", "Q8_0 group size of --format v2; 0 = auto")
 	a.flag(cmd, "type", "export.type", "weight type of --format gguf")
-	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin to embed in a GGUF")
+	a.flag(cmd, "tokenizer", "tokenizer", "llama2.c tokenizer.bin, or a GGUF whose tokenizer to copy, to embed in a GGUF")
 	syntheticFlags(a, cmd)
 	return cmd
 }
@@ -152,11 +153,20 @@ func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Wr
 }
 
 // ggufExportOptions reads --type and finds the vocabulary to embed: the
-// --tokenizer file (llama2.c), else the tokenizer keys of the GGUF being
-// re-exported. llama.cpp does not load a model file without one.
+// tokenizer keys of a GGUF --tokenizer, else the --tokenizer file
+// (llama2.c), else the tokenizer keys of the GGUF being re-exported.
+// llama.cpp does not load a model file without one.
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
 	typ := map[string]gguf.GGMLType{"f32": gguf.TypeF32, "f16": gguf.TypeF16, "q8_0": gguf.TypeQ8_0}[a.getString("export.type")]
 	opts := gguf.ExportOptions{Type: typ}
+	if path := a.getPath("tokenizer"); path != "" && isGGUF(path) {
+		// Copied as they are: rebuilt from the codec's pieces and scores,
+		// a byte-level BPE vocabulary would become a SentencePiece one
+		// without its merges, pre-tokenizer or special token ids.
+		kvs, err := ggufTokenizerKV(path, lm.m.Config.VocabSize)
+		opts.TokenizerKV = kvs
+		return opts, err
+	}
 	if tok, ok := lm.codec.(interface {
 		VocabSize() int
 		Piece(int) string
@@ -187,6 +197,25 @@ func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
 		return opts, nil
 	}
 	return opts, fmt.Errorf("export: --format gguf needs a vocabulary: give --tokenizer (a llama2.c tokenizer.bin) or a GGUF --checkpoint")
+}
+
+// ggufTokenizerKV is the metadata of the GGUF at path (WriteModel keeps
+// its tokenizer.* keys), after checking that its vocabulary has one token
+// per row of the model's embedding, as llama.cpp's loader requires.
+func ggufTokenizerKV(path string, vocabSize int) ([]gguf.KV, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	defer f.Close()
+	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return nil, fmt.Errorf("export: --tokenizer %s: %w", path, err)
+	}
+	if len(tokens) != vocabSize {
+		return nil, fmt.Errorf("export: --tokenizer %s has %d tokens, the model's vocab_size is %d", path, len(tokens), vocabSize)
+	}
+	return f.Metadata, nil
 }
 
 // isGGUF reports whether the file at path starts with GGUF's magic.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/gguf"
 )
 
 // TestExportRoundTrip: the synthetic model exported and loaded back as a
@@ -88,5 +91,62 @@ func TestExportV2(t *testing.T) {
 		if _, err := os.Stat(bad); err == nil {
 			t.Fatalf("%v: a failed export left %s behind", args, bad)
 		}
+	}
+}
+
+// A GGUF --tokenizer gives the export its tokenizer keys as they are: a
+// byte-level BPE vocabulary keeps its model, pre-tokenizer, merges and
+// special ids (rebuilt from pieces and scores it became a SentencePiece
+// vocabulary without merges), and the file loads and generates. One of
+// another size than the model's vocabulary is refused in one line.
+func TestExportGGUFKeepsGGUFTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	vocab := filepath.Join(dir, "vocab.gguf")
+	var buf bytes.Buffer
+	tokens := []string{"<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab"}
+	if err := gguf.Write(&buf, []gguf.KV{
+		{Key: "general.architecture", Value: gguf.MustValue("llama")},
+		{Key: "tokenizer.ggml.model", Value: gguf.MustValue("gpt2")},
+		{Key: "tokenizer.ggml.pre", Value: gguf.MustValue("smollm")},
+		{Key: "tokenizer.ggml.tokens", Value: gguf.MustValue(tokens)},
+		{Key: "tokenizer.ggml.token_type", Value: gguf.MustValue([]int32{3, 1, 1, 1, 1, 1})},
+		{Key: "tokenizer.ggml.merges", Value: gguf.MustValue([]string{"a b", "Ġ ab"})},
+		{Key: "tokenizer.ggml.bos_token_id", Value: gguf.MustValue(uint32(0))},
+		{Key: "tokenizer.ggml.eos_token_id", Value: gguf.MustValue(uint32(0))},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vocab, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.gguf")
+	export := []string{"export", "--synthetic.seq_len", "64", "--tokenizer", vocab, "--format", "gguf", "--out", out}
+	if code, _, errs := cli(t, append(export, "--synthetic.vocab_size", "6")...); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, _ := f.String("tokenizer.ggml.model")
+	pre, _ := f.String("tokenizer.ggml.pre")
+	merges, _ := f.Strings("tokenizer.ggml.merges")
+	got, _ := f.Strings("tokenizer.ggml.tokens")
+	bos, _ := f.Uint("tokenizer.ggml.bos_token_id")
+	f.Close()
+	if model != "gpt2" || pre != "smollm" || len(merges) != 2 || strings.Join(got, " ") != strings.Join(tokens, " ") || bos != 0 {
+		t.Errorf("exported tokenizer: model %q pre %q merges %q tokens %q bos %d", model, pre, merges, got, bos)
+	}
+	// "a ab" is a (1) and, merged twice, Ġab (5); without
+	// add_bos_token there is no BOS, and the ids line starts after the
+	// first prompt token; then come the generated ones (--steps 4).
+	code, ids, errs := cli(t, "generate", "--checkpoint", out, "--prompt", "a ab", "--steps", "4",
+		"--temperature", "0", "--output", "ids")
+	if f := strings.Fields(ids); code != 0 || len(f) != 4 || f[0] != "5" {
+		t.Errorf("generate on the export: exit %d, ids %q, %s", code, ids, errs)
+	}
+	code, _, errs = cli(t, append(export, "--synthetic.vocab_size", "7")...)
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "6 tokens") {
+		t.Errorf("vocab size mismatch: exit %d, %q; want one line", code, errs)
 	}
 }
