@@ -138,11 +138,11 @@ func TestExportGGUFKeepsGGUFTokenizer(t *testing.T) {
 		t.Errorf("exported tokenizer: model %q pre %q merges %q tokens %q bos %d", model, pre, merges, got, bos)
 	}
 	// "a ab" is a (1) and, merged twice, Ġab (5); without
-	// add_bos_token there is no BOS, and the ids line starts after the
-	// first prompt token; then come the generated ones (--steps 4).
+	// add_bos_token there is no BOS, so the ids line is the whole prompt,
+	// 1 5, then the generated ids (--steps 4: three more).
 	code, ids, errs := cli(t, "generate", "--checkpoint", out, "--prompt", "a ab", "--steps", "4",
 		"--temperature", "0", "--output", "ids")
-	if f := strings.Fields(ids); code != 0 || len(f) != 4 || f[0] != "5" {
+	if f := strings.Fields(ids); code != 0 || len(f) != 5 || f[0] != "1" || f[1] != "5" {
 		t.Errorf("generate on the export: exit %d, ids %q, %s", code, ids, errs)
 	}
 	code, _, errs = cli(t, append(export, "--synthetic.vocab_size", "7")...)
