@@ -39,6 +39,22 @@ func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, n
 //go:noescape
 func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
 
+// The Q8_1 Rows4 kernels compute exactly four rows, each as the one-row
+// kernel does, sharing the token's loads; pf is the next four rows,
+// prefetched.
+
+//go:noescape
+func ggmlQ4_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ4_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ5_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ5_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
 // The Q5_K kernels take Q8_K activations: quants, scales and the
 // pairwise bsums (bs32), as ggmlQ4KRowsAVX2.
 
@@ -100,9 +116,25 @@ func asmRowsQ8_K(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs3
 	}
 }
 
-// asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn.
-func asmRowsQ8_1(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)) ggmlRowsFn {
+type rowsQ8_1Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+type rows4Q8_1Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+// asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn as asmRows does: four
+// rows at a time with k4, the rest with k.
+func asmRowsQ8_1(k rowsQ8_1Kernel, k4 rows4Q8_1Kernel) ggmlRowsFn {
 	return func(w []byte, rb int, x *tokenActs, out []float32) {
-		k(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.s[0], len(x.d), &out[0], len(out))
+		xq, xd, xs := x.q, x.d, x.s
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			pf := unsafe.Pointer(&w[i*rb]) // the last group prefetches itself
+			if i+8 <= len(out) {
+				pf = unsafe.Pointer(&w[(i+4)*rb])
+			}
+			k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], &xs[0], len(xd), &out[i], pf)
+		}
+		if i < len(out) {
+			k(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], &xs[0], len(xd), &out[i], len(out)-i)
+		}
 	}
 }
