@@ -101,7 +101,8 @@ func q4KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo 
 	return q4KTile(ggmlQ4KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
 }
 
-// q4KTile runs Q4_K tile kernel k on tokens [t0, t0+nt).
+// q4KTile runs tile kernel k on tokens [t0, t0+nt): a Q4_K or Q5_K one,
+// which read the Q8_K pairwise sums.
 func q4KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr),
 	w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 	cols, nb := a.cols, a.cols/256
@@ -238,14 +239,15 @@ func init() {
 			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
 		},
 		q5_0:     asmRows(ggmlQ5_0RowsAVX2, ggmlQ5_0Rows4AVX2),
-		q4_1:     asmRowsQ8_1(ggmlQ4_1RowsAVX2),
-		q5_1:     asmRowsQ8_1(ggmlQ5_1RowsAVX2),
+		q4_1:     asmRowsQ8_1(ggmlQ4_1RowsAVX2, ggmlQ4_1Rows4AVX2),
+		q5_1:     asmRowsQ8_1(ggmlQ5_1RowsAVX2, ggmlQ5_1Rows4AVX2),
 		q5K:      asmRowsQ8_K(ggmlQ5KRowsAVX2),
 		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
 		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
 		tileQ5_0: asmTiles(false, sizedTile{2, ggmlQ5_0Tile4x2AVX2}),
 		tileQ4K:  q4KTilesAVX2,
 		tileQ6K:  q6KTilesAVX2,
+		tileQ5K:  q5KTilesAVX2,
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
@@ -253,11 +255,11 @@ func init() {
 		avx512.q8_0 = asmRows(ggmlQ8_0RowsVNNI, ggmlQ8_0Rows4VNNI)
 		avx512.q4_0 = asmRows(ggmlQ4_0RowsVNNI, ggmlQ4_0Rows4VNNI)
 		avx512.q5_0 = asmRows(ggmlQ5_0RowsVNNI, ggmlQ5_0Rows4VNNI)
-		avx512.q4_1 = asmRowsQ8_1(ggmlQ4_1RowsVNNI)
-		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI)
+		avx512.q4_1 = asmRowsQ8_1(ggmlQ4_1RowsVNNI, ggmlQ4_1Rows4VNNI)
+		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI, ggmlQ5_1Rows4VNNI)
 		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
 		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
-		avx512.tileQ4K, avx512.tileQ6K = q4KTiles, q6KTiles
+		avx512.tileQ4K, avx512.tileQ6K, avx512.tileQ5K = q4KTiles, q6KTiles, q5KTiles
 		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 		avx512.tileQ5_0 = asmTiles(false, sizedTile{8, ggmlQ5_0Tile4x8VNNI}, sizedTile{4, ggmlQ5_0Tile4x4VNNI}, sizedTile{2, ggmlQ5_0Tile4x2AVX2})
 	}

@@ -77,7 +77,7 @@ func BenchmarkGGMLMatVec(b *testing.B) {
 func BenchmarkGGMLPrefill(b *testing.B) {
 	pool := NewPool(2)
 	defer pool.Close()
-	for _, typ := range []string{"q8_0", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q5_0"} {
+	for _, typ := range []string{"q8_0", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "Q5_0", "Q5_K", "Q4_1", "Q5_1"} {
 		m := benchGGML(b, typ, 2048, 768)
 		b.Run(typ, func(b *testing.B) {
 			benchImpls(b, F32, func(b *testing.B) { runMatMul(b, pool, m, 64) })

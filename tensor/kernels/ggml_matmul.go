@@ -47,7 +47,7 @@ type ggmlDots struct {
 	tileQ4K, tileQ6K     ggmlTileFn
 
 	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go
-	tileQ5_0              ggmlTileFn // the only one of these with tiles
+	tileQ5_0, tileQ5K     ggmlTileFn
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -93,7 +93,7 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 		}
 	}
 	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
-	d.tileQ5_0 = s.tileQ5_0
+	d.tileQ5_0, d.tileQ5K = s.tileQ5_0, s.tileQ5K
 	return d
 }
 
@@ -114,7 +114,7 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int)
 	case Q5_1:
 		return d.q5_1, nil, 32
 	case Q5_K:
-		return d.q5K, nil, 256
+		return d.q5K, d.tileQ5K, 256
 	}
 	return d.q6K, d.tileQ6K, 256
 }

@@ -20,7 +20,8 @@ import (
 // These are the portable Go kernels: exact int32 sums inside a block, one
 // float32 multiply-add per block, in the reference's order. On amd64,
 // all four also have AVX2 and VNNI row kernels (ggml_q5_amd64.s and
-// ggml_q5k_amd64.s, ggml's AVX2 order), and Q5_0 prefill tiles.
+// ggml_q5k_amd64.s, ggml's AVX2 order; four rows per call but for Q5_K),
+// and Q5_0 and Q5_K prefill tiles.
 
 // q5Bit is the fifth bit of weight j (0..31) of a Q5_0/Q5_1 block: bit j
 // of its little-endian uint32 qh, moved to bit 4.

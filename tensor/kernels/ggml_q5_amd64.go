@@ -39,6 +39,22 @@ func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, n
 //go:noescape
 func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
 
+// The Q8_1 Rows4 kernels compute exactly four rows, each as the one-row
+// kernel does, sharing the token's loads; pf is the next four rows,
+// prefetched.
+
+//go:noescape
+func ggmlQ4_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ4_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ5_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+//go:noescape
+func ggmlQ5_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
 // The Q5_K kernels take Q8_K activations: quants, scales and the
 // pairwise bsums (bs32), as ggmlQ4KRowsAVX2.
 
@@ -61,6 +77,38 @@ func ggmlQ5_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 //go:noescape
 func ggmlQ5_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
+// The Q5_K tile kernels (prefill) compute 4 rows × 4 tokens (VNNI) or 2
+// (AVX2), as the Q4_K ones of ggml_amd64.go, with the same arguments.
+
+//go:noescape
+func ggmlQ5KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ5KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+// q5KTiles adapts the 4-token VNNI Q5_K tile kernel, with the 2-token
+// AVX2 one for a last pair, to ggmlTileFn.
+func q5KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	k := ggmlQ5KTile4x4VNNI
+	switch {
+	case nt >= 4:
+		nt = 4
+	case nt >= 2:
+		k, nt = ggmlQ5KTile4x2AVX2, 2
+	default:
+		return 0
+	}
+	return q4KTile(k, w, rb, a, t0, nt, out, ldo)
+}
+
+// q5KTilesAVX2 adapts the 2-token AVX2 Q5_K tile kernel to ggmlTileFn.
+func q5KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	if nt < 2 {
+		return 0
+	}
+	return q4KTile(ggmlQ5KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
+}
+
 // asmRowsQ8_K adapts a Q8_K-activation kernel to ggmlRowsFn.
 func asmRowsQ8_K(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)) ggmlRowsFn {
 	return func(w []byte, rb int, x *tokenActs, out []float32) {
@@ -68,9 +116,25 @@ func asmRowsQ8_K(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs3
 	}
 }
 
-// asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn.
-func asmRowsQ8_1(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)) ggmlRowsFn {
+type rowsQ8_1Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
+
+type rows4Q8_1Kernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+
+// asmRowsQ8_1 adapts a Q8_1 kernel to ggmlRowsFn as asmRows does: four
+// rows at a time with k4, the rest with k.
+func asmRowsQ8_1(k rowsQ8_1Kernel, k4 rows4Q8_1Kernel) ggmlRowsFn {
 	return func(w []byte, rb int, x *tokenActs, out []float32) {
-		k(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.s[0], len(x.d), &out[0], len(out))
+		xq, xd, xs := x.q, x.d, x.s
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			pf := unsafe.Pointer(&w[i*rb]) // the last group prefetches itself
+			if i+8 <= len(out) {
+				pf = unsafe.Pointer(&w[(i+4)*rb])
+			}
+			k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], &xs[0], len(xd), &out[i], pf)
+		}
+		if i < len(out) {
+			k(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], &xs[0], len(xd), &out[i], len(out)-i)
+		}
 	}
 }

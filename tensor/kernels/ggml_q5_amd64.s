@@ -205,6 +205,105 @@ GLOBL ggmlQ5Shuf<>(SB), RODATA|NOPTR, $32
 	VPAND Y13, Y3, Y3; \
 	VPOR Y3, Y2, Y2
 
+// The Q4_1 and Q5_1 Rows4 kernels: four rows per call, each as the
+// one-row kernel computes it (the same DOT of codes and x, the same
+// fma into acc per block, summs = fma(m, s, summs) per block, the row
+// hsum_float_8(acc) + summs), sharing the token's loads and prefetching
+// the next four rows. Registers: Y0-Y3 the rows' acc, X4-X7 their summs;
+// Y8 a block's codes, Y9 their fifth bits, Y10 the lanes, Y11 the scale;
+// Y12 d_x in all lanes; Y13 = 0x10 bytes (Q5_1), Y14 = 0x0f bytes, Y15 =
+// int16 ones. bytes_from_bits_32's constants come from memory.
+
+// Q81R4(b, CODES, ACC, SUMM, DOT) is one block of row b (an address):
+// CODES(b) sets Y8, then ACC += d_w·d_x × DOT(x, codes) and SUMM =
+// fma(m, s, SUMM), m the block's fp16 at 2 b, s the token's at (R15).
+#define Q81R4(b, CODES, ACC, SUMM, DOT) \
+	CODES(b); \
+	DOT((R11), Y8, Y10); \
+	VPBROADCASTW b, X11; \
+	VCVTPH2PS X11, Y11; \
+	VMULPS Y12, Y11, Y11; \
+	VFMADD231PS Y10, Y11, ACC; \
+	VPBROADCASTW 2 b, X11; \
+	VCVTPH2PS X11, X11; \
+	VFMADD231SS (R15), X11, SUMM
+
+// Q4_1R4Q sets Y8 to a Q4_1 block's nibbles, the block at b.
+#define Q4_1R4Q(b) \
+	NIBBLES(4 b, X8, Y8, X9)
+
+// Q5_1R4Q sets Y8 to a Q5_1 block's 5-bit codes, the block at b, as
+// Q5_1Q does with the bit constants from memory.
+#define Q5_1R4Q(b) \
+	NIBBLES(8 b, X8, Y8, X9); \
+	VPBROADCASTD 4 b, Y9; \
+	VPSHUFB ggmlQ5Shuf<>(SB), Y9, Y9; \
+	VPOR ggmlQ5Bit<>(SB), Y9, Y9; \
+	VPCMPEQB ggmlQ5Ones<>(SB), Y9, Y9; \
+	VPAND Y13, Y9, Y9; \
+	VPOR Y9, Y8, Y8
+
+// Q81R4BLK is one block of all four rows (R10, BX = ws, R13 = 3·ws),
+// after prefetching the next four rows' block at R9.
+#define Q81R4BLK(CODES, DOT) \
+	PREFETCHT1 (R9); \
+	PREFETCHT1 (R9)(BX*1); \
+	PREFETCHT1 (R9)(BX*2); \
+	PREFETCHT1 (R9)(R13*1); \
+	VBROADCASTSS (R12), Y12; \
+	Q81R4((R10), CODES, Y0, X4, DOT); \
+	Q81R4((R10)(BX*1), CODES, Y1, X5, DOT); \
+	Q81R4((R10)(BX*2), CODES, Y2, X6, DOT); \
+	Q81R4((R10)(R13*1), CODES, Y3, X7, DOT)
+
+// Q81R4ARGS loads the arguments (R15 = xs, else as R4ARGS) and sets the
+// constants; the accumulators and summs start at zero.
+#define Q81R4ARGS \
+	MOVQ pf+56(FP), R9; \
+	MOVQ w+0(FP), R10; \
+	MOVQ ws+8(FP), BX; \
+	MOVQ xq+16(FP), R11; \
+	MOVQ xd+24(FP), R12; \
+	MOVQ xs+32(FP), R15; \
+	MOVQ nb+40(FP), CX; \
+	MOVQ out+48(FP), DX; \
+	LEAQ (BX)(BX*2), R13; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14; \
+	MOVL $0x10101010, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS X4, X4, X4; \
+	VXORPS X5, X5, X5; \
+	VXORPS X6, X6, X6; \
+	VXORPS X7, X7, X7
+
+// Q81R4STORE stores hsum_float_8 of acc Y (X its low half) + summs S to
+// o(DX). Uses X11, X12.
+#define Q81R4STORE(Y, X, S, o) \
+	VEXTRACTF128 $1, Y, X11; \
+	VADDPS X, X11, X11; \
+	VMOVHLPS X11, X11, X12; \
+	VADDPS X12, X11, X11; \
+	VMOVSHDUP X11, X12; \
+	VADDSS X12, X11, X11; \
+	VADDSS S, X11, X11; \
+	VMOVSS X11, o(DX)
+
+#define Q81R4STORES \
+	Q81R4STORE(Y0, X0, X4, 0); \
+	Q81R4STORE(Y1, X1, X5, 4); \
+	Q81R4STORE(Y2, X2, X6, 8); \
+	Q81R4STORE(Y3, X3, X7, 12)
+
 // func ggmlQ5_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 TEXT ·ggmlQ5_0RowsAVX2(SB), NOSPLIT, $0-56
 	Q8ARGS
@@ -610,5 +709,72 @@ q50a2_blk:
 	Q8A_STORE(Y3, X3, 4(DI)(R9*1))
 	Q8A_STORE(Y5, X5, 8(DI)(R9*1))
 	Q8A_STORE(Y7, X7, 12(DI)(R9*1))
+	VZEROUPPER
+	RET
+
+// The Q8_1 Rows4 kernels (their macros stand before the first TEXT: go
+// vet reads FP references in a #define as the preceding TEXT's).
+
+// func ggmlQ4_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ4_1Rows4AVX2(SB), NOSPLIT, $0-64
+	Q81R4ARGS
+q41a4_blk:
+	Q81R4BLK(Q4_1R4Q, DOT_AVX2)
+	ADDQ $20, R10
+	ADDQ $20, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q41a4_blk
+	Q81R4STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ4_1Rows4VNNI(SB), NOSPLIT, $0-64
+	Q81R4ARGS
+q41v4_blk:
+	Q81R4BLK(Q4_1R4Q, DOT_VNNI)
+	ADDQ $20, R10
+	ADDQ $20, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q41v4_blk
+	Q81R4STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ5_1Rows4AVX2(SB), NOSPLIT, $0-64
+	Q81R4ARGS
+q51a4_blk:
+	Q81R4BLK(Q5_1R4Q, DOT_AVX2)
+	ADDQ $24, R10
+	ADDQ $24, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q51a4_blk
+	Q81R4STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1Rows4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
+TEXT ·ggmlQ5_1Rows4VNNI(SB), NOSPLIT, $0-64
+	Q81R4ARGS
+q51v4_blk:
+	Q81R4BLK(Q5_1R4Q, DOT_VNNI)
+	ADDQ $24, R10
+	ADDQ $24, R9
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R15
+	DECQ CX
+	JNZ q51v4_blk
+	Q81R4STORES
 	VZEROUPPER
 	RET

@@ -13,11 +13,11 @@ var ggmlTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ4_1, Typ
 // ggmlSIMDTypes are the block types with amd64 assembly row and tile
 // kernels (see ggmlRowSIMDTypes; the others run the generic Go kernel
 // under every Impl).
-var ggmlSIMDTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ5_0}
+var ggmlSIMDTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ5_0, TypeQ5_K}
 
 // ggmlRowSIMDTypes have amd64 assembly row kernels only (decode; a
 // prefill runs them token by token).
-var ggmlRowSIMDTypes = []GGMLType{TypeQ4_1, TypeQ5_1, TypeQ5_K}
+var ggmlRowSIMDTypes = []GGMLType{TypeQ4_1, TypeQ5_1}
 
 // randGGML returns rows·RowBytes(cols) random bytes of a block type: every
 // bit pattern of the quants and sub-block scales is valid, so only the

@@ -116,9 +116,9 @@ func tileWidths(impl Impl, typ GGMLType) []int {
 	}
 	vnni := impl == ImplAVX512 && hasVNNI
 	switch {
-	case (typ == TypeQ4_K || typ == TypeQ6_K) && vnni:
+	case (typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K) && vnni:
 		return []int{4, 2}
-	case typ == TypeQ4_K || typ == TypeQ6_K:
+	case typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K:
 		return []int{2}
 	case vnni:
 		return []int{8, 4, 2}
