@@ -30,7 +30,9 @@ func TestAxpyScores(t *testing.T) {
 			for i := range kT {
 				kT[i] = float32(math.NaN()) // padding must be overwritten with zeros
 			}
-			stageTransposed(kT, nil, kRows, krow, D, ns)
+			if err := stageTransposed(kT, nil, kRows, krow, D, ns); err != nil {
+				t.Fatal(err)
+			}
 			const rows = 7
 			q := make([]float32, rows*D)
 			for i := range q {
@@ -97,7 +99,9 @@ func TestAxpyScoresMaskDoesNotChangeBits(t *testing.T) {
 		krow[j] = j * D
 	}
 	kT := make([]float32, D*nk)
-	stageTransposed(kT, nil, kRows, krow, D, nk)
+	if err := stageTransposed(kT, nil, kRows, krow, D, nk); err != nil {
+		t.Fatal(err)
+	}
 	q := make([]float32, rows*D)
 	for i := range q {
 		q[i] = float32(r.NormFloat64())

@@ -113,7 +113,9 @@ func axpyKeysTile(a *flashArgs, sc *scratch, t *keyTile) error {
 	krow, vrow := cacheRows(a, sc, t)
 	ns := (t.nk + simdPad - 1) / simdPad * simdPad
 	s := sc.s[:t.rows*ns]
-	stageTransposed(sc.kT[:D*ns], a.kCache, a.kF32, krow, D, ns)
+	if err := stageTransposed(sc.kT[:D*ns], a.kCache, a.kF32, krow, D, ns); err != nil {
+		return err
+	}
 	if err := axpyScores(s, ns, sc.q, t.rows, D, sc.kT[:D*ns], sc.pos, t.k0, t.nk, t.masked); err != nil {
 		return err
 	}
@@ -238,7 +240,9 @@ func (sc *scratch) softmaxTile(s []float32, ns, D int, t *keyTile) {
 // by the probabilities p [rows, ns] through kernels.MatMul.
 func (sc *scratch) pvMatMul(a *flashArgs, p []float32, ns, rows int, vrow []int) error {
 	D := a.headDim
-	stageTransposed(sc.vT[:D*ns], a.vCache, a.vF32, vrow, D, ns)
+	if err := stageTransposed(sc.vT[:D*ns], a.vCache, a.vF32, vrow, D, ns); err != nil {
+		return err
+	}
 	sc.vMat = kernels.Matrix{Format: kernels.F32, Rows: D, Cols: ns, F32: sc.vT[:D*ns]}
 	pv := sc.pv[:rows*D]
 	if err := kernels.MatMul(nil, pv, p, &sc.vMat, rows); err != nil {
@@ -294,29 +298,21 @@ func stageRows(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D i
 // stageTransposed writes the D-element rows at rows[j] of a cache as the
 // columns of dst [D, n]: dst[x·n + j] = row_j[x], and zeroes the padding
 // columns len(rows) ≤ j < n (a zero weight times them must stay zero).
-func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D, n int) {
+func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []int, D, n int) error {
 	if len(rows) < n {
 		for x := 0; x < D; x++ {
 			clear(dst[x*n+len(rows) : x*n+n])
 		}
 	}
 	if f32 != nil && D%8 == 0 {
-		// Eight columns at a time, one row per iteration: eight loads and
-		// eight stores, no index arithmetic beyond j (the eight dst lines
-		// are cut to len(rows) once, so their stores need no bounds check).
-		m := len(rows)
+		// Eight columns at a time: kernels.TransposeRows8 transposes
+		// 8 × 8 blocks in registers.
 		for c := 0; c < D; c += 8 {
-			d0, d1 := dst[c*n:c*n+m], dst[(c+1)*n:(c+1)*n+m]
-			d2, d3 := dst[(c+2)*n:(c+2)*n+m], dst[(c+3)*n:(c+3)*n+m]
-			d4, d5 := dst[(c+4)*n:(c+4)*n+m], dst[(c+5)*n:(c+5)*n+m]
-			d6, d7 := dst[(c+6)*n:(c+6)*n+m], dst[(c+7)*n:(c+7)*n+m]
-			for j, o := range rows {
-				r := (*[8]float32)(f32[o+c : o+c+8])
-				d0[j], d1[j], d2[j], d3[j] = r[0], r[1], r[2], r[3]
-				d4[j], d5[j], d6[j], d7[j] = r[4], r[5], r[6], r[7]
+			if err := kernels.TransposeRows8(dst[c*n:], n, f32[c:], rows); err != nil {
+				return err
 			}
 		}
-		return
+		return nil
 	}
 	j := 0
 	if f32 != nil {
@@ -345,6 +341,7 @@ func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []in
 			dst[x*n+j] = st.Load(o + x)
 		}
 	}
+	return nil
 }
 
 // axpyScores computes the scores of a key tile for heads too narrow for

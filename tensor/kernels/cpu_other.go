@@ -76,3 +76,7 @@ func vecMatAVX512(dst, a *float32, d int, x *float32, stride, n int) {
 func rowMaxAVX512(s *float32, n int) float32 {
 	panic("kernels: AVX-512 RowMax called without AVX-512")
 }
+
+func transpose8AVX2(dst *float32, n int, src *float32, rows *int, nblocks int) {
+	panic("kernels: AVX2 TransposeRows8 called without AVX2")
+}
