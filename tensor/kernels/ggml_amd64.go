@@ -78,27 +78,30 @@ func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *
 //go:noescape
 func ggmlQ4KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
-// q4KTiles adapts the 4-token VNNI Q4_K tile kernel, with the 2-token
-// AVX2 one for a last pair, to ggmlTileFn.
-func q4KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	k := ggmlQ4KTile4x4VNNI
-	switch {
-	case nt >= 4:
-		nt = 4
-	case nt >= 2:
-		k, nt = ggmlQ4KTile4x2AVX2, 2
-	default:
+// kTiles adapts a K-quant's VNNI tile kernels to ggmlTileFn through its
+// runner tile: the 4-token kernel k4 where 4 tokens are left, the 2-token
+// AVX2 kernel k2 for a last pair.
+func kTiles[K any](k4, k2 K, tile func(k K, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int) ggmlTileFn {
+	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+		switch {
+		case nt >= 4:
+			return tile(k4, w, rb, a, t0, 4, out, ldo)
+		case nt >= 2:
+			return tile(k2, w, rb, a, t0, 2, out, ldo)
+		}
 		return 0
 	}
-	return q4KTile(k, w, rb, a, t0, nt, out, ldo)
 }
 
-// q4KTilesAVX2 adapts the 2-token AVX2 Q4_K tile kernel to ggmlTileFn.
-func q4KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	if nt < 2 {
-		return 0
+// kTilesAVX2 adapts a K-quant's 2-token AVX2 tile kernel k2 to
+// ggmlTileFn through its runner tile.
+func kTilesAVX2[K any](k2 K, tile func(k K, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int) ggmlTileFn {
+	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+		if nt < 2 {
+			return 0
+		}
+		return tile(k2, w, rb, a, t0, 2, out, ldo)
 	}
-	return q4KTile(ggmlQ4KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
 }
 
 // q4KTile runs tile kernel k on tokens [t0, t0+nt): a Q4_K or Q5_K one,
@@ -128,29 +131,6 @@ func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs u
 //
 //go:noescape
 func ggmlQ6KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
-
-// q6KTiles adapts the 4-token VNNI Q6_K tile kernel, with the 2-token
-// AVX2 one for a last pair, to ggmlTileFn.
-func q6KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	k := ggmlQ6KTile4x4VNNI
-	switch {
-	case nt >= 4:
-		nt = 4
-	case nt >= 2:
-		k, nt = ggmlQ6KTile4x2AVX2, 2
-	default:
-		return 0
-	}
-	return q6KTile(k, w, rb, a, t0, nt, out, ldo)
-}
-
-// q6KTilesAVX2 adapts the 2-token AVX2 Q6_K tile kernel to ggmlTileFn.
-func q6KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	if nt < 2 {
-		return 0
-	}
-	return q6KTile(ggmlQ6KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
-}
 
 // q6KTile runs Q6_K tile kernel k on tokens [t0, t0+nt).
 func q6KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr),
@@ -245,9 +225,9 @@ func init() {
 		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
 		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
 		tileQ5_0: asmTiles(false, sizedTile{2, ggmlQ5_0Tile4x2AVX2}),
-		tileQ4K:  q4KTilesAVX2,
-		tileQ6K:  q6KTilesAVX2,
-		tileQ5K:  q5KTilesAVX2,
+		tileQ4K:  kTilesAVX2(ggmlQ4KTile4x2AVX2, q4KTile),
+		tileQ6K:  kTilesAVX2(ggmlQ6KTile4x2AVX2, q6KTile),
+		tileQ5K:  kTilesAVX2(ggmlQ5KTile4x2AVX2, q4KTile),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
@@ -259,7 +239,9 @@ func init() {
 		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI, ggmlQ5_1Rows4VNNI)
 		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
 		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
-		avx512.tileQ4K, avx512.tileQ6K, avx512.tileQ5K = q4KTiles, q6KTiles, q5KTiles
+		avx512.tileQ4K = kTiles(ggmlQ4KTile4x4VNNI, ggmlQ4KTile4x2AVX2, q4KTile)
+		avx512.tileQ6K = kTiles(ggmlQ6KTile4x4VNNI, ggmlQ6KTile4x2AVX2, q6KTile)
+		avx512.tileQ5K = kTiles(ggmlQ5KTile4x4VNNI, ggmlQ5KTile4x2AVX2, q4KTile)
 		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
 		avx512.tileQ5_0 = asmTiles(false, sizedTile{8, ggmlQ5_0Tile4x8VNNI}, sizedTile{4, ggmlQ5_0Tile4x4VNNI}, sizedTile{2, ggmlQ5_0Tile4x2AVX2})
 	}

@@ -86,29 +86,6 @@ func ggmlQ5KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *
 //go:noescape
 func ggmlQ5KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
-// q5KTiles adapts the 4-token VNNI Q5_K tile kernel, with the 2-token
-// AVX2 one for a last pair, to ggmlTileFn.
-func q5KTiles(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	k := ggmlQ5KTile4x4VNNI
-	switch {
-	case nt >= 4:
-		nt = 4
-	case nt >= 2:
-		k, nt = ggmlQ5KTile4x2AVX2, 2
-	default:
-		return 0
-	}
-	return q4KTile(k, w, rb, a, t0, nt, out, ldo)
-}
-
-// q5KTilesAVX2 adapts the 2-token AVX2 Q5_K tile kernel to ggmlTileFn.
-func q5KTilesAVX2(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-	if nt < 2 {
-		return 0
-	}
-	return q4KTile(ggmlQ5KTile4x2AVX2, w, rb, a, t0, 2, out, ldo)
-}
-
 // asmRowsQ8_K adapts a Q8_K-activation kernel to ggmlRowsFn.
 func asmRowsQ8_K(k func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)) ggmlRowsFn {
 	return func(w []byte, rb int, x *tokenActs, out []float32) {
