@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -253,22 +254,7 @@ func TestHFDirectoryBad(t *testing.T) {
 // when no --tokenizer is given: a two-merge BPE turns "abab" into two
 // "ab" tokens (id 5) after its BOS, which generate feeds as the prompt.
 func TestHFDirectoryTokenizerJSON(t *testing.T) {
-	models := sharedModels(t)
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
-			t.Skipf("no symlinks here: %v", err)
-		}
-	}
-	tj := `{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},` +
-		`{"id":2,"content":"</s>","special":true}],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
-		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"<s>":1,"</s>":2,"a":3,"b":4,"ab":5},"merges":["a b"]}}`
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tj), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token":true,"bos_token":"<s>"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := hfDirWithTokenizer(t, `"a":3,"b":4,"ab":5},"merges":["a b"]`, true)
 	code, out, errs := cli(t, "generate", "--checkpoint", dir, "--prompt", "abab", "--steps", "6", "--temperature", "0", "--output", "ids")
 	if ids := idsOf(t, out); code != 0 || len(ids) != 6 || ids[0] != 5 || ids[1] != 5 {
 		t.Fatalf("exit %d (%s): ids %v, want the prompt [5 5] first", code, errs, ids)
@@ -280,23 +266,8 @@ func TestHFDirectoryTokenizerJSON(t *testing.T) {
 // with BOS): generate must still print it, in every output format, the
 // streamed text and with several prompts.
 func TestGenerateKeepsFirstTokenWithoutBOS(t *testing.T) {
-	models := sharedModels(t)
-	dir := t.TempDir()
-	for _, f := range []string{"config.json", "model.safetensors"} {
-		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
-			t.Skipf("no symlinks here: %v", err)
-		}
-	}
 	// "a" and "b" have no merge: "ab" is two tokens, 3 then 4.
-	tj := `{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},` +
-		`{"id":2,"content":"</s>","special":true}],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
-		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"<s>":1,"</s>":2,"a":3,"b":4},"merges":[]}}`
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tj), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"add_bos_token":false,"bos_token":"<s>"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := hfDirWithTokenizer(t, `"a":3,"b":4},"merges":[]`, false)
 	base := []string{"generate", "--checkpoint", dir, "--steps", "4", "--temperature", "0"}
 	code, out, errs := cli(t, append(base, "--prompt", "ab", "--output", "ids")...)
 	if ids := idsOf(t, out); code != 0 || len(ids) < 2 || ids[0] != 3 || ids[1] != 4 {
@@ -318,4 +289,30 @@ func TestGenerateKeepsFirstTokenWithoutBOS(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "\nab") || !strings.Contains(out, "\nba") {
 		t.Fatalf("two prompts: exit %d (%s): %q, want both prompts' text whole", code, errs, out)
 	}
+}
+
+// hfDirWithTokenizer is a Hugging Face directory of the shared
+// stories260K weights with a small BPE tokenizer.json (<unk> <s> </s>
+// then the vocab entries and merges of rest) and a tokenizer_config.json
+// whose add_bos_token is addBOS.
+func hfDirWithTokenizer(t *testing.T, rest string, addBOS bool) string {
+	t.Helper()
+	models := sharedModels(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
+		}
+	}
+	tj := `{"version":"1.0","added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true},` +
+		`{"id":2,"content":"</s>","special":true}],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"<s>":1,"</s>":2,` + rest + `}}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{"add_bos_token":%v,"bos_token":"<s>"}`, addBOS)
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
