@@ -70,6 +70,10 @@ type ggmlActs struct {
 	xc      []int32   // [T, cols/4] Q8_0 with T > 1: −128·(q[4i] + … + q[4i+3]) (the VNNI tiles' lane start)
 	xc8     []int32   // [T, cols/4] the same for Q4_0: −8·(q[4i] + … + q[4i+3])
 	f       []float32 // [T, cols] activations rounded to F16 or BF16
+	// toks[t] is token t's slices of the block activations (token), set
+	// once per call: the row kernels take a pointer, and one to a local
+	// tokenActs escaped, an allocation per call and thread.
+	toks []tokenActs
 }
 
 var ggmlShared struct {
@@ -101,6 +105,12 @@ func (a *ggmlActs) prepare(s *poolState, kind actKind, x []float32, T, cols int)
 		a.q8s = grow(a.q8s, T*cols/2)
 	case actF16, actBF16:
 		a.f = grow(a.f, T*cols)
+	}
+	if kind == actQ8_0 || kind == actQ8_1 || kind == actQ8_K {
+		a.toks = grow(a.toks, T)
+		for t := range a.toks {
+			a.toks[t] = a.token(t)
+		}
 	}
 	k := 1
 	if s != nil {

@@ -19,10 +19,13 @@ type tokenActs struct {
 	bsums, bs32, q8s []int16
 }
 
-// token is token t's slice of the prepared activations a; sd is the
-// values per scale (32 for Q8_0, 256 for Q8_K).
-func (a *ggmlActs) token(t, sd int) tokenActs {
-	cols := a.cols
+// token is token t's slice of the prepared activations a: 32 values per
+// scale for Q8_0 and Q8_1, 256 for Q8_K.
+func (a *ggmlActs) token(t int) tokenActs {
+	cols, sd := a.cols, 32
+	if a.kind == actQ8_K {
+		sd = 256
+	}
 	x := tokenActs{q: a.q[t*cols : (t+1)*cols], d: a.d[t*cols/sd : (t+1)*cols/sd]}
 	if a.kind == actQ8_1 {
 		x.s = a.s[t*cols/32 : (t+1)*cols/32]
@@ -82,41 +85,46 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 	if impl == ImplGeneric || int(impl) >= len(simdGGMLDots) {
 		return d
 	}
-	s := simdGGMLDots[impl]
-	for _, p := range []struct {
-		dst *ggmlRowsFn
-		src ggmlRowsFn
-	}{{&d.q8_0, s.q8_0}, {&d.q4_0, s.q4_0}, {&d.q4K, s.q4K}, {&d.q6K, s.q6K},
-		{&d.q4_1, s.q4_1}, {&d.q5_0, s.q5_0}, {&d.q5_1, s.q5_1}, {&d.q5K, s.q5K}} {
-		if p.src != nil {
-			*p.dst = p.src
-		}
-	}
+	s := &simdGGMLDots[impl]
+	d.q8_0, d.q4_0 = orRows(s.q8_0, d.q8_0), orRows(s.q4_0, d.q4_0)
+	d.q4K, d.q6K = orRows(s.q4K, d.q4K), orRows(s.q6K, d.q6K)
+	d.q4_1, d.q5_0 = orRows(s.q4_1, d.q4_1), orRows(s.q5_0, d.q5_0)
+	d.q5_1, d.q5K = orRows(s.q5_1, d.q5_1), orRows(s.q5K, d.q5K)
 	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
 	d.tileQ5_0, d.tileQ5K = s.tileQ5_0, s.tileQ5K
 	return d
 }
 
-// forFormat is format f's row kernel, its tile kernel (or nil) and the
-// values per activation scale, from the kernel set d.
-func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn, sd int) {
+// orRows is k, or the fallback g where k is nil. (Assigning through
+// pointers to d's fields instead moved d to the heap: an allocation per
+// MatMul call and thread.)
+func orRows(k, g ggmlRowsFn) ggmlRowsFn {
+	if k != nil {
+		return k
+	}
+	return g
+}
+
+// forFormat is format f's row kernel and its tile kernel (or nil), from
+// the kernel set d.
+func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn) {
 	switch f {
 	case GGMLQ8_0:
-		return d.q8_0, d.tileQ8_0, 32
+		return d.q8_0, d.tileQ8_0
 	case Q4_0:
-		return d.q4_0, d.tileQ4_0, 32
+		return d.q4_0, d.tileQ4_0
 	case Q4_K:
-		return d.q4K, d.tileQ4K, 256
+		return d.q4K, d.tileQ4K
 	case Q4_1:
-		return d.q4_1, nil, 32
+		return d.q4_1, nil
 	case Q5_0:
-		return d.q5_0, d.tileQ5_0, 32
+		return d.q5_0, d.tileQ5_0
 	case Q5_1:
-		return d.q5_1, nil, 32
+		return d.q5_1, nil
 	case Q5_K:
-		return d.q5K, d.tileQ5K, 256
+		return d.q5K, d.tileQ5K
 	}
-	return d.q6K, d.tileQ6K, 256
+	return d.q6K, d.tileQ6K
 }
 
 // ggmlPanelRows is how many rows a prefill call runs for every token
@@ -128,22 +136,20 @@ const ggmlPanelRows = 16
 // tokens from the prepared activations a: tiles of ggmlTileRows rows
 // where there is a tile kernel, then panels of rows token by token.
 func ggmlRows(impl Impl, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) {
-	rows, tile, sd := ggmlDotsFor(impl).forFormat(m.Format)
+	rows, tile := ggmlDotsFor(impl).forFormat(m.Format)
 	if T > 1 && tile != nil {
-		r0 = ggmlTiles(rows, tile, sd, out, a, m, T, r0, r1)
+		r0 = ggmlTiles(rows, tile, out, a, m, T, r0, r1)
 	}
 	rb := m.rowBytes()
 	panel := ggmlPanelRows
 	if T == 1 {
 		panel = r1 - r0
 	}
-	var x tokenActs // one variable: the kernel's pointer makes it escape
 	for r := r0; r < r1; r += panel {
 		n := min(panel, r1-r)
 		w := m.Blocks[r*rb : (r+n)*rb]
 		for t := 0; t < T; t++ {
-			x = a.token(t, sd)
-			rows(w, rb, &x, out[t*m.Rows+r:t*m.Rows+r+n])
+			rows(w, rb, &a.toks[t], out[t*m.Rows+r:t*m.Rows+r+n])
 		}
 	}
 }

@@ -37,18 +37,17 @@ const ggmlTileTokens = 8
 // panel runs for those tokens before the next token panel. Row by row over
 // all T tokens instead re-read a prefill's activations from L2 for every
 // 4 rows (393 KiB for T = 128 at 1536 columns).
-func ggmlTiles(rows ggmlRowsFn, tile ggmlTileFn, sd int, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) int {
+func ggmlTiles(rows ggmlRowsFn, tile ggmlTileFn, out []float32, a *ggmlActs, m *Matrix, T, r0, r1 int) int {
 	rb := m.rowBytes()
 	rEnd := r0 + (r1-r0)/ggmlTileRows*ggmlTileRows
 	rp := max(l2Budget/rb/ggmlTileRows, 1) * ggmlTileRows
 	tp := max(l1Budget/(2*m.Cols)/ggmlTileTokens, 1) * ggmlTileTokens
-	var x tokenActs // one variable: the row kernel's pointer makes it escape
 	for p0 := r0; p0 < rEnd; p0 += rp {
 		p1 := min(p0+rp, rEnd)
 		for t0 := 0; t0 < T; t0 += tp {
 			t1 := min(t0+tp, T)
 			for r := p0; r < p1; r += ggmlTileRows {
-				ggmlTile(rows, tile, sd, out, a, &x, m, rb, r, t0, t1)
+				ggmlTile(rows, tile, out, a, m, rb, r, t0, t1)
 			}
 		}
 	}
@@ -56,8 +55,8 @@ func ggmlTiles(rows ggmlRowsFn, tile ggmlTileFn, sd int, out []float32, a *ggmlA
 }
 
 // ggmlTile computes rows r … r+ggmlTileRows−1 for tokens [t0, t1): tiles
-// while a tile kernel fits, the rest by the row kernel (through x).
-func ggmlTile(rows ggmlRowsFn, tile ggmlTileFn, sd int, out []float32, a *ggmlActs, x *tokenActs, m *Matrix, rb, r, t0, t1 int) {
+// while a tile kernel fits, the rest by the row kernel.
+func ggmlTile(rows ggmlRowsFn, tile ggmlTileFn, out []float32, a *ggmlActs, m *Matrix, rb, r, t0, t1 int) {
 	w := m.Blocks[r*rb : (r+ggmlTileRows)*rb]
 	t := t0
 	for t < t1 {
@@ -68,7 +67,6 @@ func ggmlTile(rows ggmlRowsFn, tile ggmlTileFn, sd int, out []float32, a *ggmlAc
 		t += n
 	}
 	for ; t < t1; t++ {
-		*x = a.token(t, sd)
-		rows(w, rb, x, out[t*m.Rows+r:t*m.Rows+r+ggmlTileRows])
+		rows(w, rb, &a.toks[t], out[t*m.Rows+r:t*m.Rows+r+ggmlTileRows])
 	}
 }

@@ -11,11 +11,11 @@ import (
 // impl's row kernel, one token and one row at a time: what the tiles must
 // reproduce bit for bit.
 func rowKernelOutputs(impl Impl, m *Matrix, a *ggmlActs, T int) []float32 {
-	rows, _, sd := ggmlDotsFor(impl).forFormat(m.Format)
+	rows, _ := ggmlDotsFor(impl).forFormat(m.Format)
 	rb := m.rowBytes()
 	out := make([]float32, T*m.Rows)
 	for t := 0; t < T; t++ {
-		x := a.token(t, sd)
+		x := a.token(t)
 		for r := 0; r < m.Rows; r++ {
 			rows(m.Blocks[r*rb:(r+1)*rb], rb, &x, out[t*m.Rows+r:t*m.Rows+r+1])
 		}
@@ -146,7 +146,7 @@ func TestGGMLTileWidths(t *testing.T) {
 		for _, typ := range ggmlTypes {
 			cols := 256
 			m := newRandGGML(t, rng, typ, ggmlTileRows, cols)
-			_, tile, _ := ggmlDotsFor(impl).forFormat(m.Format)
+			_, tile := ggmlDotsFor(impl).forFormat(m.Format)
 			if (tile != nil) != (tileWidths(impl, typ) != nil) {
 				t.Fatalf("%v %v: tile kernel %v, want widths %v", impl, typ, tile != nil, tileWidths(impl, typ))
 			}

@@ -238,7 +238,9 @@ func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
 
-// TestMatMulZeroAllocs: neither the serial nor the pooled path allocates.
+// TestMatMulZeroAllocs: neither the serial nor the pooled path allocates,
+// for Stride's formats and for every ggml type (decode and the prefill
+// tiles).
 func TestMatMulZeroAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	pool := NewPool(2)
@@ -248,11 +250,18 @@ func TestMatMulZeroAllocs(t *testing.T) {
 		if testing.Short() {
 			n = 64
 		}
+		var ms []*Matrix
 		for _, f := range []Format{F32, BF16, F16, Q8_0} {
-			m := makeMatrix(t, rng, f, n, n, 32, 0)
+			ms = append(ms, makeMatrix(t, rng, f, n, n, 32, 0))
+		}
+		for _, typ := range append(ggmlTypes, TypeF16, TypeBF16) {
+			ms = append(ms, newRandGGML(t, rng, typ, n, 256))
+		}
+		for _, m := range ms {
 			for _, T := range []int{1, 5} {
-				x := make([]float32, T*n)
-				out := make([]float32, T*n)
+				x := make([]float32, T*m.Cols)
+				randF32(rng, x)
+				out := make([]float32, T*m.Rows)
 				for _, p := range []*Pool{nil, pool} {
 					allocs := testing.AllocsPerRun(20, func() {
 						if err := MatMul(p, out, x, m, T); err != nil {
@@ -260,7 +269,7 @@ func TestMatMulZeroAllocs(t *testing.T) {
 						}
 					})
 					if allocs != 0 {
-						t.Errorf("%v T=%d pool=%v: %v allocs per MatMul", f, T, p != nil, allocs)
+						t.Errorf("%v (ggml %v) T=%d pool=%v: %v allocs per MatMul", m.Format, m.GGML, T, p != nil, allocs)
 					}
 				}
 			}
