@@ -212,9 +212,7 @@ func init() {
 	avx2 := ggmlDots{
 		q8_0: asmRows(ggmlQ8_0RowsAVX2, ggmlQ8_0Rows4AVX2),
 		q4_0: asmRows(ggmlQ4_0RowsAVX2, ggmlQ4_0Rows4AVX2),
-		q4K: func(w []byte, rb int, x *tokenActs, out []float32) {
-			ggmlQ4KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.bs32[0], len(x.d), &out[0], len(out))
-		},
+		q4K:  asmRowsQ8_K(ggmlQ4KRowsAVX2),
 		q6K: func(w []byte, rb int, x *tokenActs, out []float32) {
 			ggmlQ6KRowsAVX2(unsafe.Pointer(&w[0]), uintptr(rb), &x.q[0], &x.d[0], &x.q8s[0], len(x.d), &out[0], len(out))
 		},
