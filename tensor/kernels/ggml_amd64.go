@@ -78,36 +78,31 @@ func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *
 //go:noescape
 func ggmlQ4KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
-// kTiles adapts a K-quant's VNNI tile kernels to ggmlTileFn through its
-// runner tile: the 4-token kernel k4 where 4 tokens are left, the 2-token
-// AVX2 kernel k2 for a last pair.
-func kTiles[K any](k4, k2 K, tile func(k K, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int) ggmlTileFn {
+// sized is a tile kernel and its tokens.
+type sized[K any] struct {
+	tokens int
+	k      K
+}
+
+// tilesOf adapts tile kernels, widest first, to ggmlTileFn: the widest
+// that fits the tokens left runs through run, which checks and passes
+// the kernel its ranges of a; none fitting returns 0.
+func tilesOf[K any](run func(k K, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int, ks ...sized[K]) ggmlTileFn {
 	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-		switch {
-		case nt >= 4:
-			return tile(k4, w, rb, a, t0, 4, out, ldo)
-		case nt >= 2:
-			return tile(k2, w, rb, a, t0, 2, out, ldo)
+		for _, s := range ks {
+			if s.tokens <= nt {
+				return run(s.k, w, rb, a, t0, s.tokens, out, ldo)
+			}
 		}
 		return 0
 	}
 }
 
-// kTilesAVX2 adapts a K-quant's 2-token AVX2 tile kernel k2 to
-// ggmlTileFn through its runner tile.
-func kTilesAVX2[K any](k2 K, tile func(k K, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int) ggmlTileFn {
-	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-		if nt < 2 {
-			return 0
-		}
-		return tile(k2, w, rb, a, t0, 2, out, ldo)
-	}
-}
+type q4KTileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
 // q4KTile runs tile kernel k on tokens [t0, t0+nt): a Q4_K or Q5_K one,
 // which read the Q8_K pairwise sums.
-func q4KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr),
-	w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+func q4KTile(k q4KTileKernel, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 	cols, nb := a.cols, a.cols/256
 	// The kernel reads these ranges; the slices check them here.
 	_ = w[ggmlTileRows*rb-1]
@@ -132,9 +127,10 @@ func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs u
 //go:noescape
 func ggmlQ6KTile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
+type q6KTileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
 // q6KTile runs Q6_K tile kernel k on tokens [t0, t0+nt).
-func q6KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr),
-	w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+func q6KTile(k q6KTileKernel, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
 	cols, nb := a.cols, a.cols/256
 	// The kernel reads these ranges; the slices check them here.
 	_ = w[ggmlTileRows*rb-1]
@@ -147,40 +143,30 @@ func q6KTile(k func(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintp
 	return nt
 }
 
-// sizedTile is a tile kernel and its token count.
-type sizedTile struct {
-	tokens int
-	k      tileKernel
+// q8_0Tile runs Q8_0 or Q5_0 tile kernel k on tokens [t0, t0+nt): their
+// lanes start from the corrections xc.
+func q8_0Tile(k tileKernel, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	return laneTile(k, a.xc, w, rb, a, t0, nt, out, ldo)
 }
 
-// asmTiles adapts tile kernels, widest first, to ggmlTileFn; the Q4_0
-// ones (nibbles) start their lanes from xc8, the Q8_0 and Q5_0 ones from
-// xc.
-func asmTiles(nibbles bool, ks ...sizedTile) ggmlTileFn {
-	return func(w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
-		i := 0
-		for i < len(ks) && ks[i].tokens > nt {
-			i++
-		}
-		if i == len(ks) {
-			return 0
-		}
-		k, nt := ks[i].k, ks[i].tokens
-		cols, nb := a.cols, a.cols/32
-		xc := a.xc
-		if nibbles {
-			xc = a.xc8
-		}
-		// The kernel reads these ranges; the slices check them here.
-		_ = w[ggmlTileRows*rb-1]
-		_ = a.q[(t0+nt)*cols-1]
-		_ = xc[(t0+nt)*cols/4-1]
-		_ = a.d[(t0+nt)*nb-1]
-		_ = out[(nt-1)*ldo+ggmlTileRows-1]
-		k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &xc[t0*cols/4], uintptr(cols),
-			&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
-		return nt
-	}
+// q4_0Tile runs Q4_0 tile kernel k on tokens [t0, t0+nt): the nibbles'
+// lanes start from xc8.
+func q4_0Tile(k tileKernel, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	return laneTile(k, a.xc8, w, rb, a, t0, nt, out, ldo)
+}
+
+// laneTile runs tile kernel k with the lane corrections xc.
+func laneTile(k tileKernel, xc []int32, w []byte, rb int, a *ggmlActs, t0, nt int, out []float32, ldo int) int {
+	cols, nb := a.cols, a.cols/32
+	// The kernel reads these ranges; the slices check them here.
+	_ = w[ggmlTileRows*rb-1]
+	_ = a.q[(t0+nt)*cols-1]
+	_ = xc[(t0+nt)*cols/4-1]
+	_ = a.d[(t0+nt)*nb-1]
+	_ = out[(nt-1)*ldo+ggmlTileRows-1]
+	k(unsafe.Pointer(&w[0]), uintptr(rb), &a.q[t0*cols], &xc[t0*cols/4], uintptr(cols),
+		&a.d[t0*nb], uintptr(4*nb), nb, &out[0], uintptr(4*ldo))
+	return nt
 }
 
 type rowsKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
@@ -209,6 +195,10 @@ func asmRows(k rowsKernel, k4 rows4Kernel) ggmlRowsFn {
 }
 
 func init() {
+	// The tile kernels of each weight type, widest first.
+	type lane = sized[tileKernel]
+	type k4 = sized[q4KTileKernel]
+	type k6 = sized[q6KTileKernel]
 	avx2 := ggmlDots{
 		q8_0: asmRows(ggmlQ8_0RowsAVX2, ggmlQ8_0Rows4AVX2),
 		q4_0: asmRows(ggmlQ4_0RowsAVX2, ggmlQ4_0Rows4AVX2),
@@ -220,12 +210,12 @@ func init() {
 		q4_1:     asmRowsQ8_1(ggmlQ4_1RowsAVX2, ggmlQ4_1Rows4AVX2),
 		q5_1:     asmRowsQ8_1(ggmlQ5_1RowsAVX2, ggmlQ5_1Rows4AVX2),
 		q5K:      asmRowsQ8_K(ggmlQ5KRowsAVX2),
-		tileQ8_0: asmTiles(false, sizedTile{2, ggmlQ8_0Tile4x2AVX2}),
-		tileQ4_0: asmTiles(true, sizedTile{2, ggmlQ4_0Tile4x2AVX2}),
-		tileQ5_0: asmTiles(false, sizedTile{2, ggmlQ5_0Tile4x2AVX2}),
-		tileQ4K:  kTilesAVX2(ggmlQ4KTile4x2AVX2, q4KTile),
-		tileQ6K:  kTilesAVX2(ggmlQ6KTile4x2AVX2, q6KTile),
-		tileQ5K:  kTilesAVX2(ggmlQ5KTile4x2AVX2, q4KTile),
+		tileQ8_0: tilesOf(q8_0Tile, lane{2, ggmlQ8_0Tile4x2AVX2}),
+		tileQ4_0: tilesOf(q4_0Tile, lane{2, ggmlQ4_0Tile4x2AVX2}),
+		tileQ5_0: tilesOf(q8_0Tile, lane{2, ggmlQ5_0Tile4x2AVX2}),
+		tileQ4K:  tilesOf(q4KTile, k4{2, ggmlQ4KTile4x2AVX2}),
+		tileQ6K:  tilesOf(q6KTile, k6{2, ggmlQ6KTile4x2AVX2}),
+		tileQ5K:  tilesOf(q4KTile, k4{2, ggmlQ5KTile4x2AVX2}),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
@@ -236,12 +226,12 @@ func init() {
 		avx512.q4_1 = asmRowsQ8_1(ggmlQ4_1RowsVNNI, ggmlQ4_1Rows4VNNI)
 		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI, ggmlQ5_1Rows4VNNI)
 		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
-		avx512.tileQ8_0 = asmTiles(false, sizedTile{8, ggmlQ8_0Tile4x8VNNI}, sizedTile{4, ggmlQ8_0Tile4x4VNNI}, sizedTile{2, ggmlQ8_0Tile4x2AVX2})
-		avx512.tileQ4K = kTiles(ggmlQ4KTile4x4VNNI, ggmlQ4KTile4x2AVX2, q4KTile)
-		avx512.tileQ6K = kTiles(ggmlQ6KTile4x4VNNI, ggmlQ6KTile4x2AVX2, q6KTile)
-		avx512.tileQ5K = kTiles(ggmlQ5KTile4x4VNNI, ggmlQ5KTile4x2AVX2, q4KTile)
-		avx512.tileQ4_0 = asmTiles(true, sizedTile{8, ggmlQ4_0Tile4x8VNNI}, sizedTile{4, ggmlQ4_0Tile4x4VNNI}, sizedTile{2, ggmlQ4_0Tile4x2AVX2})
-		avx512.tileQ5_0 = asmTiles(false, sizedTile{8, ggmlQ5_0Tile4x8VNNI}, sizedTile{4, ggmlQ5_0Tile4x4VNNI}, sizedTile{2, ggmlQ5_0Tile4x2AVX2})
+		avx512.tileQ8_0 = tilesOf(q8_0Tile, lane{8, ggmlQ8_0Tile4x8VNNI}, lane{4, ggmlQ8_0Tile4x4VNNI}, lane{2, ggmlQ8_0Tile4x2AVX2})
+		avx512.tileQ4_0 = tilesOf(q4_0Tile, lane{8, ggmlQ4_0Tile4x8VNNI}, lane{4, ggmlQ4_0Tile4x4VNNI}, lane{2, ggmlQ4_0Tile4x2AVX2})
+		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{2, ggmlQ5_0Tile4x2AVX2})
+		avx512.tileQ4K = tilesOf(q4KTile, k4{4, ggmlQ4KTile4x4VNNI}, k4{2, ggmlQ4KTile4x2AVX2})
+		avx512.tileQ6K = tilesOf(q6KTile, k6{4, ggmlQ6KTile4x4VNNI}, k6{2, ggmlQ6KTile4x2AVX2})
+		avx512.tileQ5K = tilesOf(q4KTile, k4{4, ggmlQ5KTile4x4VNNI}, k4{2, ggmlQ5KTile4x2AVX2})
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }
