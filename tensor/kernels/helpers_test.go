@@ -24,10 +24,12 @@ func withImpl(t *testing.T, f func(t *testing.T, impl Impl)) {
 // a larger allocation, so SIMD loads see unaligned addresses.
 func offsetF32(n, off int) []float32 { return make([]float32, n+off+3)[off : off+n] }
 
-func randF32(rng *rand.Rand, s []float32) {
+// randF32 fills s with standard normal values and returns it.
+func randF32(rng *rand.Rand, s []float32) []float32 {
 	for i := range s {
 		s[i] = float32(rng.NormFloat64())
 	}
+	return s
 }
 
 // makeMatrix builds a rows×cols matrix of format f from random normal

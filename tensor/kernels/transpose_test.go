@@ -13,7 +13,7 @@ import (
 func TestTransposeRows8(t *testing.T) {
 	withImpl(t, func(t *testing.T, impl Impl) {
 		rng := rand.New(rand.NewPCG(11, 12))
-		src := randVec(rng, 500)
+		src := randF32(rng, make([]float32, 500))
 		for _, m := range []int{1, 7, 8, 9, 16, 23, 64, 130} {
 			n := m + rng.IntN(5)
 			rows := make([]int, m)

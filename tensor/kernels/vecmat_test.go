@@ -16,9 +16,9 @@ func TestVecMatEqualsAxpyRows(t *testing.T) {
 		for _, D := range []int{1, 2, 7, 8, 16, 33} {
 			for _, w := range []int{1, 15, 16, 17, 48, 64, 80, 128, 137} {
 				stride := w + rng.IntN(20)
-				a := randVec(rng, D)
-				x := randVec(rng, (D-1)*stride+w)
-				got := randVec(rng, w) // overwritten, not accumulated into
+				a := randF32(rng, make([]float32, D))
+				x := randF32(rng, make([]float32, (D-1)*stride+w))
+				got := randF32(rng, make([]float32, w)) // overwritten, not accumulated into
 				if err := VecMat(got, a, x, stride); err != nil {
 					t.Fatal(err)
 				}
@@ -56,12 +56,4 @@ func TestVecMatRejectsShortInput(t *testing.T) {
 	if err := VecMat(dst, nil, nil, 16); err != nil || dst[0] != 0 {
 		t.Fatalf("zero rows: err %v, dst[0] %v (want a cleared dst)", err, dst[0])
 	}
-}
-
-func randVec(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
 }
