@@ -20,10 +20,8 @@ func TransposeRows8(dst []float32, n int, src []float32, rows []int) error {
 	if n < m || 7*n+m > len(dst) {
 		return fmt.Errorf("kernels: TransposeRows8: %d columns of stride %d do not fit in %d values", m, n, len(dst))
 	}
-	for _, o := range rows {
-		if o < 0 || o > len(src)-8 {
-			return fmt.Errorf("kernels: TransposeRows8: a row at %d does not fit in %d values", o, len(src))
-		}
+	if err := checkRows("TransposeRows8", m, 8, len(src), rows); err != nil {
+		return err
 	}
 	j := 0
 	if CurrentImpl() != ImplGeneric && m >= 8 {
