@@ -171,10 +171,7 @@ func inlineTile(a *flashArgs, sc *scratch, t *keyTile) error {
 	D := a.headDim
 	kb, vb := a.kF32[a.kOffset:], a.vF32[a.vOffset:]
 	for r := 0; r < t.rows; r++ {
-		lim := len(t.krow)
-		if t.masked {
-			lim = min(max(sc.pos[r]-t.k0+1, 0), lim)
-		}
+		lim := visibleKeys(sc.pos[r], t.k0, t.nk, t.masked)
 		if lim == 0 {
 			continue
 		}
@@ -185,6 +182,16 @@ func inlineTile(a *flashArgs, sc *scratch, t *keyTile) error {
 		kernels.AxpyRows8(sc.acc[r*D:r*D+D], srow, vb, t.krow[:lim])
 	}
 	return nil
+}
+
+// visibleKeys is how many of a tile's nk keys, from position k0, a query
+// row at position pos sees: all of them, or in a masked tile (causal
+// limit inside it) those up to pos, none when the tile starts past it.
+func visibleKeys(pos, k0, nk int, masked bool) int {
+	if !masked {
+		return nk
+	}
+	return min(max(pos-k0+1, 0), nk)
 }
 
 // cacheRows turns the tile's key offsets into element offsets of the K
@@ -221,10 +228,7 @@ func directRows(a *flashArgs, sc *scratch, t *keyTile) (kBuf, vBuf []float32, kr
 func (sc *scratch) softmaxTile(s []float32, ns, D int, t *keyTile) {
 	for r := 0; r < t.rows; r++ {
 		srow := s[r*ns : r*ns+ns]
-		lim := t.nk
-		if t.masked {
-			lim = min(max(sc.pos[r]-t.k0+1, 0), t.nk)
-		}
+		lim := visibleKeys(sc.pos[r], t.k0, t.nk, t.masked)
 		if lim == 0 {
 			clear(srow)
 			continue
@@ -359,10 +363,7 @@ func stageTransposed(dst []float32, st *tensor.Storage, f32 []float32, rows []in
 // whatever w is, so the result does not depend on the mask.
 func axpyScores(s []float32, ns int, q []float32, rows, D int, kT []float32, pos []int, k0, nk int, masked bool) error {
 	for r := 0; r < rows; r++ {
-		lim := nk
-		if masked {
-			lim = min(max(pos[r]-k0+1, 0), nk)
-		}
+		lim := visibleKeys(pos[r], k0, nk, masked)
 		if lim == 0 {
 			continue
 		}
