@@ -312,5 +312,3 @@ func f16RoundF32(v float32) float32 {
 	}
 	return F16ToFloat32(F16FromFloat32(v))
 }
-
-func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

@@ -546,3 +546,6 @@ func TestF16RoundMatchesF16FromFloat32(t *testing.T) {
 		check(rng.Uint32())
 	}
 }
+
+// abs32 is |v| by clearing the sign bit (the references' max |x|).
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
