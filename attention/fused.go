@@ -70,7 +70,7 @@ func (f *Fused) PrefillAlignment(numHeads, numKVHeads int) int {
 	if numKVHeads <= 0 || numHeads < numKVHeads {
 		return 1
 	}
-	return max(1, f.opts.queryTile()/(numHeads/numKVHeads))
+	return f.opts.tileTokens(numHeads / numKVHeads)
 }
 
 // Attend implements Path. See Fused for what it does and does not copy.

@@ -184,7 +184,7 @@ type flashKernel struct {
 // items in a mixed batch), so the item loop decides nothing.
 func (k *flashKernel) plan(a *flashArgs) (tokensPerTile int) {
 	g := a.numHeads / a.numKVHeads
-	tokensPerTile = max(1, k.opts.queryTile()/g)
+	tokensPerTile = k.opts.tileTokens(g)
 	half := a.kF32 == nil
 	full := chooseTile(tokensPerTile*g, a.headDim, half, a.simd)
 	k.items = k.items[:0]

@@ -53,6 +53,11 @@ func (o Options) queryTile() int {
 	return defaultQueryTile
 }
 
+// tileTokens is the tokens of a full query tile when g query heads share
+// each KV head: QueryTile rows are tokens × g. The kernel's plan cuts
+// sequences by it and PrefillAlignment reports it.
+func (o Options) tileTokens(g int) int { return max(1, o.queryTile()/g) }
+
 func (o Options) keyTile() int {
 	if o.KeyTile > 0 {
 		return o.KeyTile
