@@ -63,21 +63,15 @@ func (c *Cache) appendSlots(dst []int32, s *sequence, id int, start, n int) ([]i
 		return dst, fmt.Errorf("kvcache: slots: sequence %d has context length %d, so new positions start there, not at %d (use Truncate to rewind)",
 			id, s.length, start)
 	}
-	if n < 0 {
-		return dst, fmt.Errorf("kvcache: slots: sequence %d: negative token count %d", id, n)
+	if err := c.checkGrowth(s, id, n); err != nil {
+		return dst, fmt.Errorf("kvcache: slots: %w", err)
 	}
 	if n == 0 {
 		return dst, nil
 	}
-	if n > c.layout.NumSlots() {
-		return dst, fmt.Errorf("kvcache: slots: sequence %d: %w", id, c.fits(n))
-	}
 	end := start + n
-	if err := c.fits(end); err != nil {
-		return dst, fmt.Errorf("kvcache: slots: sequence %d: %w", id, err)
-	}
 	bs := c.layout.BlockSize
-	first, last := start/bs, (end-1)/bs
+	first, last := c.written(s, n)
 	grow := max(0, last+1-len(s.table))
 	cow := 0
 	for i := first; i <= last && i < len(s.table); i++ {

@@ -100,15 +100,24 @@ func (c *Cache) checkStep(seqs []StepSeq) error {
 			return fmt.Errorf("sequence %d is listed twice (index %d)", q.ID, i)
 		}
 		s.stepMark = c.steps
-		if q.N < 0 {
-			return fmt.Errorf("sequence %d: negative token count %d", q.ID, q.N)
+		if err := c.checkGrowth(s, q.ID, q.N); err != nil {
+			return err
 		}
-		if q.N > c.layout.NumSlots() {
-			return fmt.Errorf("sequence %d: %w", q.ID, c.fits(q.N))
-		}
-		if err := c.fits(s.length + q.N); err != nil {
-			return fmt.Errorf("sequence %d: %w", q.ID, err)
-		}
+	}
+	return nil
+}
+
+// checkGrowth validates asking sequence id (s) for n more positions, with
+// c.mu held: n ≥ 0, and a length the pool can ever hold.
+func (c *Cache) checkGrowth(s *sequence, id, n int) error {
+	if n < 0 {
+		return fmt.Errorf("sequence %d: negative token count %d", id, n)
+	}
+	if n > c.layout.NumSlots() {
+		return fmt.Errorf("sequence %d: %w", id, c.fits(n))
+	}
+	if err := c.fits(s.length + n); err != nil {
+		return fmt.Errorf("sequence %d: %w", id, err)
 	}
 	return nil
 }
