@@ -37,14 +37,17 @@ import (
 //
 // A steady decode loop allocates nothing in Attend: the kernel arguments,
 // work list, scratch and output buffer are all kept here, and so is the
-// [T, H·D] tensor wrapping the output, rebuilt only when T changes.
+// [T, H·D] tensor wrapping the output per row count T, built once per T.
 type Fused struct {
 	opts   Options
 	kernel flashKernel
 	args   flashArgs
 	out    []float32
 	outLed *tensor.Ledger // Ledger the output buffer's bytes were recorded in
-	outT   *tensor.Tensor // the last output tensor: f.out[:T·H·D] as [T, H·D]
+	// outT[T] is f.out[:T·H·D] as [T, H·D], kept per row count so that
+	// steps of alternating sizes (a speculative verify step's T+d rows
+	// between decode steps of T) reuse theirs; cleared when f.out grows.
+	outT []*tensor.Tensor
 }
 
 // NewFused returns a fused path.
@@ -97,7 +100,7 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 			}
 			f.out = make([]float32, n)
 			f.outLed = q.Ledger()
-			f.outT = nil
+			clear(f.outT)
 			allocated = int64(n) * 4
 			f.outLed.RecordAlloc(allocated)
 		}
@@ -125,17 +128,18 @@ func (f *Fused) Attend(q, k, v, kCache, vCache *tensor.Tensor, b *Batch, tr *ten
 	return out, nil
 }
 
-// output returns buf as a [T, width] tensor in led, reusing the previous
-// call's tensor when it already is exactly that (same T, same buffer, same
-// Ledger): tensors are immutable as metadata, so handing out the same one
+// output returns buf as a [T, width] tensor in led, reusing the tensor an
+// earlier call made for T when it already is exactly that (same buffer,
+// same Ledger): tensors are immutable as metadata, so handing out the same one
 // again is safe, and a decode loop then builds no tensor per layer.
 func (f *Fused) output(led *tensor.Ledger, buf []float32, T, width int) (*tensor.Tensor, error) {
-	if o := f.outT; o != nil && o.Ledger() == led && o.Dim() == 2 {
-		r, _ := o.Size(0)
-		c, _ := o.Size(1)
-		if r == T && c == width && o.Offset() == 0 {
-			if f32 := o.Storage().Float32s(); len(f32) == len(buf) && len(buf) > 0 && &f32[0] == &buf[0] {
-				return o, nil
+	if T < len(f.outT) {
+		if o := f.outT[T]; o != nil && o.Ledger() == led && o.Dim() == 2 {
+			c, _ := o.Size(1)
+			if c == width && o.Offset() == 0 {
+				if f32 := o.Storage().Float32s(); len(f32) == len(buf) && len(buf) > 0 && &f32[0] == &buf[0] {
+					return o, nil
+				}
 			}
 		}
 	}
@@ -143,7 +147,10 @@ func (f *Fused) output(led *tensor.Ledger, buf []float32, T, width int) (*tensor
 	if err != nil {
 		return nil, err
 	}
-	f.outT = out
+	if T >= len(f.outT) {
+		f.outT = append(f.outT, make([]*tensor.Tensor, T+1-len(f.outT))...)
+	}
+	f.outT[T] = out
 	return out, nil
 }
 

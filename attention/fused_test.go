@@ -346,3 +346,22 @@ func TestFusedWithoutSIMD(t *testing.T) {
 		checkOutput(t, tc, out, 1e-5)
 	}
 }
+
+// Steps of alternating sizes, as speculative decoding runs them (a
+// verify step of T+d rows between decode steps of T), allocate nothing
+// once each size has run: the output tensor is kept per row count.
+func TestFusedAlternatingStepsAllocateNothing(t *testing.T) {
+	decode := buildCase(t, caseSpec{H: 8, KVH: 4, D: 8, bs: 16, seqs: []seqSpec{{1, 40}}, seed: 74})
+	verify := buildCase(t, caseSpec{H: 8, KVH: 4, D: 8, bs: 16, seqs: []seqSpec{{5, 44}}, seed: 75})
+	f := NewFused(Options{Threads: 1})
+	step := func() {
+		for _, tc := range []*testCase{decode, verify} {
+			if _, err := f.Attend(tc.q, tc.k, tc.v, tc.kCache, tc.vCache, tc.batch, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if a := testing.AllocsPerRun(10, step); a != 0 {
+		t.Fatalf("a decode step and a verify step allocate %v times per pair; want 0", a)
+	}
+}
