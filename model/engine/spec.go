@@ -189,7 +189,7 @@ func (s *scheduler) propose() error {
 			room = min(room, max(sp.dlen, 1))
 		}
 		var n int
-		sp.drafts, n = s.proposer.proposeN(sp.drafts, sp.hist, room)
+		sp.drafts, n = s.proposer.propose(sp.drafts, sp.hist, room)
 		if !s.spec.noPause {
 			sp.drafts = capWeakMatch(sp.drafts, n)
 		}
