@@ -61,13 +61,17 @@ type Forward struct {
 	lg  []float32 // [rows, vocab] logits of the rows asked for
 	xl  []float32 // [rows, dim]   final-normed rows for the classifier
 
-	// The q, k, v views of the last step. Every layer writes its
-	// projection into the same buffer, so the views depend only on T and
-	// are rebuilt only when T changes: a steady decode loop allocates no
-	// tensor metadata per layer or per token.
-	viewT      int
-	vq, vk, vv *tensor.Tensor
+	// viewsByT[T] are the q, k, v views of a T-token step. Every layer
+	// writes its projection into the same buffer, so the views depend
+	// only on T: each is built the first time a step of T tokens runs and
+	// kept until the buffers grow. A decode loop allocates no tensor
+	// metadata per layer or per token, nor when T changes from step to
+	// step (speculative verify rows, sequences joining and finishing).
+	viewsByT []qkvViews
 }
+
+// qkvViews are the [T, H, D] and [T, KVH, D] views of one step's q, k, v.
+type qkvViews struct{ q, k, v *tensor.Tensor }
 
 // ForwardOptions configures a Forward.
 type ForwardOptions struct {
@@ -130,7 +134,7 @@ func (f *Forward) grow(T, rows int) {
 		}
 		f.hb = make([]float32, T*c.HiddenDim)
 		f.hb2 = make([]float32, T*c.HiddenDim)
-		f.viewT = 0 // buffers moved: views must be rebuilt
+		f.viewsByT = make([]qkvViews, T+1) // buffers moved: views must be rebuilt
 	}
 	if rows*c.VocabSize > len(f.lg) {
 		f.lg = make([]float32, rows*c.VocabSize)
@@ -351,8 +355,8 @@ func (f *Forward) logits(x []float32, logitRows []int) ([]float32, error) {
 // a T-token step are written to: views of the fused QKV buffer, or of the
 // three separate buffers.
 func (f *Forward) views(T int) (q, k, v *tensor.Tensor, err error) {
-	if f.viewT == T {
-		return f.vq, f.vk, f.vv, nil
+	if w := f.viewsByT[T]; w.q != nil {
+		return w.q, w.k, w.v, nil
 	}
 	c := f.m.Config
 	qDim, kvDim := c.NHeads*c.HeadDim(), c.KVDim()
@@ -364,7 +368,7 @@ func (f *Forward) views(T int) (q, k, v *tensor.Tensor, err error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	f.viewT, f.vq, f.vk, f.vv = T, q, k, v
+	f.viewsByT[T] = qkvViews{q, k, v}
 	return q, k, v, nil
 }
 

@@ -134,3 +134,36 @@ func TestForwardMatchesFloat64Reference(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsKeptPerRowCount: the q, k, v views are built once per step
+// size, so steps alternating between 1 and 3 tokens (a decode step and a
+// two-draft verify step) allocate none, for both projections, and each
+// size gets views of its own row count.
+func TestViewsKeptPerRowCount(t *testing.T) {
+	m := mustSynth(t, tinyConfig(false), 1)
+	for _, proj := range []Projection{FusedQKV, SeparateQKV} {
+		f, err := NewForward(m, ForwardOptions{Projection: proj, Path: attention.NewNaive(attention.Options{}), Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		f.grow(3, 3)
+		step := func() {
+			for _, T := range []int{1, 3} {
+				q, k, v, err := f.views(T)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, x := range []*tensor.Tensor{q, k, v} {
+					if n, _ := x.Size(0); n != T {
+						t.Fatalf("projection %d: a %d-token step got a view of %d rows", proj, T, n)
+					}
+				}
+			}
+		}
+		step()
+		if a := testing.AllocsPerRun(20, step); a != 0 {
+			t.Fatalf("projection %d: alternating step sizes allocate %v times per pair; want 0", proj, a)
+		}
+	}
+}

@@ -175,14 +175,29 @@ func (s *Sampler) sampleTopP(p []float32, coin float32) int {
 // using one coin, and on rejection a second coin samples from q with d
 // removed and renormalised, q(i)/(1−q(d)) for i ≠ d. Either way the token
 // returned is distributed as q: P(d) = q(d), and P(i) = (1−q(d))·q(i)/(1−q(d))
-// = q(i) for i ≠ d. Like Sample it overwrites logits with probabilities
-// at temperature > 0 and does not allocate.
+// = q(i) for i ≠ d. With filters (SetFilters) q is Sample's filtered
+// target: the filters run on logits first, and the returned token joins
+// the penalty's history as a sampled one does. Like Sample it overwrites
+// logits with probabilities at temperature > 0 and does not allocate.
 func (s *Sampler) Verify(logits []float32, draft int) (token int, accepted bool) {
 	n := min(len(logits), s.vocab)
 	if n <= 0 {
 		return 0, draft == 0
 	}
 	logits = logits[:n]
+	if s.filt == nil {
+		return s.verify(logits, draft)
+	}
+	s.filt.apply(logits)
+	token, accepted = s.verify(logits, draft)
+	s.filt.record(token)
+	return token, accepted
+}
+
+// verify is Verify on logits already filtered: the draft against q, and
+// on rejection a draw from q without it.
+func (s *Sampler) verify(logits []float32, draft int) (token int, accepted bool) {
+	n := len(logits)
 	if s.temperature == 0 {
 		t := argmax(logits)
 		return t, t == draft
@@ -229,8 +244,10 @@ func nucleusProb(cand []probIdx, mass float32, draft int) float32 {
 
 // drawWithout samples from p with the draft removed and renormalised,
 // p(i)/(1−p(d)) for i ≠ d, by scaling coin to the remaining mass. The
-// last other token takes any rounding shortfall; a one-token vocabulary,
-// with nothing else to draw, yields the draft.
+// last other token of nonzero probability takes any rounding shortfall
+// (a token the filters removed, or whose exponential underflowed, is
+// never drawn); a distribution with nothing else to draw yields the
+// draft.
 func drawWithout(p []float32, draft int, coin float32) (token int, accepted bool) {
 	var rest float32
 	for i, v := range p {
@@ -245,6 +262,9 @@ func drawWithout(p []float32, draft int, coin float32) (token int, accepted bool
 		if i == draft {
 			continue
 		}
+		if v == 0 {
+			continue
+		}
 		cdf += v
 		last = i
 		if r < cdf {
@@ -252,7 +272,7 @@ func drawWithout(p []float32, draft int, coin float32) (token int, accepted bool
 		}
 	}
 	if last < 0 {
-		return draft, true // a one-token vocabulary: nothing else to draw
+		return draft, true // nothing else to draw: q(d) = 1
 	}
 	return last, false
 }

@@ -82,6 +82,76 @@ func TestVerifyDrawsFromTarget(t *testing.T) {
 	}
 }
 
+// TestVerifyAppliesFilters: with logit filters set, Verify's target is
+// Sample's filtered distribution (the float64 reference refFilter, then
+// softmax and top-p): a removed draft is never accepted, no removed
+// token is drawn (chi-square at p = 0.001 as above), and at temperature
+// 0 the repeat penalty, fed the tokens Verify returns, moves the argmax
+// exactly as it moves Sample's.
+func TestVerifyAppliesFilters(t *testing.T) {
+	logits := []float32{1.2, -0.3, 2.0, 0.4, -1.5, 0.9, 0.0, 1.7}
+	l64 := make([]float64, len(logits))
+	for i, v := range logits {
+		l64[i] = float64(v)
+	}
+	const n = 40000
+	for _, f := range []Filters{{TopK: 3}, {MinP: 0.3}} {
+		ref := refFilter(l64, f, nil)
+		r32 := make([]float32, len(ref))
+		for i, v := range ref {
+			r32[i] = float32(v)
+		}
+		for _, tc := range []struct{ temp, topp float64 }{{1, 0}, {0.8, 0.9}} {
+			q := testfixture.TopPDist(r32, tc.temp, tc.topp)
+			for _, draft := range []int{2, 5, 4} {
+				s := NewSampler(len(logits), float32(tc.temp), float32(tc.topp), 99+uint64(draft))
+				s.SetFilters(f)
+				counts := make([]int, len(logits))
+				buf := make([]float32, len(logits))
+				for i := 0; i < n; i++ {
+					copy(buf, logits)
+					tok, ok := s.Verify(buf, draft)
+					if ok != (tok == draft) {
+						t.Fatalf("%+v: Verify returned %d with accepted=%v for draft %d", f, tok, ok, draft)
+					}
+					counts[tok]++
+				}
+				stat, df := chiSquare(t, counts, q, n)
+				if crit := (distuv.ChiSquared{K: float64(df)}).Quantile(0.999); stat > crit {
+					t.Errorf("%+v T=%g topp=%g draft %d: chi-square %.1f > %.1f: counts %v, target %v",
+						f, tc.temp, tc.topp, draft, stat, crit, counts, q)
+				}
+			}
+		}
+	}
+
+	pen := Filters{RepeatPenalty: 1.5, RepeatLastN: -1}
+	g := NewSampler(len(logits), 0, 0, 1)
+	g.SetFilters(pen)
+	g.Accept(2)
+	history := []int{2}
+	for step, draft := range []int{2, 2, 7} {
+		want := argmax64(refFilter(l64, pen, history))
+		tok, ok := g.Verify(append([]float32(nil), logits...), draft)
+		if tok != want || ok != (draft == want) {
+			t.Fatalf("step %d: greedy Verify(draft %d) with history %v = %d, %v; want %d, %v",
+				step, draft, history, tok, ok, want, draft == want)
+		}
+		history = append(history, tok)
+	}
+}
+
+// argmax64 is the first index of the largest value.
+func argmax64(v []float64) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
 // TestVerifyAllocatesNothing: Verify, like Sample, runs without
 // allocating, with and without top-p.
 func TestVerifyAllocatesNothing(t *testing.T) {

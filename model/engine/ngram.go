@@ -64,19 +64,13 @@ type ngramProposer struct {
 
 // propose appends to dst (and returns) at most limit draft tokens for
 // history h: the tokens that followed the most recent earlier occurrence
-// of h's longest matching suffix n-gram. It reads the windows through the
-// unfold view's strides (window i, element j is at offset + i·stride0 +
-// j·stride1 of the storage), comparing each window with the suffix
-// window without copying either; the scan is O(len·n) per n tried, with
-// an early exit at the first mismatching element, and allocates nothing.
-func (p *ngramProposer) propose(dst []int, h *tokenHistory, limit int) []int {
-	dst, _ = p.proposeN(dst, h, limit)
-	return dst
-}
-
-// proposeN is propose that also returns the length n of the suffix that
-// matched (0 when none did).
-func (p *ngramProposer) proposeN(dst []int, h *tokenHistory, limit int) ([]int, int) {
+// of h's longest matching suffix n-gram, and that n (0 when none
+// matched). It reads the windows through the unfold view's strides
+// (window i, element j is at offset + i·stride0 + j·stride1 of the
+// storage), comparing each window with the suffix window without copying
+// either; the scan is O(len·n) per n tried, with an early exit at the
+// first mismatching element, and allocates nothing.
+func (p *ngramProposer) propose(dst []int, h *tokenHistory, limit int) ([]int, int) {
 	limit = min(limit, p.k)
 	if limit <= 0 {
 		return dst, 0

@@ -59,15 +59,22 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if q.spec.pause > 0 {
 		q.spec.pause--
 	}
-	next := q.req.Sampler.Sample(row)
+	done, why := s.take(q, q.req.Sampler.Sample(row))
+	return done, why, nil
+}
+
+// take gives q its next token: a stop token (Request.StopTokens, or BOS)
+// ends q without being kept; any other is appended and streamed, and
+// ends q when it completes a stop string or reaches Steps.
+func (s *scheduler) take(q *seqState, next int) (bool, FinishReason) {
 	if q.req.stops(next) {
-		return true, FinishEOS, nil
+		return true, FinishEOS
 	}
 	s.appendToken(q, next)
 	if q.stopped() {
-		return true, FinishStop, nil
+		return true, FinishStop
 	}
-	return len(q.tokens)-1 >= q.req.Steps, FinishLength, nil
+	return len(q.tokens)-1 >= q.req.Steps, FinishLength
 }
 
 // appendToken appends q's next token and streams it.

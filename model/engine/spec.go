@@ -189,7 +189,7 @@ func (s *scheduler) propose() error {
 			room = min(room, max(sp.dlen, 1))
 		}
 		var n int
-		sp.drafts, n = s.proposer.proposeN(sp.drafts, sp.hist, room)
+		sp.drafts, n = s.proposer.propose(sp.drafts, sp.hist, room)
 		if !s.spec.noPause {
 			sp.drafts = capWeakMatch(sp.drafts, n)
 		}
@@ -241,23 +241,11 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 		} else {
 			next = q.req.Sampler.Sample(row)
 		}
-		if q.req.stops(next) {
-			done, why = true, FinishEOS
-			break
+		done, why = s.take(q, next)
+		if ok && why != FinishEOS {
+			acc++ // an accepted draft that is kept
 		}
-		if ok {
-			acc++
-		}
-		s.appendToken(q, next)
-		if q.stopped() {
-			done, why = true, FinishStop
-			break
-		}
-		if len(q.tokens)-1 >= q.req.Steps {
-			done = true
-			break
-		}
-		if !ok {
+		if done || !ok {
 			break
 		}
 	}
