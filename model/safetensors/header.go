@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -241,19 +242,7 @@ func checkTiling(ts []TensorInfo, base, bufLen int64) error {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		if ts[a].Begin != ts[b].Begin {
-			if ts[a].Begin < ts[b].Begin {
-				return -1
-			}
-			return 1
-		}
-		if ts[a].End < ts[b].End {
-			return -1
-		}
-		if ts[a].End > ts[b].End {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(ts[a].Begin, ts[b].Begin), cmp.Compare(ts[a].End, ts[b].End))
 	})
 	at := base
 	for _, i := range order {
