@@ -88,6 +88,9 @@ func TestOpenRejects(t *testing.T) {
 		{"bad JSON", qwen2Spec, func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"hidden_size": 3`), 0o644)
 		}, "config.json: unexpected EOF"},
+		{"config too large", qwen2Spec, func(t *testing.T, dir string) {
+			os.Truncate(filepath.Join(dir, ConfigFile), maxJSONSize+1) // sparse: nothing is written
+		}, "bytes is larger than the 16777216 a JSON file of a checkpoint may have"},
 		{"config is a directory", qwen2Spec, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, ConfigFile))
 			os.Mkdir(filepath.Join(dir, ConfigFile), 0o755)
