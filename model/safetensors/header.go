@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -259,6 +258,3 @@ func checkTiling(ts []TensorInfo, base, bufLen int64) error {
 	}
 	return nil
 }
-
-// maxInt guards conversions on 32-bit hosts.
-const maxInt = math.MaxInt
