@@ -43,15 +43,25 @@ func (c *cursor) u64() (uint64, error) {
 	return binary.LittleEndian.Uint64(s), nil
 }
 
-// count reads a uint64 count of items at least minSize bytes each and
-// rejects it unless that many could fit in what remains of the file.
+// fits rejects a count of n items of at least minSize (≥ 1) bytes each
+// unless that many could fit in what remains of the file, so no list is
+// allocated that the file cannot fill.
+func (c *cursor) fits(what string, n uint64, minSize int) error {
+	if n > uint64(c.left()/minSize) {
+		return fmt.Errorf("%s %d cannot fit in the %d bytes left in the file", what, n, c.left())
+	}
+	return nil
+}
+
+// count reads a uint64 count of items at least minSize (≥ 1) bytes each
+// and checks it with fits.
 func (c *cursor) count(what string, minSize int) (int, error) {
 	n, err := c.u64()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if minSize > 0 && n > uint64(c.left()/minSize) {
-		return 0, fmt.Errorf("%s %d cannot fit in the %d bytes left in the file", what, n, c.left())
+	if err := c.fits(what, n, minSize); err != nil {
+		return 0, err
 	}
 	if n > math.MaxInt32 {
 		return 0, fmt.Errorf("%s %d is beyond the supported maximum", what, n)

@@ -2,8 +2,10 @@ package gguf
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +84,45 @@ func TestWriteReadEveryValueType(t *testing.T) {
 	}
 	if v, err := f.Ints("test.km"); err != nil || !reflect.DeepEqual(v, []int64{1, 2, 255}) {
 		t.Errorf("Ints([]uint8) = %v, %v", v, err)
+	}
+}
+
+// Each one-type accessor refuses a value of another type, and an absent
+// key, with an error naming the key and both types.
+func TestAccessorTypeErrors(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, everyType(), nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(buf.Bytes(), "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		get  func(key string) error
+		key  string // a key of another type
+		want string
+	}{
+		{"String", func(k string) error { _, err := f.String(k); return err }, "test.ka", `"test.ka" is uint8, not string`},
+		{"Float", func(k string) error { _, err := f.Float(k); return err }, "test.kh", `"test.kh" is bool, not a float`},
+		{"Bool", func(k string) error { _, err := f.Bool(k); return err }, "test.ki", `"test.ki" is string, not bool`},
+		{"Strings", func(k string) error { _, err := f.Strings(k); return err }, "test.km", `"test.km" is array[uint8], not array[string]`},
+		{"Float32s", func(k string) error { _, err := f.Float32s(k); return err }, "test.kv", `"test.kv" is array[float64], not array[float32]`},
+		{"Int32s", func(k string) error { _, err := f.Int32s(k); return err }, "test.kq", `"test.kq" is array[uint32], not array[int32]`},
+		{"Ints", func(k string) error { _, err := f.Ints(k); return err }, "test.kw", `"test.kw" is array[bool], not an array of integers`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.get(c.key); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s(%s) error %v, want one containing %s", c.name, c.key, err, c.want)
+			}
+			if err := c.get("no.such.key"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s(absent) error %v, want ErrNotFound", c.name, err)
+			}
+		})
+	}
+	if _, err := f.Ints("test.ks"); err == nil || !strings.Contains(err.Error(), "element 1 is 9223372036854775808, beyond int64") {
+		t.Errorf("Ints([]uint64{1, 1<<63}) error %v", err)
 	}
 }

@@ -65,11 +65,11 @@ func (f *File) parseHeader(c *cursor) (nt, nkv int, err error) {
 		return 0, 0, err
 	}
 	// Both lists follow the counts: they must fit together.
-	if nkv64 > uint64(c.left()/minKV) {
-		return 0, 0, fmt.Errorf("metadata count %d cannot fit in the %d bytes left in the file", nkv64, c.left())
+	if err := c.fits("metadata count", nkv64, minKV); err != nil {
+		return 0, 0, err
 	}
-	if nt64 > uint64(c.left()/minTensorInfo) {
-		return 0, 0, fmt.Errorf("tensor count %d cannot fit in the %d bytes left in the file", nt64, c.left())
+	if err := c.fits("tensor count", nt64, minTensorInfo); err != nil {
+		return 0, 0, err
 	}
 	return int(nt64), int(nkv64), nil
 }

@@ -200,7 +200,7 @@ func (k *archKeys) uint(key string, def int, required bool) int {
 		return def
 	}
 	if err == nil && v > math.MaxInt32 {
-		err = fmt.Errorf("gguf: %s: %s.%s = %d is beyond any model", k.f.name, k.arch, key, v)
+		err = k.fail("%s.%s = %d is beyond any model", k.arch, key, v)
 	}
 	if err != nil && k.err == nil {
 		k.err = err
@@ -216,7 +216,7 @@ func (k *archKeys) float(key string, def float64, required bool) float64 {
 		return def
 	}
 	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
-		err = fmt.Errorf("gguf: %s: %s.%s is %g", k.f.name, k.arch, key, v)
+		err = k.fail("%s.%s is %g", k.arch, key, v)
 	}
 	if err != nil && k.err == nil {
 		k.err = err

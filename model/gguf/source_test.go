@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,6 +219,9 @@ func TestSourceBadModels(t *testing.T) {
 		}, `"llama.block_count": key not found`},
 		{"wrong hparam type", "llama", setKV("llama.block_count", "two"), `is string, not an integer`},
 		{"shape", "llama", setKV("llama.feed_forward_length", uint32(48)), `has shape [32 16], want [48 16]`},
+		{"huge hparam", "llama", setKV("llama.block_count", uint64(1<<40)), "llama.block_count = 1099511627776 is beyond any model"},
+		{"NaN hparam", "llama", setKV("llama.rope.freq_base", float32(math.NaN())), "llama.rope.freq_base is NaN"},
+		{"infinite hparam", "llama", setKV("llama.attention.layer_norm_rms_epsilon", math.Inf(1)), "llama.attention.layer_norm_rms_epsilon is +Inf"},
 		{"yarn", "llama", setKV("llama.rope.scaling.type", "yarn"), `RoPE scaling type "yarn" is not supported`},
 		{"moe", "llama", setKV("llama.expert_count", uint32(8)), "mixture-of-experts"},
 		{"head dim", "llama", setKV("llama.attention.key_length", uint32(8)), "key_length = 8"},

@@ -188,22 +188,28 @@ func (f *File) get(key string) (Value, error) {
 	return v, nil
 }
 
+// lookupAs returns key's value when Go holds it as a T (see Value), and
+// otherwise an error naming the type found and want. It is the body of
+// every accessor that takes one stored type as it is.
+func lookupAs[T any](f *File, key, want string) (T, error) {
+	var zero T
+	v, err := f.get(key)
+	if err != nil {
+		return zero, err
+	}
+	x, ok := v.v.(T)
+	if !ok {
+		return zero, f.typeErr(key, v, want)
+	}
+	return x, nil
+}
+
 func (f *File) typeErr(key string, v Value, want string) error {
 	return fmt.Errorf("gguf: %s: metadata key %q is %s, not %s", f.name, key, v.typeName(), want)
 }
 
 // String returns a string value.
-func (f *File) String(key string) (string, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return "", err
-	}
-	s, ok := v.v.(string)
-	if !ok {
-		return "", f.typeErr(key, v, "string")
-	}
-	return s, nil
-}
+func (f *File) String(key string) (string, error) { return lookupAs[string](f, key, "string") }
 
 // Uint returns an integer value of any integer type as a uint64; a
 // negative signed value is an error. (Writers disagree on the width of
@@ -247,72 +253,26 @@ func (f *File) Int(key string) (int64, error) {
 
 // Float returns a float32 or float64 value as a float64 (a float32 is
 // widened exactly).
-func (f *File) Float(key string) (float64, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return 0, err
-	}
-	x, ok := v.v.(float64)
-	if !ok {
-		return 0, f.typeErr(key, v, "a float")
-	}
-	return x, nil
-}
+func (f *File) Float(key string) (float64, error) { return lookupAs[float64](f, key, "a float") }
 
 // Bool returns a bool value.
-func (f *File) Bool(key string) (bool, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.v.(bool)
-	if !ok {
-		return false, f.typeErr(key, v, "bool")
-	}
-	return b, nil
-}
+func (f *File) Bool(key string) (bool, error) { return lookupAs[bool](f, key, "bool") }
 
 // Strings returns an array of strings (tokenizer.ggml.tokens,
 // tokenizer.ggml.merges). The slice is the File's: do not modify it.
 func (f *File) Strings(key string) ([]string, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return nil, err
-	}
-	a, ok := v.v.([]string)
-	if !ok {
-		return nil, f.typeErr(key, v, "array[string]")
-	}
-	return a, nil
+	return lookupAs[[]string](f, key, "array[string]")
 }
 
 // Float32s returns an array of float32 (tokenizer.ggml.scores). The slice
 // is the File's: do not modify it.
 func (f *File) Float32s(key string) ([]float32, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return nil, err
-	}
-	a, ok := v.v.([]float32)
-	if !ok {
-		return nil, f.typeErr(key, v, "array[float32]")
-	}
-	return a, nil
+	return lookupAs[[]float32](f, key, "array[float32]")
 }
 
 // Int32s returns an array of int32 (tokenizer.ggml.token_type). The slice
 // is the File's: do not modify it.
-func (f *File) Int32s(key string) ([]int32, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return nil, err
-	}
-	a, ok := v.v.([]int32)
-	if !ok {
-		return nil, f.typeErr(key, v, "array[int32]")
-	}
-	return a, nil
-}
+func (f *File) Int32s(key string) ([]int32, error) { return lookupAs[[]int32](f, key, "array[int32]") }
 
 // Ints returns an array of any integer element type as int64s (a fresh
 // slice), for keys whose writers disagree on the width; an unsigned value

@@ -58,6 +58,21 @@ func TestOpenRejects(t *testing.T) {
 		{"yarn", qwen2Spec, func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["rope_scaling"] = map[string]any{"type": "yarn", "factor": 4} })
 		}, `rope_scaling type "yarn" is not supported`},
+		{"linear without factor", llama3Spec, func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "linear"} })
+		}, `rope_scaling "linear" needs a positive factor`},
+		{"llama3 negative factor", llama3Spec, func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["rope_scaling"].(map[string]any)["factor"] = -8 })
+		}, `rope_scaling "llama3" needs a positive factor`},
+		{"llama3 missing factors", llama3Spec, func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { delete(m["rope_scaling"].(map[string]any), "high_freq_factor") })
+		}, `rope_scaling "llama3" needs low_freq_factor, high_freq_factor and original_max_position_embeddings`},
+		{"llama3 factors out of order", llama3Spec, func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["rope_scaling"].(map[string]any)["high_freq_factor"] = 0.5 })
+		}, `rope_scaling "llama3": need 0 < low_freq_factor (1) < high_freq_factor (0.5)`},
+		{"eos list of strings", qwen2Spec, func(t *testing.T, dir string) {
+			writeJSON(t, filepath.Join(dir, GenerationConfigFile), map[string]any{"eos_token_id": []string{"x"}})
+		}, "generation_config.json: token ids must be integers"},
 		{"sliding window", qwen2Spec, func(t *testing.T, dir string) {
 			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["use_sliding_window"] = true })
 		}, "use_sliding_window"},
@@ -73,6 +88,9 @@ func TestOpenRejects(t *testing.T) {
 		{"bad JSON", qwen2Spec, func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"hidden_size": 3`), 0o644)
 		}, "config.json: unexpected EOF"},
+		{"config too large", qwen2Spec, func(t *testing.T, dir string) {
+			os.Truncate(filepath.Join(dir, ConfigFile), maxJSONSize+1) // sparse: nothing is written
+		}, "bytes is larger than the 16777216 a JSON file of a checkpoint may have"},
 		{"config is a directory", qwen2Spec, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, ConfigFile))
 			os.Mkdir(filepath.Join(dir, ConfigFile), 0o755)

@@ -502,6 +502,39 @@ func TestWriteLegacyRejectsInconsistentModel(t *testing.T) {
 	}
 }
 
+// A consistent model that llama2.c's formats cannot hold (rotate-half
+// RoPE, frequency factors, q/k/v biases) is refused by both writers with
+// one line saying what it has, rather than written as another model.
+func TestWriteRejectsWhatLlama2cCannotHold(t *testing.T) {
+	c := tinyConfig(true)
+	for _, tc := range []struct {
+		name string
+		edit func(m *model.Model)
+		want string
+	}{
+		{"neox", func(m *model.Model) { m.Config.RopeStyle = model.RopeNeox }, "rotates with"},
+		{"rope freqs", func(m *model.Model) {
+			m.Weights.RopeFreqs = tensor.Must(tensor.Zeros(nil, tensor.F32, c.RopeDims()/2))
+		}, "the model has RoPE frequency factors, which llama2.c files cannot hold"},
+		{"biases", func(m *model.Model) {
+			m.Weights.Layers[1].BQKV = tensor.Must(tensor.Zeros(nil, tensor.F32, c.QKVRows()))
+		}, "layer 1 has q/k/v biases, which llama2.c files cannot hold"},
+	} {
+		m := mustSynth(t, c, 1)
+		tc.edit(m)
+		if err := m.Validate(); err != nil {
+			t.Fatalf("%s: the edited model is inconsistent, so the test would not reach checkWritable: %v", tc.name, err)
+		}
+		var buf bytes.Buffer
+		if err := WriteLegacy(&buf, m); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: WriteLegacy error %v, want one containing %q", tc.name, err, tc.want)
+		}
+		if err := WriteV2(&buf, m, 8); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: WriteV2 error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 func FuzzCheckpointRead(f *testing.F) {
 	for _, shared := range []bool{true, false} {
 		c := model.Config{Dim: 8, HiddenDim: 4, NLayers: 1, NHeads: 2, NKVHeads: 1, VocabSize: 5, SeqLen: 2,

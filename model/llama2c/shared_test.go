@@ -9,13 +9,6 @@ import (
 // directory, or "" and why not.
 func findShared() (dir, reason string) { return testfixture.Locate() }
 
-// sharedDir returns the shared fixture directory, skipping the test with
-// the reason when it is absent, or failing it under CI=true.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	return testfixture.Dir(t)
-}
-
 // sharedFile returns one shared fixture's path (rel in slash form),
 // skipping the test when it is absent, or failing it under CI=true.
 func sharedFile(t testing.TB, rel string) string {

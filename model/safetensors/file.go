@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	"github.com/stride-lm/stride/model/mapfile"
@@ -48,7 +49,7 @@ func OpenFile(fd *os.File, name string, noMmap bool) (*File, error) {
 	for i, ti := range h.Tensors {
 		f.index[ti.Name] = i
 	}
-	if size > int64(maxInt) {
+	if size > math.MaxInt { // 32-bit hosts
 		return nil, fmt.Errorf("safetensors: %s: %d bytes do not fit in memory", name, size)
 	}
 	f.mapped = !noMmap && mapfile.Supported

@@ -2,12 +2,12 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -241,19 +241,7 @@ func checkTiling(ts []TensorInfo, base, bufLen int64) error {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		if ts[a].Begin != ts[b].Begin {
-			if ts[a].Begin < ts[b].Begin {
-				return -1
-			}
-			return 1
-		}
-		if ts[a].End < ts[b].End {
-			return -1
-		}
-		if ts[a].End > ts[b].End {
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(ts[a].Begin, ts[b].Begin), cmp.Compare(ts[a].End, ts[b].End))
 	})
 	at := base
 	for _, i := range order {
@@ -270,6 +258,3 @@ func checkTiling(ts []TensorInfo, base, bufLen int64) error {
 	}
 	return nil
 }
-
-// maxInt guards conversions on 32-bit hosts.
-const maxInt = math.MaxInt

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -120,6 +121,9 @@ func TestBadHeaders(t *testing.T) {
 		{"bad metadata", header(`{"__metadata__":{"a":1}}`, 0), "__metadata__"},
 		{"empty name", header(`{"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1), "empty tensor name"},
 		{"invalid UTF-8", header("{\"\xff\":1}", 0), "UTF-8"},
+		{"header length 1", header("{", 0), "header length 1 is too short for a JSON object"},
+		{"bad JSON token", header(`{,}`, 0), "header JSON: invalid character ','"},
+		{"unclosed object", header(`{"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}`, 0), "header JSON object is not closed"},
 	} {
 		_, err := ParseHeader(c.data)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -133,6 +137,35 @@ func TestBadHeaders(t *testing.T) {
 	// A valid header with padding and a scalar passes.
 	if _, err := ParseHeader(header(`{"s":{"dtype":"F64","shape":[],"data_offsets":[0,8]}}   `, 8)); err != nil {
 		t.Errorf("scalar with padding: %v", err)
+	}
+}
+
+// Write refuses a tensor whose dtype or byte count is wrong, naming it.
+func TestWriteErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		t    WriterTensor
+		want string
+	}{
+		{"unknown dtype", WriterTensor{Name: "a", DType: "F33", Shape: []int{1}, Data: make([]byte, 4)}, `tensor "a": unknown dtype "F33"`},
+		{"short data", WriterTensor{Name: "b", DType: F32, Shape: []int{2, 3}, Data: make([]byte, 20)}, `tensor "b": 20 bytes for F32 of shape [2 3], want 24`},
+	} {
+		err := Write(io.Discard, []WriterTensor{c.t}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A reader that ends before the size it was given is an error, not a
+// short header.
+func TestReadHeaderShortReader(t *testing.T) {
+	data := small(t)
+	if _, err := ReadHeader(bytes.NewReader(data[:4]), int64(len(data))); err == nil || !strings.Contains(err.Error(), "reading the header length") {
+		t.Errorf("length cut: error %v", err)
+	}
+	if _, err := ReadHeader(bytes.NewReader(data[:12]), int64(len(data))); err == nil || !strings.Contains(err.Error(), "-byte header") {
+		t.Errorf("header cut: error %v", err)
 	}
 }
 

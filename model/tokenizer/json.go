@@ -172,7 +172,7 @@ func jsonVocab(vocab map[string]int, n int) ([]string, []TokenType, error) {
 		types[i] = TypeUnused
 	}
 	for p, id := range vocab {
-		if types[id] != TypeUnused && pieces[id] != p {
+		if types[id] != TypeUnused { // vocab keys differ, so this is a second piece
 			return nil, nil, fmt.Errorf("vocab id %d is used by both %q and %q", id, pieces[id], p)
 		}
 		pieces[id], types[id] = p, TypeNormal

@@ -226,6 +226,51 @@ func TestTokenizerJSONTiny(t *testing.T) {
 	}
 }
 
+// Every refusal of FromJSON is one line that starts with the file's name
+// and says which part of tokenizer.json or tokenizer_config.json is wrong.
+func TestFromJSONErrors(t *testing.T) {
+	const vocab = `"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}}`
+	for _, bad := range []struct{ name, json, config, want string }{
+		{"dropout", `{"model": {"type": "BPE", "vocab": {"a": 0}, "dropout": 0.1}}`, "", "BPE dropout 0.1 is not supported"},
+		{"subword prefix", `{"model": {"type": "BPE", "vocab": {"a": 0}, "continuing_subword_prefix": "##"}}`, "", "continuing_subword_prefix / end_of_word_suffix are not supported"},
+		{"word suffix", `{"model": {"type": "BPE", "vocab": {"a": 0}, "end_of_word_suffix": "</w>"}}`, "", "continuing_subword_prefix / end_of_word_suffix are not supported"},
+		{"added id", `{` + vocab + `, "added_tokens": [{"id": -2, "content": "x"}]}`, "", `added token id -2 of "x" out of range`},
+		{"added content", `{` + vocab + `, "added_tokens": [{"id": 2, "content": ""}]}`, "", "added token 2 has no content"},
+		{"shared id", `{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}}}`, "", "vocab id 0 is used by both"},
+		{"empty vocabulary", `{"model": {"type": "BPE", "vocab": {}}}`, "", "empty vocabulary"},
+		{"merge pairs", `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "b", "c"]]}}`, "", "merge 0 has 3 parts, not 2"},
+		{"merge kind", `{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [1]}}`, "", "merges are neither strings nor pairs"},
+		{"normalizer", `{` + vocab + `, "normalizer": {"type": "NFKD"}}`, "", `normalizer: "NFKD" is not supported`},
+		{"normalizer Replace", `{` + vocab + `, "normalizer": {"type": "Replace", "pattern": {"Regex": " "}, "content": "_"}}`, "", "normalizer: Replace supports only a String pattern"},
+		{"Split invert", `{` + vocab + `, "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": true}}`, "", "Split with invert is not supported"},
+		{"Split behavior", `{` + vocab + `, "pre_tokenizer": {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed"}}`, "", `Split behavior "Removed" is not supported (only Isolated)`},
+		{"Split pattern", `{` + vocab + `, "pre_tokenizer": {"type": "Split", "pattern": {}, "behavior": "Isolated"}}`, "", "Split without a pattern"},
+		{"decoder", `{` + vocab + `, "decoder": {"type": "WordPiece"}}`, "", `decoder: "WordPiece" is not supported`},
+		{"decoder Replace", `{` + vocab + `, "decoder": {"type": "Replace", "pattern": {"Regex": "_"}, "content": " "}}`, "", "decoder: Replace supports only a String pattern"},
+		{"decoder Strip", `{` + vocab + `, "decoder": {"type": "Strip", "content": " ", "start": 2, "stop": 0}}`, "", "Strip supports only removing one leading character"},
+		{"bos token kind", `{` + vocab + `}`, `{"bos_token": 3}`, "tokenizer_config.json: bos_token is neither a string nor a token object"},
+		{"bos token", `{` + vocab + `}`, `{"bos_token": "<s>"}`, `tokenizer_config.json: bos_token "<s>" is not in the vocabulary`},
+		{"eos token object", `{` + vocab + `}`, `{"eos_token": {"content": "</s>"}}`, `tokenizer_config.json: eos_token "</s>" is not in the vocabulary`},
+		{"add_bos", `{` + vocab + `}`, `{"add_bos_token": true}`, "add_bos_token is set but there is no bos_token"},
+		{"add_eos", `{` + vocab + `}`, `{"add_eos_token": true}`, "add_eos_token is set but there is no eos_token"},
+		{"chat_template", `{` + vocab + `}`, `{"chat_template": 7}`, "chat_template is neither a string nor a list of named templates"},
+	} {
+		var config []byte
+		if bad.config != "" {
+			config = []byte(bad.config)
+		}
+		_, err := FromJSON([]byte(bad.json), config, "bad")
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.HasPrefix(err.Error(), "tokenizer bad: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want one line containing %q", bad.name, err, bad.want)
+		}
+	}
+	// The shared vocabulary with a valid config is accepted, so each case
+	// fails for the key it changes.
+	if _, err := FromJSON([]byte(`{`+vocab+`}`), []byte(`{"bos_token": "a", "eos_token": {"content": "b"}, "add_bos_token": true, "chat_template": "T"}`), "good"); err != nil {
+		t.Errorf("valid control: %v", err)
+	}
+}
+
 // TestMetaspace: a Metaspace pre-tokenizer (TinyLlama, Mistral style)
 // writes spaces as ▁, prepends one to the first fragment ("first") or to
 // every fragment ("always"), and splits before each ▁.
