@@ -53,9 +53,7 @@ Ctrl-C stops the current reply (not the session) and Ctrl-D exits.
 	}
 	modelFlags(a, cmd)
 	a.flag(cmd, "steps", "steps", "positions of the whole conversation, as run.c; 0 = the context")
-	a.flag(cmd, "temperature", "temperature", "sampling temperature (--temp); 0 = greedy")
-	a.flag(cmd, "topp", "topp", "top-p sampling (--top-p); 0 or 1 = off")
-	a.flagP(cmd, "seed", "s", "seed", "RNG seed; 0 = the time")
+	runcSamplerFlags(a, cmd)
 	samplingFlags(a, cmd)
 	a.flag(cmd, "system", "chat.system", "system prompt")
 	a.flag(cmd, "chat-template", "chat.template", "chat template name or file")

@@ -193,7 +193,7 @@ func readStdin(r io.Reader) (string, error) {
 		return "", fmt.Errorf("reading standard input: %w", err)
 	}
 	if len(data) > maxInputBytes {
-		return "", fmt.Errorf("standard input is longer than %d bytes, the most a prompt may be", maxInputBytes)
+		return "", fmt.Errorf("standard input is longer than %d bytes, the most infer reads from it", maxInputBytes)
 	}
 	return string(data), nil
 }

@@ -268,3 +268,25 @@ func TestClosedStdinIsNoPrompt(t *testing.T) {
 		t.Fatalf("closed stdin %q, /dev/null %q, want no prompt's %q", outs[0], outs[1], want)
 	}
 }
+
+// TestStdinOverCapIsOneError: standard input past maxInputBytes is one
+// error line naming the cap, for a prompt (generate) and for a text to
+// tokenize alike.
+func TestStdinOverCapIsOneError(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "tokenizer.json")
+	tj := `{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":"<unk>","byte_fallback":false,"vocab":{"<unk>":0,"a":1},"merges":[]}}`
+	if err := os.WriteFile(tok, []byte(tj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := cliIn(t, "aa", "tokenize", "--tokenizer", tok); code != 0 || out != "1 1\n" {
+		t.Fatalf("tokenize aa: exit %d (%s): %q, want \"1 1\"", code, errs, out)
+	}
+	big := strings.Repeat("a", maxInputBytes+1)
+	for _, args := range [][]string{{"generate", "-n", "2"}, {"tokenize", "--tokenizer", tok}} {
+		code, out, errs := cliIn(t, big, args...)
+		if code != 1 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "standard input is longer than 16777216 bytes") {
+			t.Errorf("%s: exit %d, stdout %.40q, stderr %q", args[0], code, out, errs)
+		}
+	}
+}

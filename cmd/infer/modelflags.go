@@ -107,6 +107,12 @@ func generationFlags(a *app, cmd *cobra.Command) {
 	a.flagP(cmd, "prompt", "p", "prompt", "prompt text (repeat for several sequences; - = stdin)")
 	a.flag(cmd, "prompts", "prompts", "file with one prompt per line (at most 16 MiB; not with --prompt; - = stdin)")
 	a.flag(cmd, "steps", "steps", "positions to run, prompt included; 0 = seq_len")
+	runcSamplerFlags(a, cmd)
+}
+
+// runcSamplerFlags adds run.c's sampler flags: generationFlags' and infer
+// chat's (whose --steps means the whole conversation).
+func runcSamplerFlags(a *app, cmd *cobra.Command) {
 	a.flag(cmd, "temperature", "temperature", "sampling temperature (--temp); 0 = greedy")
 	a.flag(cmd, "topp", "topp", "top-p sampling (--top-p); 0 or 1 = off")
 	a.flagP(cmd, "seed", "s", "seed", "RNG seed; 0 = the time")

@@ -31,7 +31,8 @@ func init() {
 // not reserve 8 × 128k positions of KV cache unless asked to.
 const maxDefaultContext = 4096
 
-// samplingFlags adds -n, -c, -f and the filter and stop flags.
+// samplingFlags adds llama.cpp's -n and -c and the filter and stop flags
+// (generate adds -f itself).
 func samplingFlags(a *app, cmd *cobra.Command) {
 	a.flagP(cmd, "n-predict", "n", "n_predict", "new tokens to generate; -1 = until the context ends; 0 = --steps decides")
 	a.flagP(cmd, "ctx-size", "c", "ctx_size", "context cap (positions); 0 = min(seq_len, 4096)")

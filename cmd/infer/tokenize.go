@@ -30,12 +30,6 @@ func init() {
 	register(newTokenizeCmd)
 }
 
-// maxTokenizeInput caps the text (or ids) read from stdin.
-const maxTokenizeInput = 16 << 20
-
-// tokenizeStdin, when set, replaces the command's stdin (tests).
-var tokenizeStdin io.Reader
-
 func newTokenizeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tokenize [TEXT]",
@@ -89,18 +83,9 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		input = args[0]
 	} else {
-		in := tokenizeStdin
-		if in == nil {
-			in = cmd.InOrStdin()
+		if input, err = readStdin(cmd.InOrStdin()); err != nil {
+			return err
 		}
-		b, err := io.ReadAll(io.LimitReader(in, maxTokenizeInput+1))
-		if err != nil {
-			return fmt.Errorf("reading stdin: %w", err)
-		}
-		if len(b) > maxTokenizeInput {
-			return fmt.Errorf("stdin holds more than %d bytes, the most tokenize reads", maxTokenizeInput)
-		}
-		input = string(b)
 	}
 	parseSpecial := a.getBool("tokenize.parse_special")
 	var out bytes.Buffer
@@ -134,14 +119,8 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 			}{ids, pieces}); err != nil {
 				return err
 			}
-		} else {
-			for i, id := range ids {
-				if i > 0 {
-					out.WriteByte(' ')
-				}
-				out.WriteString(strconv.Itoa(id))
-			}
-			out.WriteByte('\n')
+		} else if err := writeIDs(&out, ids); err != nil {
+			return err
 		}
 	}
 	if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil {

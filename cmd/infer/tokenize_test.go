@@ -49,14 +49,6 @@ func idLine(ids []int) string {
 	return strings.Join(s, " ") + "\n"
 }
 
-// withStdin runs the CLI with text on stdin.
-func withStdin(t *testing.T, text string, args ...string) (int, string, string) {
-	t.Helper()
-	tokenizeStdin = strings.NewReader(text)
-	defer func() { tokenizeStdin = nil }()
-	return cli(t, args...)
-}
-
 // TestTokenizeVocabVectors: infer tokenize prints llama.cpp's ids for its
 // vocab test texts, given as the argument and on stdin, with BOS as the
 // file asks (llama-spm adds it, gpt-2 does not), and --no-bos leaves it
@@ -82,7 +74,7 @@ func TestTokenizeVocabVectors(t *testing.T) {
 			if w := idLine(append(slices.Clone(tc.bos), want[i]...)); out != w {
 				t.Errorf("%s text %d %q: printed %q, want %q", tc.name, i, text, out, w)
 			}
-			code, out, _ = withStdin(t, text, "tokenize", "--tokenizer", gguf, "--no-bos")
+			code, out, _ = cliIn(t, text, "tokenize", "--tokenizer", gguf, "--no-bos")
 			if w := idLine(want[i]); code != 0 || out != w {
 				t.Errorf("%s text %d on stdin --no-bos: exit %d, %q, want %q", tc.name, i, code, out, w)
 			}
@@ -122,7 +114,7 @@ func TestTokenizeJSONAndSpecial(t *testing.T) {
 	if parsed != "1\n" || plain == parsed || strings.Fields(plain)[0] == "1" {
 		t.Fatalf("<s> as text: %q, parsed: %q", plain, parsed)
 	}
-	_, withNL, _ := withStdin(t, "Hello world\n", "tokenize", "--tokenizer", gguf)
+	_, withNL, _ := cliIn(t, "Hello world\n", "tokenize", "--tokenizer", gguf)
 	if withNL != "1 15043 3186 13\n" { // 13 = <0x0A>
 		t.Fatalf("stdin with a newline: %q", withNL)
 	}
