@@ -15,15 +15,22 @@ func indexTensor(x *tensor.Tensor, items []value) (*tensor.Tensor, error) {
 			items = tup.items
 		}
 	}
-	consumed, ellipses := 0, 0
+	consumed, ellipses, nones, selects := 0, 0, 0, 0
 	for _, it := range items {
 		switch it.(type) {
 		case noneVal:
+			nones++
 		case ellipsisVal:
 			ellipses++
+		case int:
+			selects++
+			consumed++
 		default:
 			consumed++
 		}
+	}
+	if err := checkDims("index", x.Dim()-selects+nones); err != nil {
+		return nil, err
 	}
 	if ellipses > 1 {
 		return nil, fmt.Errorf("an index can only have a single ellipsis ('...')")
