@@ -88,9 +88,9 @@ func jsonPreTokenizers(n *jsonNode) ([]splitter, []normalizer, error) {
 		switch {
 		case n.Pattern.Regex != nil:
 			if err := checkPattern("Split pattern", *n.Pattern.Regex); err != nil {
-			return nil, nil, err
-		}
-		sp, err := regexSplitter(*n.Pattern.Regex)
+				return nil, nil, err
+			}
+			sp, err := regexSplitter(*n.Pattern.Regex)
 			if err != nil {
 				return nil, nil, err
 			}
