@@ -9,9 +9,9 @@ import (
 	"slices"
 )
 
-// buildMarker is the file explore leaves in a folder it builds into, so a
-// later --rebuild knows the page files there are its own and not the
-// user's.
+// buildMarker is the file explore (and scripts/build-web.sh) leaves in a
+// folder it builds into, so a later --rebuild knows the page files there
+// are its own and not the user's.
 const buildMarker = ".stride-explore"
 
 // claimBuildDir makes dir a folder explore may build into, or refuses: it
