@@ -30,14 +30,27 @@ rope.scaling.yarn_log_multiplier ssm.conv_kernel ssm.dt_b_c_rms ssm.inner_size s
 ssm.time_step_rank swin_norm tensor_data_layout time_decay_extra_dim time_mix_extra_dim
 token_shift_count use_parallel_residual vocab_size wkv.head_size`)
 
-// checkStrict refuses what the tensor checks alone let through: a key
-// under the architecture's prefix that llama.cpp does not define, a
+// changesAttention reports whether an architecture key (without its
+// "{arch}." prefix) belongs to the families that change the attention
+// arithmetic, rope.* and attention.*. An unknown key there is either a
+// misspelling whose default would silently stand in, or a feature Stride
+// does not implement (a new RoPE scaling): both must be refused. Unknown
+// keys elsewhere are ignored, as llama.cpp ignores them, so files from a
+// newer converter that only add metadata still load.
+func changesAttention(key string) bool {
+	return strings.HasPrefix(key, "rope.") || strings.HasPrefix(key, "attention.")
+}
+
+// checkStrict refuses what the tensor checks alone let through: a rope or
+// attention key under the architecture's prefix that llama.cpp does not
+// define, a
 // tensor the model never reads (a blk.N past block_count among them),
 // and a vocabulary whose size differs from the embedding's rows.
 func (s *Source) checkStrict() error {
 	prefix := s.arch + "."
 	for _, kv := range s.f.Metadata {
-		if rest, ok := strings.CutPrefix(kv.Key, prefix); ok && !slices.Contains(llamaCppArchKeys, rest) {
+		rest, ok := strings.CutPrefix(kv.Key, prefix)
+		if ok && changesAttention(rest) && !slices.Contains(llamaCppArchKeys, rest) {
 			return fmt.Errorf("gguf: %s: metadata key %q is not a key llama.cpp defines for %s (misspelled?)", s.f.name, kv.Key, s.arch)
 		}
 	}

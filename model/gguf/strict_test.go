@@ -71,6 +71,10 @@ func TestSourceStrict(t *testing.T) {
 		setKVs("llama.vocab_size", uint32(10))(kvs, ts)
 		setKVs("llama.rope.scale_linear", float32(1))(kvs, ts)
 		setKVs("llama.attention.key_length", uint32(4))(kvs, ts)
+		// A key outside rope.* and attention.* that llama.cpp does not
+		// (yet) define is metadata a newer converter may add: ignored,
+		// as llama.cpp ignores it.
+		setKVs("llama.some_future_feature", uint32(1))(kvs, ts)
 	}
 	s, err := OpenSource(tinyModel(t, "llama", ok))
 	if err != nil {
