@@ -17,7 +17,8 @@
 #
 # Usage: scripts/deadcode.sh          check (CI)
 #        scripts/deadcode.sh -list    print every dead function as an
-#                                     allow-list line, to regenerate the list
+#                                     allow-list line (keeping the reasons
+#                                     already on the list), to regenerate it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C # sort and join must agree on the order
@@ -47,6 +48,7 @@ analyse wasm GOOS=js GOARCH=wasm -- ./web/wasm/...
 
 # dead: reported by every configuration whose program contains the package.
 awk -F'\t' -v mod="$module/" -v root="$PWD/" '
+	function trim(s, prefix) { return index(s, prefix) == 1 ? substr(s, length(prefix) + 1) : s }
 	role == "pkgs" { has[cfg, $1] = 1; next }
 	{
 		pkg = $1; sub(/\.[^\/]*$/, "", pkg) # the package path ends at the first dot after the last slash
@@ -58,16 +60,16 @@ awk -F'\t' -v mod="$module/" -v root="$PWD/" '
 			for (c = 1; c <= cfg; c++)
 				if (has[c, pkgOf[f]] && !dead[c, f]) ok = 0
 			if (!ok) continue
-			name = f; sub("^" mod, "", name)
-			p = pos[f]; sub("^" root, "", p)
-			print name "\t" p
+			print trim(f, mod) "\t" trim(pos[f], root)
 		}
 	}' cfg=1 role=pkgs "$work/native.pkgs" role=dead "$work/native.dead" \
 	cfg=2 role=pkgs "$work/wasm.pkgs" role=dead "$work/wasm.dead" |
 	sort >"$work/dead"
 
 if [ "${1:-}" = "-list" ]; then
-	cut -f1 "$work/dead" | sed 's/$/  # why: deliberate public API because .../'
+	# Keep the reason of an entry already on the list.
+	awk 'NR == FNR { if ($1 !~ /^#/ && NF) line[$1] = $0; next }
+		{ print ($1 in line) ? line[$1] : $1 "  # why: ..." }' "$allow" FS='\t' "$work/dead"
 	exit 0
 fi
 
