@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/model/llama2c"
 )
@@ -218,16 +218,10 @@ func ggufTokenizerKV(path string, vocabSize int) ([]gguf.KV, error) {
 	return f.Metadata, nil
 }
 
-// isGGUF reports whether the file at path starts with GGUF's magic.
+// isGGUF reports whether the file at path is a GGUF file.
 func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var magic [4]byte
-	n, _ := f.ReadAt(magic[:], 0)
-	return n == 4 && string(magic[:]) == gguf.Magic
+	kind, err := checkpoint.Sniff(path)
+	return err == nil && kind == checkpoint.GGUF
 }
 
 // writeCheckpoint runs write into path through package outfile (a
