@@ -119,12 +119,12 @@ func TestContextSize(t *testing.T) {
 	n := contextSize(a, c, io.Discard)
 	po := engine.Options{BlockSize: 16}
 	poolForContext(&po, n)
-	if n != 4096 || po.NumBlocks != engine.DefaultKVSequences*4096/16 {
-		t.Fatalf("default context %d, pool %d blocks: want 4096 and %d", n, po.NumBlocks, engine.DefaultKVSequences*4096/16)
+	if nb := engine.KVPool(c, po).NumBlocks; n != 4096 || nb != engine.DefaultKVSequences*4096/16 {
+		t.Fatalf("default context %d, pool %d blocks: want 4096 and %d", n, nb, engine.DefaultKVSequences*4096/16)
 	}
 	po = engine.Options{BlockSize: 16, KVMemory: 1 << 20}
-	if poolForContext(&po, n); po.NumBlocks != 0 {
-		t.Fatalf("an explicit kv_memory was overridden: %d blocks", po.NumBlocks)
+	if poolForContext(&po, n); engine.KVPool(c, po).NumBlocks != 0 {
+		t.Fatalf("an explicit kv_memory was overridden: %d blocks", engine.KVPool(c, po).NumBlocks)
 	}
 	a.v.Set("ctx_size", 100)
 	if n := contextSize(a, model.Config{SeqLen: 64}, io.Discard); n != 64 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile/outfiletest"
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // The tests of this file each reproduce a way the CLI lost output,
@@ -360,7 +361,7 @@ func TestValidation(t *testing.T) {
 // is an error naming both sizes, before anything is allocated (before,
 // 400GiB died with "out of memory" and a stack trace).
 func TestKVMemoryBeyondPhysical(t *testing.T) {
-	phys, err := physicalMemory()
+	phys, err := engine.PhysicalMemory()
 	if err != nil {
 		t.Skip(err)
 	}

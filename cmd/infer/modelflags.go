@@ -286,14 +286,9 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 	}, nil
 }
 
-// newEngine is engine.New after checking that the KV pool fits the
-// machine's physical memory, so --kv-memory 400GiB or --num-blocks
-// 134217727 is an error naming both sizes instead of an out-of-memory
-// crash.
+// newEngine is engine.New, which checks that the KV pool fits the
+// machine's physical memory before allocating it.
 func newEngine(m *model.Model, opts engine.Options) (*engine.Engine, error) {
-	if err := checkKVPool(m.Config, opts); err != nil {
-		return nil, err
-	}
 	return engine.New(m, opts)
 }
 

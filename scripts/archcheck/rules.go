@@ -63,7 +63,7 @@ var rules = []rule{
 	{pkg: "model/checkpoint", concept: "opens any checkpoint by magic or directory: its Source, tokenizer and generation settings",
 		imports: append([]string{"model/llama2c", "model/gguf", "model/hf", "model/checkpoint/stories260k"}, formatImports...)},
 	{pkg: "model/engine", concept: "the continuous-batching scheduler: admit, step, preempt, retire",
-		imports: []string{"model", "model/tokenizer", "kvcache", "attention", "tensor", "tensor/kernels"}},
+		imports: []string{"model", "model/tokenizer", "kvcache", "attention", "tensor", "tensor/kernels"}, external: []string{xSys}},
 	{pkg: "model/internal/formattest", concept: "test helper of the format packages: a generation through model/engine",
 		imports: []string{"model", "model/engine"}},
 	{pkg: "cuda", concept: "experimental: CUDA kernels for the attention paths and their memory-traffic simulation",
