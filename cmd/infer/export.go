@@ -32,7 +32,8 @@ func newExportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write the model as a llama2.c checkpoint (legacy float32 or version-2 Q8_0)",
-		Long: `export writes the model (a loaded checkpoint, or the synthetic model of the
+		Long: `export writes the model (a loaded checkpoint, the built-in stories260K
+without --checkpoint, or with --checkpoint synthetic the synthetic model of the
 synthetic.* keys) as a llama2.c checkpoint that both llama2.c and Stride read.
 
 --format legacy (the default) is the float32 format run.c reads: the fused QKV
@@ -70,7 +71,7 @@ written through; a directory, socket or block device is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(a, cmd) },
 	}
-	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint to re-export; empty = the synthetic model")
+	a.flag(cmd, "checkpoint", "checkpoint", "checkpoint to re-export; empty = the built-in stories260K; synthetic = the synthetic model")
 	a.flag(cmd, "out", "export.out", "output file")
 	a.flag(cmd, "format", "export.format", "checkpoint format")
 	a.flag(cmd, "group-size", "export.group_size", "Q8_0 group size of --format v2; 0 = auto")

@@ -214,7 +214,7 @@ func TestStopStrings(t *testing.T) {
 // its tokens consistently with its ids, and several prompts in text mode
 // print each sequence once.
 func TestJSONStatsAndTextStreaming(t *testing.T) {
-	code, out, errs := cli(t, "generate", "-p", "abc", "-p", "hello there", "--steps", "20", "--temperature", "0.9", "-s", "4", "--output", "json")
+	code, out, errs := cli(t, "generate", "--checkpoint", "synthetic", "-p", "abc", "-p", "hello there", "--steps", "20", "--temperature", "0.9", "-s", "4", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -239,7 +239,7 @@ func TestJSONStatsAndTextStreaming(t *testing.T) {
 	if len(seen) != 2 {
 		t.Fatalf("sequences %v", seen)
 	}
-	code, out, errs = cli(t, "generate", "-p", "abc", "-p", "hello there", "-p", "x", "--steps", "20", "--temperature", "0")
+	code, out, errs = cli(t, "generate", "--checkpoint", "synthetic", "-p", "abc", "-p", "hello there", "-p", "x", "--steps", "20", "--temperature", "0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -18,13 +18,14 @@ import (
 )
 
 // The settings every command that runs a model shares: which model
-// (a llama2.c checkpoint, or the synthetic model described by the
-// synthetic.* keys when no checkpoint is given), its tokenizer, the
+// (a checkpoint, the built-in stories260K when none is given, or with
+// --checkpoint synthetic the synthetic model the synthetic.* keys
+// describe), its tokenizer, the
 // weight dtype, and the engine (attention path, KV cache, threads).
 func init() {
 	registerKeys(
-		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "llama2.c checkpoint (.bin); empty = the synthetic model"},
-		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "llama2.c tokenizer.bin; empty = bytes (vocab >= 259)"},
+		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
+		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
 		configKey{Name: "synthetic.seed", Kind: kindInt, Default: 42, Help: "seed of the synthetic model's weights"},
 		configKey{Name: "synthetic.dim", Kind: kindInt, Default: 64, Help: "synthetic model: width"},
 		configKey{Name: "synthetic.hidden_dim", Kind: kindInt, Default: 172, Help: "synthetic model: SwiGLU width"},
@@ -78,8 +79,8 @@ func speculation(a *app) (engine.Speculation, error) {
 // named in skip (a command that gives a flag another meaning).
 func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 	for _, f := range []struct{ name, key, usage string }{
-		{"checkpoint", "checkpoint", "llama2.c checkpoint (alias --model); empty = the synthetic model"},
-		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
+		{"checkpoint", "checkpoint", "checkpoint file or HF directory (alias --model); empty = the built-in stories260K; synthetic = the synthetic model"},
+		{"tokenizer", "tokenizer", "tokenizer file; empty = the checkpoint's own"},
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
 		{"block-size", "block_size", "KV cache block size"},
@@ -172,9 +173,15 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 		return nil, err
 	}
 	var lm *loadedModel
-	if path := a.getPath("checkpoint"); path == syntheticCheckpoint || path == "" {
+	// The word, not a path: a config file's relative paths are resolved
+	// against its folder, "synthetic" is not.
+	if a.getString("checkpoint") == syntheticCheckpoint {
 		lm, err = synthesize(a, wdt)
 	} else {
+		path := a.getPath("checkpoint")
+		if err := syntheticKeysUnused(a, path); err != nil {
+			return nil, err
+		}
 		if path != "" {
 			defer loadingNotice(a.errw, path)()
 		}
@@ -213,6 +220,23 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 	lm := &loadedModel{m: m, codec: ck.Tokenizer, name: ck.Source.Name(), stop: g.StopTokens, types: g.StoredTypes,
 		ggml: g.GGML, chatTemplate: g.ChatTemplate, eosText: g.EOSText}
 	return lm, nil
+}
+
+// syntheticKeysUnused refuses synthetic.* keys set for a run that loads
+// a checkpoint (the built-in one when path is empty): they describe only
+// the synthetic model, and ignoring them would run another model than
+// the one asked for.
+func syntheticKeysUnused(a *app, path string) error {
+	for _, k := range []string{"seed", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"} {
+		if src := a.source("synthetic." + k); src != "default" {
+			where := "--checkpoint " + path
+			if path == "" {
+				where = "no --checkpoint (the built-in stories260K)"
+			}
+			return fmt.Errorf("synthetic.%s (from %s) describes the synthetic model, but the run has %s: add --checkpoint synthetic", k, src, where)
+		}
+	}
+	return nil
 }
 
 // synthesize makes the synthetic model of the synthetic.* keys with
