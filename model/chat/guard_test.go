@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func TestCheckTemplateBounds(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error spans lines: %q", name, err)
 		}
-		if _, err := newChatTemplate("test", src, ""); err == nil {
+		if _, err := New("test", src, ""); err == nil {
 			t.Errorf("%s: newChatTemplate compiled it", name)
 		}
 	}
