@@ -49,4 +49,3 @@ func TestChatPiped(t *testing.T) {
 		t.Errorf("empty stdin: exit %d, %q, %q", code, out, errs)
 	}
 }
-

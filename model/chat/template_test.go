@@ -18,10 +18,10 @@ type oracleFile struct {
 	EOS      string `json:"eos_token"`
 	Template string `json:"template"`
 	Cases    []struct {
-		Name     string        `json:"name"`
+		Name     string    `json:"name"`
 		Messages []Message `json:"messages"`
-		AddGen   bool          `json:"add_generation_prompt"`
-		Text     string        `json:"text"`
+		AddGen   bool      `json:"add_generation_prompt"`
+		Text     string    `json:"text"`
 	} `json:"cases"`
 }
 
