@@ -44,7 +44,14 @@ func (b Budget) withDefaults() Budget {
 
 // compile compiles src and instruments it for the meter.
 func compile(src string) (*jinja.Template, error) {
-	return jinja.Compile(src)
+	tpl, err := jinja.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := instrument(tpl); err != nil {
+		return nil, err
+	}
+	return tpl, nil
 }
 
 // runBudgeted renders tpl with data under b, stopping with ctx. A panic
@@ -59,5 +66,9 @@ func runBudgeted(ctx context.Context, tpl *jinja.Template, data map[string]jinja
 			out, err = "", fmt.Errorf("rendering failed: %v", r)
 		}
 	}()
+	m := &meter{ctx: ctx, b: b}
+	for k, v := range m.data() {
+		data[k] = v
+	}
 	return tpl.RenderValues(data)
 }
