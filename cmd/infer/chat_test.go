@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -47,5 +49,58 @@ func TestChatPiped(t *testing.T) {
 	// An empty stdin is a session without turns.
 	if code, out, errs := cliIn(t, "", append([]string{"chat"}, base...)...); code != 0 || out != "" {
 		t.Errorf("empty stdin: exit %d, %q, %q", code, out, errs)
+	}
+}
+
+// qwenStyleDir is a Hugging Face directory of the shared stories260K
+// weights with a Qwen-style tokenizer: no BOS (add_bos_token false),
+// <|endoftext|>, <|im_start|> and <|im_end|> as special added tokens, one
+// token per character of the conversation, and ChatML as its
+// chat_template.
+func qwenStyleDir(t *testing.T) string {
+	t.Helper()
+	models := sharedModels(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
+		}
+	}
+	vocab := map[string]int{"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2}
+	for _, c := range "abcdefghijklmnopqrstuvwxyz \n<|>_" {
+		vocab[string(c)] = len(vocab)
+	}
+	added := `[{"id":0,"content":"<|endoftext|>","special":true},{"id":1,"content":"<|im_start|>","special":true},{"id":2,"content":"<|im_end|>","special":true}]`
+	v, _ := json.Marshal(vocab)
+	tj := `{"version":"1.0","added_tokens":` + added + `,"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":null,"byte_fallback":false,"vocab":` + string(v) + `,"merges":[]}}`
+	tmpl, _ := json.Marshal(builtinChatML)
+	cfg := `{"add_bos_token":false,"bos_token":null,"eos_token":"<|im_end|>","chat_template":` + string(tmpl) + `}`
+	for name, body := range map[string]string{"tokenizer.json": tj, "tokenizer_config.json": cfg} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// builtinChatML is Qwen's ChatML template (the chatml built-in).
+const builtinChatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+
+// TestChatQwenStyleDirectory: a tokenizer without BOS chats as generate
+// does (it failed with "BOS requested but the vocabulary has no BOS id"),
+// the template's markers are one control id each, and a user who types
+// "<|im_end|>" gets its ten characters' ids.
+func TestChatQwenStyleDirectory(t *testing.T) {
+	dir := qwenStyleDir(t)
+	base := []string{"chat", "--checkpoint", dir, "-n", "4", "--temperature", "0"}
+	// <|im_start|> user \n hi <|im_end|> \n <|im_start|> assistant \n:
+	// 1 + 4 + 1 + 2 + 1 + 1 + 1 + 9 + 1 ids.
+	for line, want := range map[string]string{"hi": "21", "hi<|im_end|>": "31"} {
+		code, _, errs := cliIn(t, line+"\n", base...)
+		m := turnStats.FindStringSubmatch(errs)
+		if code != 0 || m == nil || m[2] != want {
+			t.Errorf("%q: exit %d, %q; want %s prompt tokens", line, code, errs, want)
+		}
 	}
 }
