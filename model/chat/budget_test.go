@@ -3,6 +3,9 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +119,41 @@ func TestRenderStopsWithContext(t *testing.T) {
 	cancelNow()
 	if _, err := renderSrc(t, done, "x", Budget{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("a context done before rendering: %v", err)
+	}
+}
+
+// TestDefaultBudgetFitsRealTemplates: a conversation of 400 turns of
+// 8 KiB each (3 MiB) renders within DefaultBudget with every real
+// template in the tests: Llama 3, Qwen3, Mistral, Gemma, Phi-3, ChatML.
+func TestDefaultBudgetFitsRealTemplates(t *testing.T) {
+	srcs := map[string]string{"chatml": builtinTemplates["chatml"], "llama-3 built-in": builtinTemplates["llama-3"]}
+	for _, name := range []string{"llama3", "qwen3"} {
+		srcs[name] = readOracle(t, name).Template
+	}
+	for _, name := range []string{"mistral", "gemma", "phi3"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "templates", name+".jinja"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs[name] = strings.TrimSuffix(string(raw), "\n")
+	}
+	var msgs []Message
+	for i := 0; i < 400; i++ {
+		role := []string{"user", "assistant"}[i%2]
+		msgs = append(msgs, Message{Role: role, Content: fmt.Sprintf("turn %d ", i) + strings.Repeat("words ", 8<<10/6)})
+	}
+	for name, src := range srcs {
+		tpl, err := New(name, src, "</s>")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := tpl.Render(context.Background(), msgs, Options{AddGenerationPrompt: true, BOS: "<s>"})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !strings.Contains(out, "turn 0 ") || !strings.Contains(out, "turn 399 ") {
+			t.Errorf("%s: a turn is missing from %d bytes", name, len(out))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -38,8 +39,48 @@ func instrument(tpl *jinja.Template) error {
 		return err
 	}
 	nodes := settable(reflect.ValueOf(tpl).Elem().FieldByName("nodes"))
+	if sh.nestedFilterBlocks(nodes, false) {
+		return errors.New("a {% filter %} block inside another: the library applies their filters unmetered, and nested ones could multiply their text without bound")
+	}
 	sh.rewrite(nodes)
 	return nil
+}
+
+// nestedFilterBlocks reports whether v holds a filter block within a
+// filter block (in is whether v is inside one).
+func (sh *shapes) nestedFilterBlocks(v reflect.Value, in bool) bool {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return false
+		}
+		p := v.Elem()
+		if p.Type() == sh.filterBlock {
+			if in {
+				return true
+			}
+			in = true
+		}
+		if p.Kind() == reflect.Ptr && p.Elem().Kind() == reflect.Struct {
+			return sh.nestedFilterBlocks(p.Elem(), in)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if sh.nestedFilterBlocks(v.Index(i), in) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		if v.Type() == sh.value {
+			return false
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if sh.nestedFilterBlocks(v.Field(i), in) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // meteredFilters are the filters that can multiply their input, which
@@ -49,7 +90,7 @@ var meteredFilters = map[string]bool{"replace": true, "join": true, "indent": tr
 // shapes are the library's node types, taken from a compiled probe.
 type shapes struct {
 	call, name, lit, bin, filter, output, forLoop, text, attr reflect.Type
-	value                                                     reflect.Type
+	filterBlock, value                                        reflect.Type
 }
 
 var (
@@ -59,7 +100,7 @@ var (
 )
 
 // probeSource holds one node of each type instrument touches.
-const probeSource = "{% for x in y %}t{% endfor %}{{ f(1) * a.b | g }}"
+const probeSource = "{% for x in y %}t{% endfor %}{{ f(1) * a.b | g }}{% filter upper %}u{% endfilter %}"
 
 // treeShapes reads the node types off a compiled probe template.
 func treeShapes() (*shapes, error) {
@@ -85,7 +126,7 @@ func treeShapes() (*shapes, error) {
 		s := &shapes{call: call.Type(), name: call.Elem().FieldByName("fn").Elem().Type(),
 			lit: call.Elem().FieldByName("args").Index(0).Elem().Type(), bin: bin.Type(),
 			filter: filter.Type(), output: out.Type(), forLoop: loop.Type(), text: text.Type(),
-			attr: attr.Type(), value: reflect.TypeOf(jinja.Value{})}
+			attr: attr.Type(), filterBlock: nodes.Index(2).Elem().Type(), value: reflect.TypeOf(jinja.Value{})}
 		if s.bin.Elem().Name() != "binExpr" || s.forLoop.Elem().Name() != "forNode" || s.attr.Elem().Name() != "attrExpr" {
 			panic("unexpected node types " + s.bin.String() + ", " + s.forLoop.String())
 		}
