@@ -12,7 +12,7 @@ import (
 // instrument): loops, string-building operators, filters and printed
 // values call back into a meter that checks each cap on the evaluated
 // values before the work is done, and checks the context at every such
-// step. A zero field takes DefaultBudget's value.
+// step. A zero field takes defaultBudget's value.
 type Budget struct {
 	OutputBytes int // bytes the rendering may print
 	Iterations  int // loop iterations, all loops together
@@ -20,13 +20,13 @@ type Budget struct {
 	StringBytes int // the longest string (or printed list) any step may build
 }
 
-// DefaultBudget is generous for every real template (a conversation of
+// defaultBudget is generous for every real template (a conversation of
 // megabytes renders in far less) and far below a memory problem.
-var DefaultBudget = Budget{OutputBytes: 64 << 20, Iterations: 1 << 20, RangeLen: 1 << 16, StringBytes: 32 << 20}
+var defaultBudget = Budget{OutputBytes: 64 << 20, Iterations: 1 << 20, RangeLen: 1 << 16, StringBytes: 32 << 20}
 
-// withDefaults fills b's zero fields from DefaultBudget.
+// withDefaults fills b's zero fields from defaultBudget.
 func (b Budget) withDefaults() Budget {
-	d := DefaultBudget
+	d := defaultBudget
 	if b.OutputBytes > 0 {
 		d.OutputBytes = b.OutputBytes
 	}

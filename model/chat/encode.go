@@ -16,7 +16,8 @@ type Options struct {
 	// BOS is the bos_token text the template sees. Encode sets it from
 	// the vocabulary.
 	BOS string
-	// Budget bounds the rendering; its zero fields take DefaultBudget's.
+	// Budget bounds the rendering; its zero fields take the defaults (64 MiB output, 2^20 iterations,
+	// range 65 536, strings 32 MiB).
 	Budget Budget
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stride-lm/stride/model/tokenizer"
@@ -16,6 +17,11 @@ import (
 // (scripts/fetch-test-tokenizers.sh), skipping when absent outside CI.
 func npmTokenizer(t *testing.T, name string) *tokenizer.Tokenizer {
 	t.Helper()
+	npmMu.Lock()
+	defer npmMu.Unlock()
+	if tok, ok := npmLoaded[name]; ok {
+		return tok
+	}
 	dir := filepath.Join("..", "tokenizer", "testdata", "npm", name, "models")
 	tj, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
@@ -32,8 +38,15 @@ func npmTokenizer(t *testing.T, name string) *tokenizer.Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	npmLoaded[name] = tok
 	return tok
 }
+
+// npmLoaded keeps the loaded tokenizers: loading one takes seconds.
+var (
+	npmMu     sync.Mutex
+	npmLoaded = map[string]*tokenizer.Tokenizer{}
+)
 
 // TestEncodeMatchesTransformersJS: on conversations whose messages spell
 // no control token, Encode gives the ids Hugging Face's

@@ -132,10 +132,6 @@ func New(name, src, eos string) (*Template, error) {
 	return t, nil
 }
 
-// Name is the template's name: a built-in's, the file's, or what New was
-// given.
-func (t *Template) Name() string { return t.name }
-
 // Stops are the markers that end a reply in the template's format.
 func (t *Template) Stops() []string { return append([]string(nil), t.stops...) }
 
