@@ -21,7 +21,7 @@ import (
 func init() {
 	registerKeys(
 		configKey{Name: "chat.system", Kind: kindString, Default: "", Help: "system prompt of infer chat"},
-		configKey{Name: "chat.template", Kind: kindString, Default: "", Help: "chat template: a built-in name (" + chat.Names() + ") or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
+		configKey{Name: "chat.template", Kind: kindString, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
 		configKey{Name: "chat.raw", Kind: kindBool, Default: false, Help: "no template: each line continues the text (base models)"},
 	)
 	register(newChatCmd)

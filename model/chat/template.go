@@ -38,9 +38,9 @@ var builtinTemplates = map[string]string{
 	"zephyr":  "{% for message in messages %}{{ '<|' + message['role'] + '|>\n' + message['content'] + eos_token + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}",
 }
 
-// Names lists the built-in template names, comma-separated, for errors
+// names lists the built-in template names, comma-separated, for errors
 // and help texts.
-func Names() string {
+func names() string {
 	var names []string
 	for n := range builtinTemplates {
 		names = append(names, n)
@@ -73,7 +73,7 @@ func Load(spec string) (*Template, error) {
 	}
 	f, err := os.Open(spec)
 	if err != nil {
-		return nil, fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", spec, Names(), err)
+		return nil, fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", spec, names(), err)
 	}
 	defer f.Close()
 	raw, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
