@@ -50,7 +50,7 @@ func TestBudgetRefusesComputedWork(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.cap) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: got %v, want one line naming %s", name, err, tc.cap)
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		if d := time.Since(start); d > 30*time.Second { // generous: -race on a shared machine
 			t.Errorf("%s: took %v to refuse", name, d)
 		}
 	}
