@@ -46,6 +46,8 @@ func TestBudgetRefusesComputedWork(t *testing.T) {
 		"format":                   {"{% set s = 'x' * 16384 %}{% set f = '{0}' * 4096 %}{{ f.format(s) }}", "Budget.StringBytes"},
 		"tojson indent":            {"{{ range(60000) | list | tojson(indent=100000) }}", "Budget.StringBytes"},
 		"tojson separators":        {"{{ range(60000) | list | tojson(separators=['x' * ((2**17) | int), ':']) }}", "Budget.StringBytes"},
+		"split":                    {"{{ ('a' * 60000 * 100).split('') | length }}", "Budget.StringBytes"},
+		"list of characters":       {"{% set s = 'ab' * 60000 %}{{ (s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s) | list | length }}", "Budget.StringBytes"},
 		"list through tojson":      {"{% set s = 'x' * 65536 %}{% set l = [] %}{% for i in range(4096) %}{% set _ = l.append(s) %}{% endfor %}{{ l | tojson }}", "Budget.StringBytes"},
 	} {
 		start := time.Now()
@@ -76,11 +78,12 @@ func TestBudgetLibraryPanics(t *testing.T) {
 func TestBudgetSmallCaps(t *testing.T) {
 	b := Budget{OutputBytes: 100, Iterations: 10, RangeLen: 5, StringBytes: 400}
 	for src, want := range map[string]string{
-		"{% for i in range(5) %}{{ i * 2 }}{% endfor %}":                                          "02468",
-		"{{ 'ab' * 3 }}|{{ 2.5 * 2 }}|{{ '3' * 1 }}":                                              "ababab|5|3",
-		"{{ 'a-b'.replace('-', '+') }}{{ 'x' | replace('x', 'yy') }}":                             "a+byy",
-		"{{ [1, 2] | join(',') }} {{ 'q' ~ 1 }}":                                                  "1,2 q1",
-		"{{ '{}-{}'.format('a', 'b') }}{{ '{1}{0}'.format('c', 'd') }} {{ {'k': [1]} | tojson }}": `a-bdc {"k": [1]}`,
+		"{% for i in range(5) %}{{ i * 2 }}{% endfor %}":                                                    "02468",
+		"{{ 'ab' * 3 }}|{{ 2.5 * 2 }}|{{ '3' * 1 }}":                                                        "ababab|5|3",
+		"{{ 'a-b'.replace('-', '+') }}{{ 'x' | replace('x', 'yy') }}":                                       "a+byy",
+		"{{ [1, 2] | join(',') }} {{ 'q' ~ 1 }}":                                                            "1,2 q1",
+		"{{ 'a b  c'.split() | join('|') }}{{ 'a,b'.split(',') | join('|') }}{{ 'xy' | list | join('|') }}": "a|b|ca|bx|y",
+		"{{ '{}-{}'.format('a', 'b') }}{{ '{1}{0}'.format('c', 'd') }} {{ {'k': [1]} | tojson }}":           `a-bdc {"k": [1]}`,
 	} {
 		got, err := renderSrc(t, context.Background(), src, b)
 		if err != nil || got != want {

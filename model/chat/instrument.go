@@ -20,8 +20,9 @@ import (
 //   - the operands of `+` and `~`, the input of every filter, the
 //     receiver of every method call, and the results of calls and filters
 //     pass through __stride_sized, which checks their size;
-//   - `s.replace(a, b)` and `s.format(…)` become __stride_replace(s, a, b)
-//     and __stride_format(s, …), sized exactly before they run;
+//   - `s.replace(a, b)`, `s.format(…)` and `s.split(…)` become
+//     __stride_replace(s, a, b), __stride_format(s, …) and
+//     __stride_split(s, …), sized exactly before they run;
 //   - `{% for x in it %}` iterates __stride_loop(it, text): the loop's
 //     length counts against the iteration cap, and its body's literal
 //     text times that length against the output cap;
@@ -29,7 +30,7 @@ import (
 //
 // range() is replaced through the render's data, which shadows the
 // builtins, and the amplifying filters (join, replace, indent, map,
-// tojson) are
+// tojson, list) are
 // renamed to the meter's. Each
 // callback also checks the context, so a cancelled render stops at its
 // next step. The rewrite depends on the library's tree shapes (v1.8.0);
@@ -86,7 +87,7 @@ func (sh *shapes) nestedFilterBlocks(v reflect.Value, in bool) bool {
 
 // meteredFilters are the filters that can multiply their input, which
 // the meter runs with their result's size checked first.
-var meteredFilters = map[string]bool{"replace": true, "join": true, "indent": true, "map": true, "tojson": true}
+var meteredFilters = map[string]bool{"replace": true, "join": true, "indent": true, "map": true, "tojson": true, "list": true}
 
 // shapes are the library's node types, taken from a compiled probe.
 type shapes struct {
@@ -214,7 +215,7 @@ func (sh *shapes) transform(p reflect.Value) (reflect.Value, bool) {
 		fn := field(p, "fn")
 		if !fn.IsNil() && fn.Elem().Type() == sh.attr {
 			obj := field(fn.Elem(), "obj")
-			if attr := field(fn.Elem(), "attr").String(); attr == "replace" || attr == "format" {
+			if attr := field(fn.Elem(), "attr").String(); attr == "replace" || attr == "format" || attr == "split" {
 				args := field(p, "args")
 				vals := []reflect.Value{obj}
 				for i := 0; i < args.Len(); i++ {

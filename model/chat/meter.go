@@ -39,6 +39,8 @@ func (m *meter) data() map[string]jinja.Value {
 		"__stride_indent":         jinja.NewCallable("indent", m.indent),
 		"__stride_map":            jinja.NewCallable("map", m.mapFilter),
 		"__stride_format":         jinja.NewCallable("__stride_format", m.formatMethod),
+		"__stride_split":          jinja.NewCallable("__stride_split", m.splitMethod),
+		"__stride_list":           jinja.NewCallable("list", m.list),
 		"__stride_tojson":         jinja.NewCallable("tojson", m.tojson),
 	}
 }
@@ -247,6 +249,59 @@ func (m *meter) formatMethod(args []jinja.Value, _ map[string]jinja.Value) (jinj
 	return jinja.NewString(s), nil
 }
 
+// checkItems refuses building a list of n items past the string cap (a
+// list's items weigh itemBytes each).
+func (m *meter) checkItems(what string, n int) error {
+	if err := m.step(); err != nil {
+		return err
+	}
+	if n > m.b.StringBytes/itemBytes {
+		return fmt.Errorf("%s of %d items is over the cap of %d bytes at %d bytes an item (Budget.StringBytes)", what, n, m.b.StringBytes, itemBytes)
+	}
+	return nil
+}
+
+// splitMethod is s.split([sep]) as the library runs it, its part count
+// checked first.
+func (m *meter) splitMethod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if !args[0].IsString() {
+		return jinja.Undefined(), fmt.Errorf("split() called on a value that is not a string")
+	}
+	s := args[0].AsString()
+	var parts []string
+	if len(args) == 1 {
+		parts = strings.Fields(s) // at most half as many parts as bytes
+		if err := m.checkItems("split()", len(parts)); err != nil {
+			return jinja.Undefined(), err
+		}
+	} else {
+		sep := printed(args[1])
+		n := strings.Count(s, sep) + 1
+		if sep == "" {
+			n = utf8.RuneCountInString(s)
+		}
+		if err := m.checkItems("split()", n); err != nil {
+			return jinja.Undefined(), err
+		}
+		parts = strings.Split(s, sep)
+	}
+	items := make([]jinja.Value, len(parts))
+	for i, p := range parts {
+		items[i] = jinja.NewString(p)
+	}
+	return jinja.NewList(items), nil
+}
+
+// list is the list filter, a string's character count checked first.
+func (m *meter) list(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) > 0 && args[0].IsString() {
+		if err := m.checkItems("list", utf8.RuneCountInString(args[0].AsString())); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	return builtin("list").Fn(args, kw)
+}
+
 // tojson is the tojson filter with a bound on its result checked first:
 // escaping grows a string at most 6 times, and each item adds its
 // separators and, indented, a line of depth × indent spaces.
@@ -392,7 +447,7 @@ func builtin(name string) *jinja.Callable {
 			}
 			return jinja.NewString(""), nil
 		})
-		tpl, err := jinja.Compile("{{ grab(__filter_replace, __filter_join, __filter_indent, __filter_map, __filter_tojson) }}")
+		tpl, err := jinja.Compile("{{ grab(__filter_replace, __filter_join, __filter_indent, __filter_map, __filter_tojson, __filter_list) }}")
 		if err == nil {
 			_, err = tpl.RenderValues(map[string]jinja.Value{"grab": grab})
 		}
