@@ -12,8 +12,8 @@ import (
 type pieceCodec []string
 
 func (c pieceCodec) Encode(string, bool, bool) ([]int, error) { return nil, nil }
-func (c pieceCodec) Decode(_, tok int) string                { return c[tok%len(c)] }
-func (c pieceCodec) VocabSize() int                          { return len(c) }
+func (c pieceCodec) Decode(_, tok int) string                 { return c[tok%len(c)] }
+func (c pieceCodec) VocabSize() int                           { return len(c) }
 
 // cutAtStop is the brute-force reference: after each piece, decode
 // everything so far and cut at the leftmost stop string; the first piece
@@ -86,9 +86,9 @@ func TestDetokenizerHoldBack(t *testing.T) {
 		{[]string{"aXb", "Yc"}, []string{"bY", "X"}},
 		{[]string{"no", " stop", " here"}, []string{"zzz"}},
 		{[]string{"partial <|e"}, []string{"<|eot_id|>"}},
-		{[]string{"caf", "\xc3", "\xa9 ", "\xe2\x82", "\xac!"}, []string{"zz"}},      // é and € split
+		{[]string{"caf", "\xc3", "\xa9 ", "\xe2\x82", "\xac!"}, []string{"zz"}},           // é and € split
 		{[]string{"x\xf0\x9f", "\x98", "\x80y", "\xe2\x82", "\xacEND"}, []string{"€END"}}, // a stop after a split char
-		{[]string{"\xe2", "\x82\xac", "\xe2\x82"}, []string{"\xe2\x82\xac\xe2\x82\xac"}}, // a stop made of split chars
+		{[]string{"\xe2", "\x82\xac", "\xe2\x82"}, []string{"\xe2\x82\xac\xe2\x82\xac"}},  // a stop made of split chars
 	} {
 		checkDetok(t, tc.pieces, tc.stops)
 	}

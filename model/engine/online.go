@@ -13,7 +13,7 @@ import (
 // DefaultMaxBatchedTokens is the token budget per step that servers use
 // by default (Options.MaxBatchedTokens): docs/serving.md gives the
 // measurement behind it.
-const DefaultMaxBatchedTokens = 512
+const DefaultMaxBatchedTokens = 256
 
 // ErrClosed is the error of a Submit after Close.
 var ErrClosed = errors.New("engine: closed")
