@@ -96,8 +96,8 @@ func (e *Engine) Start() {
 // it ends with FinishInterrupted. An invalid request is an error at once,
 // naming what is wrong, and so is a Submit after Close (ErrClosed).
 func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
-	if err := validate(0, r, e.m.Config, e.cache.CanEverFit); err != nil {
-		return nil, err
+	if err := checkRequest(r, e.m.Config, e.cache.CanEverFit); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if len(r.Stop) > 0 && e.opts.Tokenizer == nil {
 		return nil, errors.New("engine: stop strings need Options.Tokenizer")

@@ -47,6 +47,23 @@ func TestOnlineMatchesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Stats is read from another goroutine while the loop runs (-race).
+	stop := make(chan struct{})
+	polled := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				polled <- n
+				return
+			default:
+				if s := e.Stats(); s.Running > 0 {
+					n++
+				}
+			}
+		}
+	}()
 	reqs = build(specs, m.Config.VocabSize)
 	streams := make([]*Stream, len(reqs))
 	for i := range reqs {
@@ -72,6 +89,10 @@ func TestOnlineMatchesRun(t *testing.T) {
 		if len(gen) != len(r.Logprobs) {
 			t.Errorf("request %d: %d generated events, %d logprobs", i, len(gen), len(r.Logprobs))
 		}
+	}
+	close(stop)
+	if n := <-polled; n == 0 {
+		t.Error("Stats never saw a running sequence")
 	}
 	e.Close()
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -169,28 +170,37 @@ type Stats struct {
 // validate returns why request i cannot run on an engine for config c
 // whose cache holds at most what fits reports, or nil.
 func validate(i int, r Request, c model.Config, fits func(n int) error) error {
+	if err := checkRequest(r, c, fits); err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	return nil
+}
+
+// checkRequest returns why r cannot run on an engine for config c whose
+// cache holds at most what fits reports, or nil.
+func checkRequest(r Request, c model.Config, fits func(n int) error) error {
 	switch {
 	case len(r.Prompt) == 0:
-		return fmt.Errorf("request %d: empty prompt", i)
+		return errors.New("empty prompt")
 	case r.StopTokens == nil && r.Prompt[0] != model.BOSID:
-		return fmt.Errorf("request %d: prompt must start with BOS (%d)", i, model.BOSID)
+		return fmt.Errorf("prompt must start with BOS (%d)", model.BOSID)
 	case r.Sampler == nil:
-		return fmt.Errorf("request %d: no sampler", i)
+		return errors.New("no sampler")
 	case r.TopLogprobs < 0 || r.TopLogprobs > MaxTopLogprobs:
-		return fmt.Errorf("request %d: top_logprobs must be 0..%d (got %d)", i, MaxTopLogprobs, r.TopLogprobs)
+		return fmt.Errorf("top_logprobs must be 0..%d (got %d)", MaxTopLogprobs, r.TopLogprobs)
 	case r.Steps < 1:
-		return fmt.Errorf("request %d: steps must be >= 1 (got %d)", i, r.Steps)
+		return fmt.Errorf("steps must be >= 1 (got %d)", r.Steps)
 	case len(r.Prompt) > c.SeqLen:
-		return fmt.Errorf("request %d: prompt of %d tokens is longer than seq_len %d", i, len(r.Prompt), c.SeqLen)
+		return fmt.Errorf("prompt of %d tokens is longer than seq_len %d", len(r.Prompt), c.SeqLen)
 	case r.Steps > c.SeqLen:
-		return fmt.Errorf("request %d: steps %d exceed seq_len %d", i, r.Steps, c.SeqLen)
+		return fmt.Errorf("steps %d exceed seq_len %d", r.Steps, c.SeqLen)
 	}
 	if err := fits(r.Steps); err != nil {
-		return fmt.Errorf("request %d: %w", i, err)
+		return err
 	}
 	for _, tok := range r.Prompt {
 		if tok < 0 || tok >= c.VocabSize {
-			return fmt.Errorf("request %d: token %d is outside the vocabulary (size %d)", i, tok, c.VocabSize)
+			return fmt.Errorf("token %d is outside the vocabulary (size %d)", tok, c.VocabSize)
 		}
 	}
 	return nil
