@@ -144,8 +144,8 @@ func TestOnlineCancel(t *testing.T) {
 
 // TestOnlineIdleAndClose: an idle loop takes no steps (it sleeps, not
 // spins); a request still running at Close ends interrupted; Submit after
-// Close is ErrClosed; an invalid request is refused at once; Run is
-// refused while the loop owns the scheduler.
+// Close is ErrClosed; an invalid request is refused at once; Run's requests
+// join the loop.
 func TestOnlineIdleAndClose(t *testing.T) {
 	noLeaks(t)
 	m := tinyGQA(t)
@@ -164,8 +164,12 @@ func TestOnlineIdleAndClose(t *testing.T) {
 	if s := e.Stats().Steps; s != steps {
 		t.Errorf("idle loop took %d steps", s-steps)
 	}
-	if _, _, err := e.Run(context.Background(), reqs[:1], Hooks{}); err == nil {
-		t.Error("Run while the online loop runs: no error")
+	// Run joins the loop and gives what Submit gave.
+	again := build([]reqSpec{{prompt: []int{1, 5}, steps: 6}}, m.Config.VocabSize)
+	var streamed []int
+	res, _, err := e.Run(context.Background(), again, Hooks{Token: func(ev Event) { streamed = append(streamed, ev.Token) }})
+	if err != nil || !slices.Equal(res[0].Tokens, st.Result().Tokens) || !slices.Equal(streamed, res[0].Tokens) {
+		t.Errorf("Run on the online loop: %v (%v), streamed %v; Submit gave %v", res[0].Tokens, err, streamed, st.Result().Tokens)
 	}
 	bad := reqs[0]
 	bad.Steps = 1000
