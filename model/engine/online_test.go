@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stride-lm/stride/model"
 	"go.uber.org/goleak"
 )
 
@@ -33,8 +34,17 @@ func noLeaks(t *testing.T) {
 func TestOnlineMatchesRun(t *testing.T) {
 	noLeaks(t)
 	m := tinyGQA(t)
+	for _, opts := range []Options{
+		{Tokenizer: tinyPieces(), NumBlocks: 24},
+		{Tokenizer: tinyPieces(), MaxBatchedTokens: 20, Speculation: Speculation{Method: "ngram"}},
+	} {
+		onlineMatchesRun(t, m, opts)
+	}
+}
+
+// onlineMatchesRun is TestOnlineMatchesRun for one engine configuration.
+func onlineMatchesRun(t *testing.T, m *model.Model, opts Options) {
 	specs := mixedRequests()
-	opts := Options{Tokenizer: tinyPieces(), NumBlocks: 24}
 	reqs := build(specs, m.Config.VocabSize)
 	for i := range reqs {
 		reqs[i].Logprobs, reqs[i].Stop = true, []string{"€!"}
@@ -170,6 +180,13 @@ func TestOnlineIdleAndClose(t *testing.T) {
 	res, _, err := e.Run(context.Background(), again, Hooks{Token: func(ev Event) { streamed = append(streamed, ev.Token) }})
 	if err != nil || !slices.Equal(res[0].Tokens, st.Result().Tokens) || !slices.Equal(streamed, res[0].Tokens) {
 		t.Errorf("Run on the online loop: %v (%v), streamed %v; Submit gave %v", res[0].Tokens, err, streamed, st.Result().Tokens)
+	}
+	// A cancelled Run on the loop ends its requests interrupted.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, _, err = e.Run(done, build([]reqSpec{{prompt: []int{1, 5}, steps: 60}}, m.Config.VocabSize), Hooks{})
+	if !errors.Is(err, context.Canceled) || res[0].FinishReason != FinishInterrupted {
+		t.Errorf("cancelled Run on the loop: %v, %s", err, res[0].FinishReason)
 	}
 	bad := reqs[0]
 	bad.Steps = 1000
