@@ -190,8 +190,8 @@ func TestOnlineIdleAndClose(t *testing.T) {
 	}
 	bad := reqs[0]
 	bad.Steps = 1000
-	if _, err := e.Submit(context.Background(), bad); err == nil {
-		t.Error("steps beyond seq_len: no error")
+	if _, err := e.Submit(context.Background(), bad); !errors.Is(err, ErrContextLength) {
+		t.Errorf("steps beyond seq_len: %v, want ErrContextLength", err)
 	}
 	reqs[1].IgnoreEOS = true
 	long, err := e.Submit(context.Background(), reqs[1])
