@@ -26,8 +26,8 @@ type loopState struct {
 	closing   bool
 	arrived   []*seqState
 	nextSeq   int
-	wake      chan struct{} // capacity 1: a pending wake-up is never lost
-	done      chan struct{} // closed when the loop goroutine has returned
+	wake      chan struct{} // capacity 1: a pending wake-up is never lost (made by New)
+	done      chan struct{} // closed when the loop goroutine has returned (made by New)
 	closeOnce sync.Once
 }
 
@@ -69,9 +69,9 @@ func (st *Stream) finish(r Result) {
 }
 
 // Start starts the online loop on its own goroutine: from then on
-// requests are given with Submit, and Run's requests join the loop too. The loop
-// sleeps while there is nothing to do and wakes on a submission or a
-// cancellation. Start is called by the first Submit if not before; later
+// requests are given with Submit, and Run's requests join the loop too.
+// The loop sleeps while there is nothing to do and wakes on a submission
+// or a cancellation. Start is called by the first Submit if not before; later
 // calls do nothing. Close stops it.
 func (e *Engine) Start() {
 	l := &e.loop
@@ -81,8 +81,6 @@ func (e *Engine) Start() {
 		return
 	}
 	l.started = true
-	l.wake = make(chan struct{}, 1)
-	l.done = make(chan struct{})
 	go e.serve()
 }
 

@@ -207,3 +207,21 @@ func TestOnlineIdleAndClose(t *testing.T) {
 		t.Errorf("Submit after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestOnlineSubmitDoneContext: a request whose context is already done
+// when it is submitted to a fresh engine (the loop not yet started)
+// never starts.
+func TestOnlineSubmitDoneContext(t *testing.T) {
+	noLeaks(t)
+	m := tinyGQA(t)
+	e := newEngine(t, m, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := e.Submit(ctx, build([]reqSpec{{prompt: []int{1, 5}, steps: 40}}, m.Config.VocabSize)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Result(); r.FinishReason != FinishInterrupted || len(r.Tokens) != 0 {
+		t.Errorf("%s with %v, want interrupted before it started", r.FinishReason, r.Tokens)
+	}
+}
