@@ -103,6 +103,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 		st.cancelled.Store(true)
 		e.wakeLoop()
 	})
+	if ctx.Err() != nil { // AfterFunc's call may come after the loop took q
+		st.cancelled.Store(true)
+	}
 	seq, err := e.enqueue(q, true)
 	if err != nil {
 		st.stopWatch()
@@ -143,6 +146,9 @@ func (e *Engine) runOnline(ctx context.Context, reqs []Request, hooks Hooks) ([]
 		e.wakeLoop()
 	})
 	defer stop()
+	if ctx.Err() != nil {
+		cancelled.Store(true)
+	}
 	before := e.totals()
 	var wg sync.WaitGroup
 	for i, r := range reqs {
@@ -198,6 +204,10 @@ func (e *Engine) serve() {
 	for {
 		arrived, closing := e.takeArrived()
 		for _, q := range arrived {
+			if q.cancelled() {
+				s.finish(q, FinishInterrupted) // cancelled before it was queued
+				continue
+			}
 			s.accept(q)
 		}
 		if closing {
