@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -57,20 +58,22 @@ func onlineMatchesRun(t *testing.T, m *model.Model, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stats is read from another goroutine while the loop runs (-race).
+	// Stats is read from another goroutine while the loop runs (-race),
+	// and is always consistent.
 	stop := make(chan struct{})
-	polled := make(chan int)
+	bad := make(chan string, 1)
 	go func() {
-		n := 0
 		for {
+			s := e.Stats()
+			if s.Running+s.Waiting > len(specs) || s.KVUsage < 0 || s.KVUsage > 1 || s.KV.UsedBlocks+s.KV.FreeBlocks != s.KV.NumBlocks {
+				bad <- fmt.Sprintf("%+v", s)
+				return
+			}
 			select {
 			case <-stop:
-				polled <- n
+				bad <- ""
 				return
 			default:
-				if s := e.Stats(); s.Running > 0 {
-					n++
-				}
 			}
 		}
 	}()
@@ -101,8 +104,8 @@ func onlineMatchesRun(t *testing.T, m *model.Model, opts Options) {
 		}
 	}
 	close(stop)
-	if n := <-polled; n == 0 {
-		t.Error("Stats never saw a running sequence")
+	if s := <-bad; s != "" {
+		t.Errorf("inconsistent live stats: %s", s)
 	}
 	e.Close()
 }
