@@ -240,7 +240,7 @@ func init() {
 		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
 		avx512.tileQ8_0 = tilesOf(q8_0Tile, lane{8, ggmlQ8_0Tile4x8VNNI}, lane{4, ggmlQ8_0Tile4x4VNNI}, lane{3, ggmlQ8_0Tile4x3VNNI}, lane{2, ggmlQ8_0Tile4x2VNNI})
 		avx512.tileQ4_0 = tilesOf(q4_0Tile, lane{8, ggmlQ4_0Tile4x8VNNI}, lane{4, ggmlQ4_0Tile4x4VNNI}, lane{3, ggmlQ4_0Tile4x3VNNI}, lane{2, ggmlQ4_0Tile4x2VNNI})
-		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{2, ggmlQ5_0Tile4x2AVX2})
+		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{3, ggmlQ5_0Tile4x3VNNI}, lane{2, ggmlQ5_0Tile4x2VNNI})
 		avx512.tileQ4K = tilesOf(q4KTile, k4{4, ggmlQ4KTile4x4VNNI}, k4{2, ggmlQ4KTile4x2AVX2})
 		avx512.tileQ6K = tilesOf(q6KTile, k6{4, ggmlQ6KTile4x4VNNI}, k6{2, ggmlQ6KTile4x2AVX2})
 		avx512.tileQ5K = tilesOf(q4KTile, k4{4, ggmlQ5KTile4x4VNNI}, k4{2, ggmlQ5KTile4x2AVX2})

@@ -618,6 +618,75 @@ q50t4_blk:
 	VZEROUPPER
 	RET
 
+// func ggmlQ5_0Tile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-2, as ggmlQ5_0Tile4x8VNNI.
+TEXT ·ggmlQ5_0Tile4x3VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q5T_CONSTS
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+q50t3_blk:
+	Q5T_ROWPAIR((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q5T_ROWPAIR((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q8T_TOKEN((DI)(R9*2), (R12)(R9*2), (R14)(R15*2), Z4, Z5)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q50t3_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z4, Y4, X4, 0(DI), 4(DI))
+	Q8T_STORE(Z5, Y5, X5, 8(DI), 12(DI))
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_0Tile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-1, as ggmlQ5_0Tile4x8VNNI.
+TEXT ·ggmlQ5_0Tile4x2VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	Q5T_CONSTS
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+q50t2_blk:
+	Q5T_ROWPAIR((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q5T_ROWPAIR((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
+	Q8T_TOKEN((DI)(R9*1), (R12)(R9*1), (R14)(R15*1), Z2, Z3)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $32, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q50t2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q8T_STORE(Z0, Y0, X0, 0(DI), 4(DI))
+	Q8T_STORE(Z1, Y1, X1, 8(DI), 12(DI))
+	ADDQ R9, DI
+	Q8T_STORE(Z2, Y2, X2, 0(DI), 4(DI))
+	Q8T_STORE(Z3, Y3, X3, 8(DI), 12(DI))
+	ADDQ R9, DI
+	VZEROUPPER
+	RET
+
 // The AVX2 tile: ggmlQ8_0Tile4x2AVX2's registers (Y0-Y7 the outputs,
 // token t row r in Y(2r+t); Y8 |w|, Y9 the row's scale, Y10 and Y11 the
 // tokens' quants, Y12 and Y13 temporaries, Y14 the row's weights, Y15 =
