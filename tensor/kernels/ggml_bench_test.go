@@ -187,15 +187,15 @@ func benchDecode(b *testing.B, sh decodeShape) {
 
 // BenchmarkGGMLStepRows110M is the cost of a step of T rows over a step of
 // one (issue 26's "a 2-row step ≤ 1.2× a 1-row step"): one decode step's
-// matmuls of the stories110M shape, on 2 threads with the best Impl, for
-// T = 1, 2, 4, 8, 16 interleaved in every iteration so that the ratios
-// pair runs made under the same load. It reports each T's ms per step and
-// its ratio to T = 1:
+// matmuls of the stories110M shape with the best Impl, for T = 1, 2, 4, 8,
+// 16 interleaved in every iteration so that the ratios pair runs made
+// under the same load. It runs on the calling thread and counts process
+// CPU time as well as wall time: on a shared machine the CPU figures are
+// the steadier ones. It reports each T's ms per step and its ratio to
+// T = 1:
 //
 //	go test -run x -bench 'GGMLStepRows110M' -benchtime 5x ./tensor/kernels
 func BenchmarkGGMLStepRows110M(b *testing.B) {
-	pool := NewPool(2)
-	defer pool.Close()
 	sh := shape110M
 	Ts := []int{1, 2, 4, 8, 16}
 	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M"} {
@@ -206,22 +206,24 @@ func BenchmarkGGMLStepRows110M(b *testing.B) {
 			x[i] = float32(i%7) - 3
 		}
 		b.Run(mix, func(b *testing.B) {
-			spent := make([]float64, len(Ts))
+			wall, cpu := make([]float64, len(Ts)), make([]float64, len(Ts))
 			for i := 0; i < b.N; i++ {
 				for k, T := range Ts {
-					start := time.Now()
+					start, c0 := time.Now(), processCPU()
 					for _, m := range ms {
-						if err := MatMul(pool, out[:T*m.Rows], x[:T*m.Cols], m, T); err != nil {
+						if err := MatMul(nil, out[:T*m.Rows], x[:T*m.Cols], m, T); err != nil {
 							b.Fatal(err)
 						}
 					}
-					spent[k] += time.Since(start).Seconds()
+					wall[k] += time.Since(start).Seconds()
+					cpu[k] += processCPU() - c0
 				}
 			}
 			for k, T := range Ts {
-				b.ReportMetric(spent[k]*1e3/float64(b.N), fmt.Sprintf("T%d-ms", T))
+				b.ReportMetric(cpu[k]*1e3/float64(b.N), fmt.Sprintf("T%d-cpu-ms", T))
 				if k > 0 {
-					b.ReportMetric(spent[k]/spent[0], fmt.Sprintf("T%d/T1", T))
+					b.ReportMetric(cpu[k]/cpu[0], fmt.Sprintf("T%d/T1-cpu", T))
+					b.ReportMetric(wall[k]/wall[0], fmt.Sprintf("T%d/T1-wall", T))
 				}
 			}
 		})
