@@ -123,26 +123,21 @@ func axpyKeysTile(a *flashArgs, sc *scratch, t *keyTile) error {
 	return sc.pvMatMul(a, s, ns, t.rows, vrow)
 }
 
-// gatherTile scores the tile with one kernels.DotRows call per query row
-// (the query in registers) and adds P·V with one AxpyRows call per row
-// (the accumulator in registers across the tile; weights cut to 0 add
-// exact zeros), reading K and V through the block-table offsets.
+// gatherTile scores the tile's query rows with one kernels.DotRowsN call
+// (each row's query in registers in turn) and adds P·V with one
+// AxpyRowsN call (each accumulator in registers across the tile; weights
+// cut to 0 add exact zeros), reading K and V through the block-table
+// offsets, which the kernels check once for all the rows. Each row gets
+// the bits of a one-row call, whatever rows share the tile.
 func gatherTile(a *flashArgs, sc *scratch, t *keyTile) error {
 	D, nk := a.headDim, t.nk
 	kBuf, vBuf, krow, vrow := directRows(a, sc, t)
 	s := sc.s[:t.rows*nk]
-	for r := 0; r < t.rows; r++ {
-		if err := kernels.DotRows(s[r*nk:r*nk+nk], sc.q[r*D:r*D+D], kBuf, krow); err != nil {
-			return err
-		}
+	if err := kernels.DotRowsN(s, nk, sc.q[:t.rows*D], D, t.rows, kBuf, krow); err != nil {
+		return err
 	}
 	sc.softmaxTile(s, nk, D, t)
-	for r := 0; r < t.rows; r++ {
-		if err := kernels.AxpyRows(sc.acc[r*D:r*D+D], s[r*nk:r*nk+nk], vBuf, vrow); err != nil {
-			return err
-		}
-	}
-	return nil
+	return kernels.AxpyRowsN(sc.acc[:t.rows*D], D, t.rows, s, nk, vBuf, vrow)
 }
 
 // blockedTile scores the tile and adds P·V with the portable 2×4

@@ -71,6 +71,16 @@ type comparePoint struct {
 	Ratio   map[string]string `json:"fused_over_naive"`
 	MaxDLog float64           `json:"max_abs_delta_logit"`
 	Same    bool              `json:"tokens_identical"`
+	// First is where the tokens first differ, absent when they do not.
+	First *engine.Divergence `json:"first_divergence,omitempty"`
+}
+
+// divergenceLine says where the paths' tokens first part and by how
+// little: the logit gap of the two picks in each path against the
+// logits' largest difference.
+func divergenceLine(d *engine.Divergence) string {
+	return fmt.Sprintf("request %d position %d: naive %d, fused %d; margins %.3g (naive) and %.3g (fused), |Δlogit| %.3g",
+		d.Seq, d.Pos, d.NaiveToken, d.FusedToken, d.NaiveMargin, d.FusedMargin, d.DeltaLogit)
 }
 
 type pathJSON struct {
@@ -97,7 +107,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func newPoint(ctx int, c *engine.Comparison) comparePoint {
 	p := comparePoint{Context: ctx, Naive: toPathJSON(c.Naive), Fused: toPathJSON(c.Fused),
-		MaxDLog: c.MaxAbsDeltaLogit, Same: c.TokensIdentical, Ratio: map[string]string{}}
+		MaxDLog: c.MaxAbsDeltaLogit, Same: c.TokensIdentical, First: c.First, Ratio: map[string]string{}}
 	for _, r := range compareRows(p) {
 		if r.ratio != "" {
 			p.Ratio[r.key] = r.ratio
@@ -312,6 +322,9 @@ func writeCompareTable(w io.Writer, header string, points []comparePoint) error 
 		}
 		fmt.Fprintf(tw, "max |Δlogit|\t\t%.3g\t\t\n", p.MaxDLog)
 		fmt.Fprintf(tw, "tokens identical\t\t%s\t\t\n", yesNo(p.Same))
+		if p.First != nil {
+			fmt.Fprintf(tw, "first differing token\t\t%s\t\t\n", divergenceLine(p.First))
+		}
 	}
 	return tw.Flush()
 }
@@ -330,6 +343,9 @@ func writeCompareMarkdown(w io.Writer, header string, points []comparePoint) err
 		}
 		fmt.Fprintf(w, "| max \\|Δlogit\\| | | %.3g | |\n", p.MaxDLog)
 		fmt.Fprintf(w, "| tokens identical | | %s | |\n", yesNo(p.Same))
+		if p.First != nil {
+			fmt.Fprintf(w, "| first differing token | | %s | |\n", divergenceLine(p.First))
+		}
 	}
 	return writeErr(w) // the writes above go to a checkedWriter
 }

@@ -60,6 +60,27 @@ type Comparison struct {
 	// TokensIdentical reports whether both paths produced the same tokens
 	// for every request.
 	TokensIdentical bool
+	// First is where the tokens first differ (the earliest position over
+	// all requests), nil when they are identical.
+	First *Divergence
+}
+
+// Divergence is the first token on which the two paths disagree, with
+// the logits it was drawn from: the paths share every matmul, norm and
+// activation kernel, so what differs is the attention arithmetic (the
+// naive path's materialized softmax against the fused kernel's online
+// one), and a token flips only where its logits' margin is that small.
+type Divergence struct {
+	Seq, Pos               int // request, and the token's index in Result.Tokens
+	NaiveToken, FusedToken int
+	// DeltaLogit is the largest |logit_naive − logit_fused| of the logit
+	// vector the token was drawn from.
+	DeltaLogit float64
+	// NaiveMargin is, in the naive logits, the logit of the naive pick
+	// minus that of the fused pick; FusedMargin the reverse in the fused
+	// logits. For greedy picks both are ≥ 0, and a DeltaLogit larger than
+	// their sum is what lets the picks part.
+	NaiveMargin, FusedMargin float64
 }
 
 type logitKey struct{ seq, pos int }
@@ -71,6 +92,7 @@ type logitKey struct{ seq, pos int }
 func Compare(m *model.Model, base Options, newRequests func() []Request) (*Comparison, error) {
 	cmp := &Comparison{}
 	logits := map[logitKey][]float32{}
+	fused := map[logitKey][]float32{}
 	for _, path := range []string{"naive", "fused"} {
 		led := tensor.NewLedger()
 		opts := base
@@ -83,6 +105,7 @@ func Compare(m *model.Model, base Options, newRequests func() []Request) (*Compa
 				return
 			}
 			if ref, ok := logits[k]; ok {
+				fused[k] = append([]float32(nil), row...)
 				for i, v := range row {
 					cmp.MaxAbsDeltaLogit = math.Max(cmp.MaxAbsDeltaLogit, math.Abs(float64(v-ref[i])))
 				}
@@ -123,7 +146,40 @@ func Compare(m *model.Model, base Options, newRequests func() []Request) (*Compa
 			cmp.TokensIdentical = false
 		}
 	}
+	if !cmp.TokensIdentical {
+		cmp.First = firstDivergence(cmp.Naive.Tokens, cmp.Fused.Tokens, logits, fused)
+	}
 	return cmp, nil
+}
+
+// firstDivergence finds the earliest position at which a request's
+// tokens differ between the paths and reads the margins off the logits
+// each path drew that token from. Result.Tokens leaves BOS out, so token
+// i was drawn from the logits of position i.
+// It returns nil when no request's tokens differ where both have logits.
+func firstDivergence(naive, fused [][]int, nl, fl map[logitKey][]float32) *Divergence {
+	var d *Divergence
+	for seq := range min(len(naive), len(fused)) {
+		a, b := naive[seq], fused[seq]
+		for pos := range min(len(a), len(b)) {
+			if a[pos] == b[pos] {
+				continue
+			}
+			k := logitKey{seq, pos}
+			x, y := nl[k], fl[k]
+			if x == nil || y == nil || (d != nil && d.Pos <= pos) {
+				break
+			}
+			d = &Divergence{Seq: seq, Pos: pos, NaiveToken: a[pos], FusedToken: b[pos]}
+			for i := range x {
+				d.DeltaLogit = math.Max(d.DeltaLogit, math.Abs(float64(x[i]-y[i])))
+			}
+			d.NaiveMargin = float64(x[a[pos]] - x[b[pos]])
+			d.FusedMargin = float64(y[b[pos]] - y[a[pos]])
+			break
+		}
+	}
+	return d
 }
 
 // ContextRequests builds the request of a context-length sweep point: a

@@ -58,14 +58,20 @@ func (h *tokenHistory) sync(tokens []int) {
 // from maxN down to minN, are looked up among its earlier tokens, and the
 // k tokens that followed their most recent earlier occurrence are the
 // draft. The longest n that matches wins.
+//
+// The copy may overlap itself, as LZ77's does: when the occurrence is p
+// tokens back and p < k, only p tokens follow it in the history, and the
+// draft goes on with its own first tokens (draft[j] = draft[j−p]). A
+// sequence in a loop of period p thus drafts all k tokens of the loop's
+// continuation instead of p.
 type ngramProposer struct {
 	k, minN, maxN int
 }
 
 // propose appends to dst (and returns) at most limit draft tokens for
 // history h: the tokens that followed the most recent earlier occurrence
-// of h's longest matching suffix n-gram, and that n (0 when none
-// matched). It reads the windows through the unfold view's strides
+// of h's longest matching suffix n-gram, continued by overlapping copy
+// past the history's end, and that n (0 when none matched). It reads the windows through the unfold view's strides
 // (window i, element j is at offset + i·stride0 + j·stride1 of the
 // storage), comparing each window with the suffix window without copying
 // either; the scan is O(len·n) per n tried, with an early exit at the
@@ -95,9 +101,13 @@ func (p *ngramProposer) propose(dst []int, h *tokenHistory, limit int) ([]int, i
 			if j < n {
 				continue
 			}
-			end := min(i+n+limit, L)
-			for t := i + n; t < end; t++ {
-				dst = append(dst, int(h.ids[t]))
+			start := len(dst)
+			for t := i + n; t < i+n+limit; t++ {
+				if t < L {
+					dst = append(dst, int(h.ids[t]))
+				} else {
+					dst = append(dst, dst[start+t-L]) // the draft's own token p back
+				}
 			}
 			return dst, n
 		}

@@ -8,8 +8,9 @@ import (
 
 // bruteForcePropose is the proposer's specification written the obvious
 // way over a plain slice: for n from maxN down to minN, the most recent
-// i < L−n with tokens[i:i+n] == tokens[L−n:], and then up to limit tokens
-// from i+n; and that n.
+// i < L−n with tokens[i:i+n] == tokens[L−n:], and then limit tokens of
+// the history extended by the draft itself from i+n on (an overlapping
+// copy); and that n.
 func bruteForcePropose(tokens []int, minN, maxN, k, limit int) ([]int, int) {
 	L := len(tokens)
 	limit = min(limit, k)
@@ -23,7 +24,11 @@ func bruteForcePropose(tokens []int, minN, maxN, k, limit int) ([]int, int) {
 		suffix := tokens[L-n:]
 		for i := L - n - 1; i >= 0; i-- {
 			if slices.Equal(tokens[i:i+n], suffix) {
-				return slices.Clone(tokens[i+n : min(i+n+limit, L)]), n
+				ext := slices.Clone(tokens)
+				for j := 0; j < limit; j++ {
+					ext = append(ext, ext[i+n+j])
+				}
+				return ext[L:], n
 			}
 		}
 	}
@@ -114,5 +119,37 @@ func TestTokenHistoryWindowsAreZeroCopyViews(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { dst, _ = p.propose(dst[:0], h, 4) }); a != 0 {
 		t.Fatalf("propose allocates %v times per call", a)
+	}
+}
+
+// TestNgramProposerDraftsWholeLoop: in a loop of period p shorter than k,
+// the most recent match has only p tokens after it, and the overlapping
+// copy drafts all k tokens of the loop's continuation (llama-lookup's
+// behaviour), allocating nothing.
+func TestNgramProposerDraftsWholeLoop(t *testing.T) {
+	for _, period := range []int{1, 2, 3, 5} {
+		loop := []int{7, 9, 4, 11, 2}[:period]
+		tokens := []int{1, 30, 31, 32}
+		for len(tokens) < 40 {
+			tokens = append(tokens, loop[(len(tokens)-4)%period])
+		}
+		h, err := newTokenHistory(len(tokens), 1, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.sync(tokens)
+		p := ngramProposer{k: 8, minN: 1, maxN: 3}
+		dst := make([]int, 0, p.k)
+		got, n := p.propose(dst, h, p.k)
+		var want []int
+		for j := range p.k {
+			want = append(want, loop[(len(tokens)-4+j)%period])
+		}
+		if !slices.Equal(got, want) || n != 3 {
+			t.Fatalf("period %d: drafted %v (n %d), want the loop's next %d tokens %v (n 3)", period, got, n, p.k, want)
+		}
+		if a := testing.AllocsPerRun(20, func() { p.propose(dst[:0], h, p.k) }); a != 0 {
+			t.Fatalf("period %d: %v allocations per proposal", period, a)
+		}
 	}
 }

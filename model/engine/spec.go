@@ -18,12 +18,6 @@ type Speculation struct {
 	// prompt_lookup_min and prompt_lookup_max); 0 means the defaults 1
 	// and 3.
 	NgramMin, NgramMax int
-	// Exact verifies each draft row with the decode kernel (one
-	// attention entry per row), so every logit is the bit pattern the
-	// non-speculative run computes; the default verifies the rows as one
-	// multi-row query (the prefill kernel), faster, with logits equal to
-	// within rounding (see docs/speculative.md).
-	Exact bool
 
 	// noPause, set by benchmarks, turns the adaptive pause off.
 	noPause bool

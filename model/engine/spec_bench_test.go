@@ -24,8 +24,7 @@ var specWorkloads = []struct {
 }
 
 // BenchmarkSpeculativeStories260K runs each workload with speculation off,
-// on (the defaults: ngram, k = 4, n = 1…3, adaptive), with k = 8, with
-// Speculation.Exact, and with the defaults but without the adaptive rule
+// on (the defaults: ngram, k = 4, n = 1…3, adaptive), with k = 8, and with the defaults but without the adaptive rule
 // (fixed k = 4, no pause), interleaved in every iteration (the order rotating), each
 // prompt alone (batch 1). It reports each mode's generated tokens per
 // second of wall time and their ratio to off, the drafts' acceptance
@@ -36,8 +35,7 @@ func BenchmarkSpeculativeStories260K(b *testing.B) {
 	modes := []struct {
 		name string
 		spec Speculation
-	}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}},
-		{"ngram-exact", Speculation{Method: "ngram", Exact: true}}, {"ngram-nopause", Speculation{Method: "ngram", noPause: true}}}
+	}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-nopause", Speculation{Method: "ngram", noPause: true}}}
 	for _, w := range specWorkloads {
 		b.Run(w.name, func(b *testing.B) {
 			var prompts [][]int

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -36,57 +35,50 @@ func repetitiveRequests() []reqSpec {
 // sequence produces the tokens that it produces with speculation off and
 // alone, however it is batched, preempted or prefix-shared, on both paths
 // and for every KV dtype; its logits at every position are the same bits
-// with Speculation.Exact, and within 1e-4 with the default tiled verify
-// rows; and the drafts were really verified, some accepted, some not.
+// (the verify rows attend as decode rows); and the drafts were really
+// verified, some accepted, some not.
 func TestSpeculativeGreedySameAsOff(t *testing.T) {
 	m := tinyGQA(t)
 	reqs := append(repetitiveRequests(), mixedGreedy()...)
-	for _, exact := range []bool{true, false} {
-		for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
-			for _, path := range []string{"fused", "naive"} {
-				want := alone(t, m, Options{Path: path, KVDType: kv}, reqs)
-				for _, tc := range []struct {
-					name string
-					opts Options
-				}{
-					{"alone", Options{}},
-					{"roomy pool", Options{BlockSize: 4}},
-					{"no prefix sharing", Options{BlockSize: 4, DisablePrefixSharing: true}},
-					{"tight pool preempts", Options{BlockSize: 4, NumBlocks: 30}},
-					{"batch cap 3", Options{BlockSize: 8, MaxBatch: 3}},
-					{"draft 7, ngram 2..4", Options{BlockSize: 4, Speculation: Speculation{Method: "ngram", Draft: 7, NgramMin: 2, NgramMax: 4}}},
-				} {
-					t.Run(fmt.Sprintf("exact=%v/%v/%s/%s", exact, kv, path, tc.name), func(t *testing.T) {
-						opts := tc.opts
-						opts.Path, opts.KVDType = path, kv
-						if !opts.Speculation.On() {
-							opts.Speculation = ngram
-						}
-						opts.Speculation.Exact = exact
-						var got run
-						if tc.name == "alone" {
-							got = alone(t, m, opts, reqs)
-						} else {
-							got = generate(t, m, opts, reqs)
-						}
-						if exact {
-							sameAsAlone(t, got, want)
-						} else {
-							closeToAlone(t, got, want, 1e-4)
-						}
-						acc, drafted := 0, 0
-						for _, r := range got.res {
-							acc += r.AcceptedTokens
-							drafted += r.DraftTokens
-						}
-						if acc == 0 || acc == drafted {
-							t.Fatalf("drafted %d, accepted %d: both outcomes of verification must occur", drafted, acc)
-						}
-						if tc.name == "tight pool preempts" && got.st.Preemptions == 0 {
-							t.Fatalf("a 30-block pool should force preemption (stats %+v)", got.st)
-						}
-					})
-				}
+	for _, kv := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+		for _, path := range []string{"fused", "naive"} {
+			want := alone(t, m, Options{Path: path, KVDType: kv}, reqs)
+			for _, tc := range []struct {
+				name string
+				opts Options
+			}{
+				{"alone", Options{}},
+				{"roomy pool", Options{BlockSize: 4}},
+				{"no prefix sharing", Options{BlockSize: 4, DisablePrefixSharing: true}},
+				{"tight pool preempts", Options{BlockSize: 4, NumBlocks: 30}},
+				{"batch cap 3", Options{BlockSize: 8, MaxBatch: 3}},
+				{"draft 7, ngram 2..4", Options{BlockSize: 4, Speculation: Speculation{Method: "ngram", Draft: 7, NgramMin: 2, NgramMax: 4}}},
+			} {
+				t.Run(fmt.Sprintf("%v/%s/%s", kv, path, tc.name), func(t *testing.T) {
+					opts := tc.opts
+					opts.Path, opts.KVDType = path, kv
+					if !opts.Speculation.On() {
+						opts.Speculation = ngram
+					}
+					var got run
+					if tc.name == "alone" {
+						got = alone(t, m, opts, reqs)
+					} else {
+						got = generate(t, m, opts, reqs)
+					}
+					sameAsAlone(t, got, want)
+					acc, drafted := 0, 0
+					for _, r := range got.res {
+						acc += r.AcceptedTokens
+						drafted += r.DraftTokens
+					}
+					if acc == 0 || acc == drafted {
+						t.Fatalf("drafted %d, accepted %d: both outcomes of verification must occur", drafted, acc)
+					}
+					if tc.name == "tight pool preempts" && got.st.Preemptions == 0 {
+						t.Fatalf("a 30-block pool should force preemption (stats %+v)", got.st)
+					}
+				})
 			}
 		}
 	}
@@ -101,50 +93,6 @@ func mixedGreedy() []reqSpec {
 	return specs
 }
 
-// TestVerifyTiledRoundsDifferently documents what the default verify
-// layout changes: packed as one (d+1)-row query (the prefill kernel's
-// layout over existing context), the fused kernel computes the rows in
-// its matmul tiles, and their logits are not the bits that decode steps
-// produce, though within 1e-4. Speculation.Exact gives the same bits
-// (TestSpeculativeGreedySameAsOff).
-func TestVerifyTiledRoundsDifferently(t *testing.T) {
-	m := tinyGQA(t)
-	reqs := repetitiveRequests()
-	want := alone(t, m, Options{Path: "fused"}, reqs)
-	e := newEngine(t, m, Options{Path: "fused", Speculation: ngram})
-	diff, maxDiff := 0, 0.0
-	e.opts.OnLogits = func(seq, pos int, lg []float32) {
-		w := want.logits[seqPos{seq, pos}]
-		if w == nil {
-			return
-		}
-		for j, v := range lg {
-			if math.Float32bits(v) != w[j] {
-				diff++
-				maxDiff = max(maxDiff, math.Abs(float64(v)-float64(math.Float32frombits(w[j]))))
-			}
-		}
-	}
-	res, _, err := e.Generate(build(reqs, m.Config.VocabSize), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drafted := 0
-	for _, r := range res {
-		drafted += r.DraftTokens
-	}
-	t.Logf("one-entry verify: %d drafts, %d logits differ from decode steps, by at most %.3g", drafted, diff, maxDiff)
-	if drafted == 0 {
-		t.Fatal("no drafts: the one-entry layout went untested")
-	}
-	if diff == 0 {
-		t.Fatal("the tiled layout gave decode's bits: Speculation.Exact is no longer needed (update pack's comment and docs/speculative.md)")
-	}
-	if maxDiff > 1e-4 {
-		t.Fatalf("one-entry logits differ by %.3g: more than rounding", maxDiff)
-	}
-}
-
 // TestGoldenStories260KSpeculative: llama2.c's greedy stories260K
 // sequence, token for token, with speculation on: alone and inside a
 // batch of sampled prompts, on both paths, with a roomy pool and with
@@ -152,41 +100,39 @@ func TestVerifyTiledRoundsDifferently(t *testing.T) {
 func TestGoldenStories260KSpeculative(t *testing.T) {
 	m, tok := stories260K(t)
 	want := testfixture.ReadIDs(t, filepath.Join(sharedDir(t), "models", "golden", "stories260K.greedy.ids"))
-	for _, exact := range []bool{false, true} {
-		for _, path := range []string{"fused", "naive"} {
-			for _, tc := range []struct {
-				name      string
-				batched   bool
-				numBlocks int
-			}{{"alone", false, 0}, {"batched", true, 0}, {"batched, preempted", true, 24}} {
-				reqs := []Request{{Prompt: []int{model.BOSID}, Steps: 256, Sampler: model.NewSampler(512, 0, 0.9, 1)}}
-				if tc.batched {
-					for i, p := range []string{"Once upon a time", "The cat sat", "Lily and Ben went to the park"} {
-						ids, err := tok.Encode(p, true, false)
-						if err != nil {
-							t.Fatal(err)
-						}
-						reqs = append(reqs, Request{Prompt: ids, Steps: 150 + 50*i, Sampler: model.NewSampler(512, 1.0, 0.9, uint64(i+5))})
+	for _, path := range []string{"fused", "naive"} {
+		for _, tc := range []struct {
+			name      string
+			batched   bool
+			numBlocks int
+		}{{"alone", false, 0}, {"batched", true, 0}, {"batched, preempted", true, 24}} {
+			reqs := []Request{{Prompt: []int{model.BOSID}, Steps: 256, Sampler: model.NewSampler(512, 0, 0.9, 1)}}
+			if tc.batched {
+				for i, p := range []string{"Once upon a time", "The cat sat", "Lily and Ben went to the park"} {
+					ids, err := tok.Encode(p, true, false)
+					if err != nil {
+						t.Fatal(err)
 					}
+					reqs = append(reqs, Request{Prompt: ids, Steps: 150 + 50*i, Sampler: model.NewSampler(512, 1.0, 0.9, uint64(i+5))})
 				}
-				e := newEngine(t, m, Options{Path: path, BlockSize: 16, NumBlocks: tc.numBlocks,
-					Speculation: Speculation{Method: "ngram", Exact: exact}})
-				res, st, err := e.Generate(reqs, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(res[0].Tokens, want) {
-					t.Fatalf("exact=%v %s/%s: golden sequence changed with speculation:\n got %v\nwant %v", exact, path, tc.name, res[0].Tokens, want)
-				}
-				if res[0].AcceptedTokens == 0 {
-					t.Fatalf("%s/%s: no draft accepted on stories260K's loops (%+v)", path, tc.name, res[0])
-				}
-				if tc.numBlocks > 0 && st.Preemptions == 0 {
-					t.Fatalf("%s/%s: no preemption with %d blocks", path, tc.name, tc.numBlocks)
-				}
-				t.Logf("exact=%v %s/%s: %d verify steps, %d drafted, %d accepted, %d steps for %d tokens", exact, path, tc.name,
-					res[0].VerifySteps, res[0].DraftTokens, res[0].AcceptedTokens, st.Steps, len(res[0].Tokens))
 			}
+			e := newEngine(t, m, Options{Path: path, BlockSize: 16, NumBlocks: tc.numBlocks,
+				Speculation: Speculation{Method: "ngram"}})
+			res, st, err := e.Generate(reqs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res[0].Tokens, want) {
+				t.Fatalf("%s/%s: golden sequence changed with speculation:\n got %v\nwant %v", path, tc.name, res[0].Tokens, want)
+			}
+			if res[0].AcceptedTokens == 0 {
+				t.Fatalf("%s/%s: no draft accepted on stories260K's loops (%+v)", path, tc.name, res[0])
+			}
+			if tc.numBlocks > 0 && st.Preemptions == 0 {
+				t.Fatalf("%s/%s: no preemption with %d blocks", path, tc.name, tc.numBlocks)
+			}
+			t.Logf("%s/%s: %d verify steps, %d drafted, %d accepted, %d steps for %d tokens", path, tc.name,
+				res[0].VerifySteps, res[0].DraftTokens, res[0].AcceptedTokens, st.Steps, len(res[0].Tokens))
 		}
 	}
 }
@@ -195,7 +141,7 @@ func TestGoldenStories260KSpeculative(t *testing.T) {
 // reproducible: the same requests give the same tokens run after run,
 // and a sequence's tokens do not depend on its batch, on preemption or on
 // prefix hits (its drafts depend only on its own tokens and acceptance
-// history; with Speculation.Exact every logit is the same bits too).
+// history, and every logit is the same bits).
 func TestSpeculativeSampledDeterministic(t *testing.T) {
 	m := tinyGQA(t)
 	specs := append(repetitiveRequests(), mixedRequests()...)
@@ -203,7 +149,7 @@ func TestSpeculativeSampledDeterministic(t *testing.T) {
 		specs[i].temperature, specs[i].seed = 0.8, uint64(50+i)
 	}
 	for _, path := range []string{"fused", "naive"} {
-		exact := Options{Path: path, Speculation: Speculation{Method: "ngram", Exact: true}}
+		exact := Options{Path: path, Speculation: ngram}
 		want := alone(t, m, exact, specs)
 		got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: exact.Speculation}, specs)
 		sameAsAlone(t, got, want)
@@ -223,7 +169,7 @@ func TestSpeculativeSampledDeterministic(t *testing.T) {
 // TestSpeculativeGreedyMHA: the same on a multi-head (not grouped) model,
 // whose prefixes are shared in two-block multiples: greedy tokens with
 // speculation are those without, alone and batched with preemption, both
-// paths and both verify layouts.
+// paths.
 func TestSpeculativeGreedyMHA(t *testing.T) {
 	c := model.Config{Dim: 32, HiddenDim: 48, NLayers: 2, NHeads: 4, NKVHeads: 4, VocabSize: 64, SeqLen: 96,
 		RopeTheta: 10000, NormEps: 1e-5, SharedClassifier: true}
@@ -231,16 +177,10 @@ func TestSpeculativeGreedyMHA(t *testing.T) {
 	reqs := append(repetitiveRequests(), mixedGreedy()...)
 	for _, path := range []string{"fused", "naive"} {
 		want := alone(t, m, Options{Path: path}, reqs)
-		for _, exact := range []bool{true, false} {
-			got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: Speculation{Method: "ngram", Exact: exact}}, reqs)
-			if exact {
-				sameAsAlone(t, got, want)
-			} else {
-				closeToAlone(t, got, want, 1e-4)
-			}
-			if got.st.Preemptions == 0 || got.st.AcceptedTokens == 0 {
-				t.Fatalf("%s exact=%v: %+v: preemption or acceptance went untested", path, exact, got.st)
-			}
+		got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: ngram}, reqs)
+		sameAsAlone(t, got, want)
+		if got.st.Preemptions == 0 || got.st.AcceptedTokens == 0 {
+			t.Fatalf("%s: %+v: preemption or acceptance went untested", path, got.st)
 		}
 	}
 }

@@ -109,16 +109,14 @@ func (s *scheduler) preempt() error {
 // sampled.
 //
 // A sequence with drafts contributes its last token and its d drafts as
-// d+1 consecutive rows, all of whose logits are returned. By default they
-// are one (d+1)-row query over the existing context, causally masked:
-// the prefill kernel, whose query tiles share every K/V read among the
-// rows, so verifying d drafts costs far less than d decode steps. Those
-// tiles round differently from the decode loops (by ~1e-6 on the logits,
-// TestVerifyTiledRoundsDifferently). With Speculation.Exact the rows are
+// d+1 consecutive rows, all of whose logits are returned, attended as
 // d+1 one-row entries over the same block table with context lengths
-// c+1 … c+d+1 (the same causal mask), each computed exactly as a decode
-// step computes it: a greedy run's logits are then decode's bits,
-// whatever was drafted, at the cost of one context read per row.
+// c+1 … c+d+1 (the causal mask of one (d+1)-row query). Each row is then
+// computed exactly as a decode step computes it at that position, so a
+// greedy run's logits are decode's bits whatever was drafted, and
+// speculation never changes greedy output. (One (d+1)-row query would
+// share the K/V reads among the rows, but its tiles sum in another order
+// than the decode loops: see docs/speculative.md.)
 func (s *scheduler) pack() *attention.Batch {
 	buf := &s.e.step
 	b := &buf.batch
@@ -127,7 +125,7 @@ func (s *scheduler) pack() *attention.Batch {
 	tokens, positions, rows := buf.tokens[:0], buf.positions[:0], buf.rows[:0]
 	split := false
 	for _, q := range s.running {
-		split = split || (s.spec.Exact && len(q.spec.drafts) > 0)
+		split = split || len(q.spec.drafts) > 0
 	}
 	if split {
 		buf.tables = buf.tables[:0]
@@ -140,7 +138,7 @@ func (s *scheduler) pack() *attention.Batch {
 		}
 		i++
 		q.logitRow = len(rows)
-		if d == 0 || !s.spec.Exact {
+		if d == 0 {
 			b.QueryStart = append(b.QueryStart, len(tokens))
 			b.QueryLen = append(b.QueryLen, n+d)
 			b.ContextLen = append(b.ContextLen, q.computed+n+d)

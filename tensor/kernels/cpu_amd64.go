@@ -4,7 +4,7 @@ package kernels
 
 import "golang.org/x/sys/cpu"
 
-//go:generate go run asmgen.go -prefetch=true -prefetch-op=PREFETCHT1
+//go:generate go run asmgen.go asmgen_block.go asmgen_vnni.go asmgen_vec.go asmgen_write.go -prefetch=true -prefetch-op=PREFETCHT1
 
 // detect reports which implementations run here. x/sys/cpu already checks
 // that the OS saves the YMM/ZMM state (XCR0), so a true flag is usable. F16C

@@ -21,24 +21,41 @@ const maxGatherDim = 256
 // the given element offsets of base. It returns an error, writing nothing,
 // if out is shorter than rows or a row does not fit in base.
 func DotRows(out, q, base []float32, rows []int) error {
-	D := len(q)
-	if err := checkRows("DotRows", len(out), D, len(base), rows); err != nil {
+	return dotRows("DotRows", out, len(rows), q, len(q), 1, base, rows)
+}
+
+// DotRowsN is DotRows for n query rows of D values (q[i·D : (i+1)·D]),
+// scoring each against the same key rows into out[i·ldo : i·ldo+len(rows)]
+// (ldo ≥ len(rows)), with the offsets checked once for all n: query row
+// i's scores are the bits DotRows gives it alone. Attention scores the
+// query rows that share a KV head this way, one call per key tile.
+func DotRowsN(out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
+	return dotRows("DotRowsN", out, ldo, q, D, n, base, rows)
+}
+
+// dotRows checks a DotRowsN call (DotRows is n = 1, ldo = len(rows)) and
+// runs it, one kernel call per query row.
+func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
+	if err := checkRowsN(op, len(out), ldo, len(q), D, n, len(rows)); err != nil {
 		return err
 	}
-	if len(rows) == 0 || D == 0 {
-		clear(out[:len(rows)])
-		return nil
+	if err := checkRows(op, ldo, D, len(base), rows); err != nil {
+		return err
 	}
-	if RowsAccelerated(D) {
-		if D == 8 {
-			dotRows8wAVX512(&out[0], &q[0], &base[0], &rows[0], len(rows))
-		} else {
-			dotRowsAVX512(&out[0], &q[0], D, &base[0], &rows[0], len(rows))
+	for i := 0; i < n; i++ {
+		o, qi := out[i*ldo:i*ldo+len(rows)], q[i*D:i*D+D]
+		switch {
+		case len(rows) == 0 || D == 0:
+			clear(o)
+		case RowsAccelerated(D) && D == 8:
+			dotRows8wAVX512(&o[0], &qi[0], &base[0], &rows[0], len(rows))
+		case RowsAccelerated(D):
+			dotRowsAVX512(&o[0], &qi[0], D, &base[0], &rows[0], len(rows))
+		default:
+			for j, r := range rows {
+				o[j] = Dot(qi, base[r:r+D])
+			}
 		}
-		return nil
-	}
-	for j, o := range rows {
-		out[j] = Dot(q, base[o:o+D])
 	}
 	return nil
 }
@@ -49,23 +66,57 @@ func DotRows(out, q, base []float32, rows []int) error {
 // vectors. It returns an error, touching nothing, if
 // p is shorter than rows or a row does not fit in base.
 func AxpyRows(acc, p, base []float32, rows []int) error {
-	D := len(acc)
-	if err := checkRows("AxpyRows", len(p), D, len(base), rows); err != nil {
+	return axpyRows("AxpyRows", acc, len(acc), 1, p, len(rows), base, rows)
+}
+
+// AxpyRowsN is AxpyRows for n accumulators of D values (acc[i·D :
+// (i+1)·D]), each with its weights p[i·ldp : i·ldp+len(rows)] (ldp ≥
+// len(rows)), over the same rows, checked once for all n: accumulator i
+// gets the bits AxpyRows gives it alone.
+func AxpyRowsN(acc []float32, D, n int, p []float32, ldp int, base []float32, rows []int) error {
+	return axpyRows("AxpyRowsN", acc, D, n, p, ldp, base, rows)
+}
+
+// axpyRows checks an AxpyRowsN call (AxpyRows is n = 1, ldp = len(rows))
+// and runs it, one kernel call per accumulator.
+func axpyRows(op string, acc []float32, D, n int, p []float32, ldp int, base []float32, rows []int) error {
+	if err := checkRowsN(op, len(p), ldp, len(acc), D, n, len(rows)); err != nil {
+		return err
+	}
+	if err := checkRows(op, ldp, D, len(base), rows); err != nil {
 		return err
 	}
 	if len(rows) == 0 || D == 0 {
 		return nil
 	}
-	if RowsAccelerated(D) {
-		if D == 8 {
-			axpyRows8wAVX512(&acc[0], &p[0], &base[0], &rows[0], len(rows))
-		} else {
-			axpyRowsAVX512(&acc[0], D, &p[0], &base[0], &rows[0], len(rows))
+	for i := 0; i < n; i++ {
+		a, pi := acc[i*D:i*D+D], p[i*ldp:i*ldp+len(rows)]
+		switch {
+		case RowsAccelerated(D) && D == 8:
+			axpyRows8wAVX512(&a[0], &pi[0], &base[0], &rows[0], len(rows))
+		case RowsAccelerated(D):
+			axpyRowsAVX512(&a[0], D, &pi[0], &base[0], &rows[0], len(rows))
+		default:
+			for j, r := range rows {
+				Axpy(pi[j], base[r:r+D], a)
+			}
 		}
-		return nil
 	}
-	for j, o := range rows {
-		Axpy(p[j], base[o:o+D], acc)
+	return nil
+}
+
+// checkRowsN validates the shapes of an n-row gather: vals holds n rows of
+// ld ≥ nk values (the last may end after its nk), and vecs n rows of D.
+func checkRowsN(op string, vals, ld, vecs, D, n, nk int) error {
+	switch {
+	case n < 0 || D < 0:
+		return fmt.Errorf("kernels: %s with %d rows of width %d", op, n, D)
+	case n == 0:
+		return nil
+	case ld < nk || vals < (n-1)*ld+nk:
+		return fmt.Errorf("kernels: %s has %d rows of %d keys but room for %d values at stride %d", op, n, nk, vals, ld)
+	case vecs < n*D:
+		return fmt.Errorf("kernels: %s has %d rows of width %d but %d values", op, n, D, vecs)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -149,4 +150,65 @@ func BenchmarkDotRows(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestRowsNMatchOneRowCalls: DotRowsN and AxpyRowsN give every query row
+// (accumulator) the bits DotRows (AxpyRows) gives it alone, write nothing
+// between the rows' strides, and refuse short buffers and strides.
+func TestRowsNMatchOneRowCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	withImpl(t, func(t *testing.T, impl Impl) {
+		for _, D := range []int{8, 16, 24, 64} {
+			for _, nq := range []int{1, 2, 3, 6} {
+				nk := 1 + rng.IntN(40)
+				base, rows := gatherCase(rng, D, nk)
+				ld := nk + 3
+				q := make([]float32, nq*D)
+				randF32(rng, q)
+				got := make([]float32, nq*ld)
+				for i := range got {
+					got[i] = -7
+				}
+				if err := DotRowsN(got, ld, q, D, nq, base, rows); err != nil {
+					t.Fatal(err)
+				}
+				acc := make([]float32, nq*D)
+				randF32(rng, acc)
+				want := slices.Clone(acc)
+				if err := AxpyRowsN(acc, D, nq, got, ld, base, rows); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < nq; i++ {
+					one := make([]float32, nk)
+					if err := DotRows(one, q[i*D:(i+1)*D], base, rows); err != nil {
+						t.Fatal(err)
+					}
+					for j, v := range one {
+						if math.Float32bits(got[i*ld+j]) != math.Float32bits(v) {
+							t.Fatalf("%v D=%d row %d key %d: DotRowsN %v, DotRows %v", impl, D, i, j, got[i*ld+j], v)
+						}
+					}
+					for j := nk; j < ld; j++ {
+						if got[i*ld+j] != -7 {
+							t.Fatalf("%v D=%d row %d: DotRowsN wrote past the row's keys", impl, D, i)
+						}
+					}
+					w := want[i*D : (i+1)*D]
+					if err := AxpyRows(w, got[i*ld:i*ld+nk], base, rows); err != nil {
+						t.Fatal(err)
+					}
+					for d := range w {
+						if math.Float32bits(acc[i*D+d]) != math.Float32bits(w[d]) {
+							t.Fatalf("%v D=%d acc %d[%d]: AxpyRowsN %v, AxpyRows %v", impl, D, i, d, acc[i*D+d], w[d])
+						}
+					}
+				}
+				if DotRowsN(got[:len(got)-ld+nk-1], ld, q, D, nq, base, rows) == nil ||
+					DotRowsN(got, nk-1, q, D, nq, base, rows) == nil ||
+					AxpyRowsN(acc[:nq*D-1], D, nq, got, ld, base, rows) == nil {
+					t.Fatalf("D=%d n=%d: a short buffer or stride was accepted", D, nq)
+				}
+			}
+		}
+	})
 }

@@ -42,7 +42,7 @@ func ggmlQ4KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *
 //go:noescape
 func ggmlQ6KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, q8s *int16, nb int, out *float32, nrows int)
 
-// The tile kernels compute 4 rows × 8 or 4 tokens (VNNI) or 2 (AVX2)
+// The tile kernels compute 4 rows × 8, 4, 3 or 2 tokens (VNNI) or 2 (AVX2)
 // (ggml_amd64.s): the tokens' quants xq and lane corrections xc xs bytes
 // apart, their scales ds bytes apart, token j's row i to out[j·os/4 + i].
 
@@ -57,6 +57,18 @@ func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 
 //go:noescape
 func ggmlQ4_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ8_0Tile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ8_0Tile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4_0Tile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
 //go:noescape
 func ggmlQ8_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
@@ -226,9 +238,9 @@ func init() {
 		avx512.q4_1 = asmRowsQ8_1(ggmlQ4_1RowsVNNI, ggmlQ4_1Rows4VNNI)
 		avx512.q5_1 = asmRowsQ8_1(ggmlQ5_1RowsVNNI, ggmlQ5_1Rows4VNNI)
 		avx512.q5K = asmRowsQ8_K(ggmlQ5KRowsVNNI)
-		avx512.tileQ8_0 = tilesOf(q8_0Tile, lane{8, ggmlQ8_0Tile4x8VNNI}, lane{4, ggmlQ8_0Tile4x4VNNI}, lane{2, ggmlQ8_0Tile4x2AVX2})
-		avx512.tileQ4_0 = tilesOf(q4_0Tile, lane{8, ggmlQ4_0Tile4x8VNNI}, lane{4, ggmlQ4_0Tile4x4VNNI}, lane{2, ggmlQ4_0Tile4x2AVX2})
-		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{2, ggmlQ5_0Tile4x2AVX2})
+		avx512.tileQ8_0 = tilesOf(q8_0Tile, lane{8, ggmlQ8_0Tile4x8VNNI}, lane{4, ggmlQ8_0Tile4x4VNNI}, lane{3, ggmlQ8_0Tile4x3VNNI}, lane{2, ggmlQ8_0Tile4x2VNNI})
+		avx512.tileQ4_0 = tilesOf(q4_0Tile, lane{8, ggmlQ4_0Tile4x8VNNI}, lane{4, ggmlQ4_0Tile4x4VNNI}, lane{3, ggmlQ4_0Tile4x3VNNI}, lane{2, ggmlQ4_0Tile4x2VNNI})
+		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{3, ggmlQ5_0Tile4x3VNNI}, lane{2, ggmlQ5_0Tile4x2VNNI})
 		avx512.tileQ4K = tilesOf(q4KTile, k4{4, ggmlQ4KTile4x4VNNI}, k4{2, ggmlQ4KTile4x2AVX2})
 		avx512.tileQ6K = tilesOf(q6KTile, k6{4, ggmlQ6KTile4x4VNNI}, k6{2, ggmlQ6KTile4x2AVX2})
 		avx512.tileQ5K = tilesOf(q4KTile, k4{4, ggmlQ5KTile4x4VNNI}, k4{2, ggmlQ5KTile4x2AVX2})

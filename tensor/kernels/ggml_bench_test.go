@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // ggml benchmarks. Per type, per byte:
@@ -181,5 +182,50 @@ func benchDecode(b *testing.B, sh decodeShape) {
 			})
 		})
 		ms = nil
+	}
+}
+
+// BenchmarkGGMLStepRows110M is the cost of a step of T rows over a step of
+// one (issue 26's "a 2-row step ≤ 1.2× a 1-row step"): one decode step's
+// matmuls of the stories110M shape with the best Impl, for T = 1, 2, 4, 8,
+// 16 interleaved in every iteration so that the ratios pair runs made
+// under the same load. It runs on the calling thread and counts process
+// CPU time as well as wall time: on a shared machine the CPU figures are
+// the steadier ones. It reports each T's ms per step and its ratio to
+// T = 1:
+//
+//	go test -run x -bench 'GGMLStepRows110M' -benchtime 5x ./tensor/kernels
+func BenchmarkGGMLStepRows110M(b *testing.B) {
+	sh := shape110M
+	Ts := []int{1, 2, 4, 8, 16}
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M"} {
+		ms := decodeSet(b, sh, mix)
+		x := make([]float32, Ts[len(Ts)-1]*max(sh.hidden, sh.dim))
+		out := make([]float32, Ts[len(Ts)-1]*sh.vocab)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		b.Run(mix, func(b *testing.B) {
+			wall, cpu := make([]float64, len(Ts)), make([]float64, len(Ts))
+			for i := 0; i < b.N; i++ {
+				for k, T := range Ts {
+					start, c0 := time.Now(), processCPU()
+					for _, m := range ms {
+						if err := MatMul(nil, out[:T*m.Rows], x[:T*m.Cols], m, T); err != nil {
+							b.Fatal(err)
+						}
+					}
+					wall[k] += time.Since(start).Seconds()
+					cpu[k] += processCPU() - c0
+				}
+			}
+			for k, T := range Ts {
+				b.ReportMetric(cpu[k]*1e3/float64(b.N), fmt.Sprintf("T%d-cpu-ms", T))
+				if k > 0 {
+					b.ReportMetric(cpu[k]/cpu[0], fmt.Sprintf("T%d/T1-cpu", T))
+					b.ReportMetric(wall[k]/wall[0], fmt.Sprintf("T%d/T1-wall", T))
+				}
+			}
+		})
 	}
 }

@@ -64,7 +64,7 @@ func ggmlQ5KRowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *
 //go:noescape
 func ggmlQ5KRowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, bs32 *int16, nb int, out *float32, nrows int)
 
-// The Q5_0 tile kernels (prefill) compute 4 rows × 8 or 4 tokens (VNNI)
+// The Q5_0 tile kernels (prefill) compute 4 rows × 8, 4, 3 or 2 tokens (VNNI)
 // or 2 (AVX2), as the Q8_0 ones of ggml_amd64.go, with Q8_0's lane
 // corrections xc (−128·Σx).
 
@@ -73,6 +73,16 @@ func ggmlQ5_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 
 //go:noescape
 func ggmlQ5_0Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// ggmlQ5_0Tile4x3VNNI is ggmlQ5_0Tile4x4VNNI cut to 3 tokens.
+//
+//go:noescape
+func ggmlQ5_0Tile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// ggmlQ5_0Tile4x2VNNI is ggmlQ5_0Tile4x4VNNI cut to 2 tokens.
+//
+//go:noescape
+func ggmlQ5_0Tile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
 //go:noescape
 func ggmlQ5_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)

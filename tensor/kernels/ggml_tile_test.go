@@ -120,6 +120,8 @@ func tileWidths(impl Impl, typ GGMLType) []int {
 		return []int{4, 2}
 	case typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K:
 		return []int{2}
+	case vnni && (typ == TypeQ8_0 || typ == TypeQ4_0 || typ == TypeQ5_0):
+		return []int{8, 4, 3, 2}
 	case vnni:
 		return []int{8, 4, 2}
 	}
