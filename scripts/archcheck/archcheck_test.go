@@ -45,7 +45,7 @@ func TestCheckImportsViolations(t *testing.T) {
 	rs := []rule{
 		{pkg: "low"},
 		{pkg: "mid", imports: []string{"low"}, external: []string{"example.org/ok"}},
-		{pkg: "top", imports: []string{"*"}},
+		{pkg: "top", imports: []string{"*"}, below: []string{"low", "mid"}, because: map[string]string{"mid": "a reason"}},
 		{pkg: "top/...", imports: []string{"mid"}},
 		{pkg: "later", planned: true},
 		{pkg: "gone"},
@@ -61,6 +61,7 @@ func TestCheckImportsViolations(t *testing.T) {
 	want := []string{
 		"mid imports top; it may import only low",
 		"mid imports example.org/no; outside the standard library it may import only example.org/ok",
+		"top imports low, below the library",
 		"top/internal/x imports low; it may import only mid",
 		"stray: no import rule",
 		"gone: has a rule but no package",

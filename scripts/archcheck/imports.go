@@ -88,6 +88,9 @@ func checkImports(rs []rule, pkgs []pkgImports) []string {
 			if !slices.Contains(r.imports, "*") && !slices.Contains(r.imports, imp) {
 				bad = append(bad, fmt.Sprintf("%s imports %s; it may import only %s", p.path, imp, listOrNone(r.imports)))
 			}
+			if slices.Contains(r.below, imp) && r.because[imp] == "" {
+				bad = append(bad, fmt.Sprintf("%s imports %s, below the library it should go through; use the library, or name why in its rule's because", p.path, imp))
+			}
 		}
 		for _, imp := range p.other {
 			if !isStd(imp) && !slices.ContainsFunc(r.external, func(pre string) bool { return strings.HasPrefix(imp, pre) }) {
