@@ -218,6 +218,14 @@ var (
 //   - ByteLevelBPE / MergesBPE: pre-tokenizer splits, then rank merges
 //     within each piece, see encodeBPE.
 func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
+	return t.encode(text, o, false)
+}
+
+// encode is EncodeWith; with cont, text continues an earlier text at a
+// cut (see Stream), so what the tokenizer adds at the start of a text
+// (the dummy prefix, a prepended "▁" or space) is left out of its first
+// fragment.
+func (t *Tokenizer) encode(text string, o EncodeOptions, cont bool) ([]int, error) {
 	toks := make([]int, 0, len(text)/3+3)
 	if o.BOS {
 		if t.bos < 0 {
@@ -226,7 +234,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		toks = append(toks, t.bos)
 	}
 	var err error
-	prevSpecial := true
+	prevSpecial := !cont
 	for i, f := range t.partition(text, o.ParseSpecial) {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
@@ -235,11 +243,11 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 		}
 		switch {
 		case t.runc:
-			toks, err = t.encodeRunC(toks, f.text)
+			toks, err = t.encodeRunC(toks, f.text, !(cont && i == 0))
 		case t.kind == SentencePiece:
 			toks, err = t.encodeSPM(toks, f.text, prevSpecial)
 		default:
-			toks, err = t.encodeBPE(toks, f.text, i == 0)
+			toks, err = t.encodeBPE(toks, f.text, i == 0 && !cont, cont && i == 0)
 		}
 		if err != nil {
 			return nil, err
