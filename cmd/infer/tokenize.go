@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,54 +79,91 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	parseSpecial := a.getBool("tokenize.parse_special")
+	if a.getBool("tokenize.detokenize") {
+		return detokenize(cmd, args, tk, parseSpecial)
+	}
+	var in io.Reader = cmd.InOrStdin()
+	if len(args) == 1 {
+		in = strings.NewReader(args[0])
+	}
+	// The text is tokenized a window at a time and the ids written as
+	// they come, so a corpus of any size runs in bounded memory.
+	ids, err := tokenStream(tk, in, tokenizer.EncodeOptions{
+		BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	if a.getString("tokenize.output") == "json" {
+		err = writeTokensJSON(out, ids, tk)
+	} else {
+		err = writeTokenIDs(out, ids)
+	}
+	if err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return nil
+}
+
+// detokenize prints the text of the ids in the argument or stdin.
+func detokenize(cmd *cobra.Command, args []string, tk *tokenizer.Tokenizer, parseSpecial bool) error {
 	var input string
 	if len(args) == 1 {
 		input = args[0]
 	} else {
+		var err error
 		if input, err = readStdin(cmd.InOrStdin()); err != nil {
 			return err
 		}
 	}
-	parseSpecial := a.getBool("tokenize.parse_special")
-	var out bytes.Buffer
-	if a.getBool("tokenize.detokenize") {
-		ids, err := parseIDs(input, tk.VocabSize())
-		if err != nil {
-			return err
-		}
-		out.WriteString(tk.DecodeAll(ids, parseSpecial))
-		out.WriteByte('\n')
-	} else {
-		ids, err := tk.EncodeWith(input, tokenizer.EncodeOptions{
-			BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
-		if err != nil {
-			return err
-		}
-		if a.getString("tokenize.output") == "json" {
-			pieces := make([]string, len(ids))
-			for i, id := range ids {
-				pieces[i] = tk.Piece(id)
-			}
-			if ids == nil {
-				ids = []int{}
-			}
-			// Pieces as stored: no HTML escaping of <, >, &.
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(struct {
-				IDs    []int    `json:"ids"`
-				Pieces []string `json:"pieces"`
-			}{ids, pieces}); err != nil {
-				return err
-			}
-		} else if err := writeIDs(&out, ids); err != nil {
-			return err
-		}
+	ids, err := parseIDs(input, tk.VocabSize())
+	if err != nil {
+		return err
 	}
-	if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil {
+	if _, err := fmt.Fprintln(cmd.OutOrStdout(), tk.DecodeAll(ids, parseSpecial)); err != nil {
 		return fmt.Errorf("writing the output: %w", err)
 	}
 	return nil
+}
+
+// writeTokenIDs writes the stream's ids space-separated on one line, as
+// writeIDs does for a slice.
+func writeTokenIDs(w *bufio.Writer, s *tokenizer.Stream) error {
+	n := 0
+	err := eachPart(s, func(ids []int) error {
+		for _, id := range ids {
+			if n > 0 {
+				w.WriteByte(' ')
+			}
+			w.WriteString(strconv.Itoa(id))
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.WriteByte('\n')
+}
+
+// eachPart calls f with each part of the stream's ids.
+func eachPart(s *tokenizer.Stream, f func([]int) error) error {
+	for {
+		ids, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(ids); err != nil {
+			return err
+		}
+	}
 }
 
 // parseIDs reads token ids separated by whitespace or commas (a JSON array
