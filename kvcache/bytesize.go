@@ -64,10 +64,12 @@ func ParseBytes(s string) (int64, error) {
 	return digits.Int64(), nil
 }
 
-// FormatBytes writes n exactly, in the largest IEC unit that divides it
+// formatBytes writes n exactly, for messages that echo a size the user
+// gave (tensor.FormatBytes is the human-readable formatter everywhere
+// else). It writes n, in the largest IEC unit that divides it
 // (67108864 → "64MiB", 1536 → "1536B", never a rounded "1.5KiB"), so
-// ParseBytes(FormatBytes(n)) == n for every n ≥ 0.
-func FormatBytes(n int64) string {
+// ParseBytes(formatBytes(n)) == n for every n ≥ 0.
+func formatBytes(n int64) string {
 	for _, u := range []struct {
 		name string
 		size int64

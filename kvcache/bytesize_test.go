@@ -65,8 +65,8 @@ func TestFormatBytes(t *testing.T) {
 		n    int64
 		want string
 	}{{0, "0B"}, {1, "1B"}, {1536, "1536B"}, {1024, "1KiB"}, {64 << 20, "64MiB"}, {3 << 29, "1536MiB"}, {5 << 40, "5TiB"}} {
-		if got := FormatBytes(tc.n); got != tc.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := formatBytes(tc.n); got != tc.want {
+			t.Errorf("formatBytes(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }
@@ -86,9 +86,9 @@ func FuzzParseBytes(f *testing.F) {
 		if n < 0 {
 			t.Fatalf("ParseBytes(%q) = %d < 0", s, n)
 		}
-		back, err := ParseBytes(FormatBytes(n))
+		back, err := ParseBytes(formatBytes(n))
 		if err != nil || back != n {
-			t.Fatalf("round trip of %d via %q = %d, %v", n, FormatBytes(n), back, err)
+			t.Fatalf("round trip of %d via %q = %d, %v", n, formatBytes(n), back, err)
 		}
 		// Independent oracle: split off the unit and evaluate in float64.
 		trim := strings.TrimSpace(s)

@@ -133,11 +133,11 @@ func (c Config) Blocks() (int, error) {
 		n = c.MemoryBudget / bpb
 		if n == 0 {
 			return 0, fmt.Errorf("kvcache: config: memory budget %s is smaller than one block (%s = block_size %d × %s per token)",
-				FormatBytes(c.MemoryBudget), FormatBytes(bpb), c.BlockSize, FormatBytes(c.BytesPerToken()))
+				formatBytes(c.MemoryBudget), formatBytes(bpb), c.BlockSize, formatBytes(c.BytesPerToken()))
 		}
 	case c.MemoryBudget > 0 && n > c.MemoryBudget/bpb:
 		return 0, fmt.Errorf("kvcache: config: %d blocks of %s do not fit the memory budget %s",
-			n, FormatBytes(bpb), FormatBytes(c.MemoryBudget))
+			n, formatBytes(bpb), formatBytes(c.MemoryBudget))
 	}
 	// Slot ids are int32 (vLLM's slot_mapping dtype): every slot
 	// block·block_size + offset must fit.

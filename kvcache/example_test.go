@@ -13,11 +13,11 @@ func ExampleConfig_BytesPerToken() {
 	mha := kvcache.Config{NumLayers: 32, NumKVHeads: 32, HeadDim: 128, BlockSize: 16, DType: tensor.F16}
 	gqa := mha
 	gqa.NumKVHeads = 8
-	fmt.Println(kvcache.FormatBytes(mha.BytesPerToken()), kvcache.FormatBytes(gqa.BytesPerToken()))
-	fmt.Println(kvcache.FormatBytes(gqa.BytesPerBlock()), "per block of 16 tokens")
+	fmt.Println(tensor.FormatBytes(mha.BytesPerToken()), tensor.FormatBytes(gqa.BytesPerToken()))
+	fmt.Println(tensor.FormatBytes(gqa.BytesPerBlock()), "per block of 16 tokens")
 	// Output:
-	// 512KiB 128KiB
-	// 2MiB per block of 16 tokens
+	// 512.0 KiB 128.0 KiB
+	// 2.0 MiB per block of 16 tokens
 }
 
 // A scheduler's view of the cache: add a prompt, compute the positions

@@ -27,6 +27,9 @@ done
 [ -f "$out/wasm_exec.js" ] || { echo "build-web: no wasm_exec.js under $goroot" >&2; exit 1; }
 
 cp "$root/web/index.html" "$root/web/app.js" "$root/web/style.css" "$out/"
+# The marker tells infer explore that it may rebuild this folder: it never
+# writes into one holding files it did not write (cmd/infer/explore_guard.go).
+echo "built by infer explore (scripts/build-web.sh); explore rebuilds only folders holding this file" >"$out/.stride-explore"
 total=$(cat "$out"/index.html "$out"/app.js "$out"/style.css "$out"/wasm_exec.js "$out"/layout.wasm | wc -c)
 gz=$(cat "$out"/index.html "$out"/app.js "$out"/style.css "$out"/wasm_exec.js "$out"/layout.wasm | gzip -9 | wc -c)
 echo "built $out: $((total / 1024)) KiB ($((gz / 1024)) KiB gzipped), layout.wasm $(($(wc -c <"$out/layout.wasm") / 1024)) KiB"

@@ -28,7 +28,7 @@ func init() { register(newExploreCmd) }
 
 func newExploreCmd(a *app) *cobra.Command {
 	var addr, dir string
-	var rebuild bool
+	var rebuild, public bool
 	cmd := &cobra.Command{
 		Use:   "explore",
 		Short: "Serve the layout explorer, a web page that runs infer layout in the browser",
@@ -41,12 +41,20 @@ files.
 The page lives in web/dist/ of the Stride checkout, built by
 scripts/build-web.sh. When it is missing (or with --rebuild) explore runs
 that script first, which needs the checkout and the Go toolchain (go on
-PATH). --dir serves another folder built by the script.`,
+PATH). --dir serves another folder built by the script.
+
+explore only ever writes into a folder that is new, empty, or one it built
+before (it leaves a marker file there); it serves only the page's own five
+files, never a listing or a symlink. --addr must name a host; a host other
+than a loopback address needs --public.`,
 		Example: `  infer explore
   infer explore --addr 127.0.0.1:9000 --rebuild`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := checkListenAddr(addr, public); err != nil {
+				return err
+			}
 			root := checkoutRoot()
 			if dir == "" {
 				if root == "" {
@@ -58,7 +66,6 @@ PATH). --dir serves another folder built by the script.`,
 				if root == "" {
 					return fmt.Errorf("explore: %s has no built page and there is no Stride checkout here to build it from (run scripts/build-web.sh in one)", dir)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "building the explorer into %s (scripts/build-web.sh)\n", dir)
 				if err := buildSite(ctx, root, dir, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
@@ -74,6 +81,7 @@ PATH). --dir serves another folder built by the script.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
 	cmd.Flags().StringVar(&dir, "dir", "", "serve `DIR` instead of the checkout's web/dist")
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "rebuild the page before serving")
+	cmd.Flags().BoolVar(&public, "public", false, "allow an --addr that is not a loopback address (serves the page to the network)")
 	return cmd
 }
 
@@ -125,7 +133,8 @@ func isStrideRoot(d string) bool {
 }
 
 // buildSite runs scripts/build-web.sh to build the page into dir, its
-// output going to w; ctx's cancellation stops it.
+// output going to w; ctx's cancellation stops it. A dir that holds files
+// explore did not write is refused first (claimBuildDir).
 func buildSite(ctx context.Context, root, dir string, w io.Writer) error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return errors.New("explore: building the page needs the Go toolchain (go on PATH), or run scripts/build-web.sh elsewhere and pass --dir")
@@ -134,6 +143,10 @@ func buildSite(ctx context.Context, root, dir string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := claimBuildDir(abs); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "building the explorer into %s (scripts/build-web.sh)\n", dir)
 	c := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-web.sh"), abs)
 	c.Dir = root
 	c.Stdout, c.Stderr = w, w
@@ -146,30 +159,38 @@ func buildSite(ctx context.Context, root, dir string, w io.Writer) error {
 	return nil
 }
 
-// siteHandler serves dir's files with the MIME types the page needs:
-// WebAssembly.instantiateStreaming refuses a .wasm that is not
-// application/wasm, and the system's mime.types may lack it. no-cache
-// makes a rebuilt page show at the next reload.
+// siteHandler serves dir's page files and nothing else: no listings,
+// no other file the folder holds, no symlink (which could point out of
+// it). The MIME types are set here: WebAssembly.instantiateStreaming
+// refuses a .wasm that is not application/wasm, and the system's
+// mime.types may lack it. no-cache makes a rebuilt page show at the next
+// reload.
 func siteHandler(dir string) http.Handler {
-	fs := http.FileServer(http.Dir(dir))
 	types := map[string]string{
 		".wasm": "application/wasm",
 		".js":   "text/javascript; charset=utf-8",
 		".css":  "text/css; charset=utf-8",
 		".html": "text/html; charset=utf-8",
-		".png":  "image/png",
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		if t, ok := types[strings.ToLower(filepath.Ext(r.URL.Path))]; ok {
-			w.Header().Set("Content-Type", t)
+		name := strings.TrimPrefix(r.URL.Path, "/")
+		if name == "" {
+			name = "index.html"
 		}
+		f, st, err := openSiteFile(dir, name)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", types[filepath.Ext(name)])
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		fs.ServeHTTP(w, r)
+		http.ServeContent(w, r, name, st.ModTime(), f)
 	})
 }
 

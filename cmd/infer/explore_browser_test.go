@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -201,6 +202,14 @@ func TestExplorerInBrowser(t *testing.T) {
 		t.Fatalf("scripts/build-web.sh: %v\n%s", err, log.String())
 	}
 	t.Log(strings.TrimSpace(log.String()))
+	// The build wrote only the page's files and its marker, so explore may
+	// rebuild the folder.
+	if err := claimBuildDir(dist); err != nil {
+		t.Errorf("after a build: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dist, buildMarker)); err != nil {
+		t.Errorf("the build left no marker: %v", err)
+	}
 
 	cases, _ := json.Marshal(browserCases)
 	expr, _ := json.Marshal(exprProgram)

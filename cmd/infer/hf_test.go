@@ -316,3 +316,19 @@ func hfDirWithTokenizer(t *testing.T, rest string, addBOS bool) string {
 	}
 	return dir
 }
+
+// Issue 25 row 10 (Hugging Face): a tokenizer.json with an id past the
+// embedding's 512 rows is refused, naming both sizes, instead of its ids
+// being dropped; one with fewer ids than rows loads (transformers pads
+// embeddings: Qwen2.5 has 151,665 tokens over 151,936 rows).
+func TestHFTokenizerLargerThanEmbedding(t *testing.T) {
+	dir := hfDirWithTokenizer(t, `"a":3,"b":4,"ab":600},"merges":["a b"]`, true)
+	code, _, errs := cli(t, "generate", "--checkpoint", dir, "--prompt", "ab", "--steps", "2")
+	if code != 1 || !strings.Contains(errs, "has 601 tokens, the model only 512") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q; want one line naming 601 and 512", code, errs)
+	}
+	dir = hfDirWithTokenizer(t, `"a":3,"b":4},"merges":[]`, true)
+	if code, _, errs := cli(t, "generate", "--checkpoint", dir, "--prompt", "ab", "--steps", "2"); code != 0 {
+		t.Fatalf("a 5-token vocabulary over 512 rows: exit %d, %s", code, errs)
+	}
+}

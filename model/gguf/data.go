@@ -1,6 +1,10 @@
 package gguf
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // checkDataSection places the data section at the first multiple of the
 // alignment at or after headerEnd, and checks that every tensor of a known
@@ -19,6 +23,29 @@ func (f *File) checkDataSection(headerEnd int64) error {
 		if end := start + t.Offset + t.Size; end > size {
 			return fmt.Errorf("tensor %q (%s, %d bytes at data offset %d) ends at byte %d, beyond the file's %d bytes",
 				t.Name, t.Type, t.Size, t.Offset, end, size)
+		}
+	}
+	return f.checkOverlaps()
+}
+
+// checkOverlaps refuses two tensors whose byte ranges share a byte: each
+// would read the other's weights (or, when one's type claims more bytes
+// than were written for it, the next tensor's). llama.cpp goes further
+// and requires every offset to follow the previous tensor's padded end
+// (docs/formats.md); Stride accepts any order and gaps, not overlaps.
+func (f *File) checkOverlaps() error {
+	order := make([]int, 0, len(f.Tensors))
+	for i, t := range f.Tensors {
+		if t.Type.Known() && t.Size > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(f.Tensors[a].Offset, f.Tensors[b].Offset) })
+	for k := 1; k < len(order); k++ {
+		prev, cur := f.Tensors[order[k-1]], f.Tensors[order[k]]
+		if prev.Offset+prev.Size > cur.Offset {
+			return fmt.Errorf("tensor %q (%s, %d bytes at data offset %d) overlaps tensor %q at data offset %d",
+				prev.Name, prev.Type, prev.Size, prev.Offset, cur.Name, cur.Offset)
 		}
 	}
 	return nil

@@ -75,6 +75,9 @@ func NewSource(f *File) (*Source, error) {
 	if err := s.checkTensors(); err != nil {
 		return nil, err
 	}
+	if err := s.checkStrict(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -251,7 +254,9 @@ func (k *archKeys) shape() (model.Config, error) {
 			c.RopeDim = 0 // the whole head: the Config default
 		}
 		for _, key := range []string{"attention.key_length", "attention.value_length"} {
-			if v, err := k.f.Uint(k.arch + "." + key); err == nil && int(v) != hs {
+			if v := k.uint(key, hs, false); k.err != nil {
+				return model.Config{}, k.err
+			} else if v != hs {
 				return model.Config{}, k.fail("%s.%s = %d differs from embedding_length/head_count = %d, which is not supported", k.arch, key, v, hs)
 			}
 		}
@@ -268,7 +273,9 @@ func (k *archKeys) ropeScale() (float64, error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		typ = "none"
-		if v, err := k.f.Float(k.arch + ".rope.scale_linear"); err == nil && v != 1 {
+		if v := k.float("rope.scale_linear", 1, false); k.err != nil {
+			return 0, k.err
+		} else if v != 1 {
 			typ, scale = "linear", v
 		}
 	case err != nil:
@@ -318,13 +325,35 @@ func (k *archKeys) tensorShape(c *model.Config) error {
 // present with its shape and a type Stride runs, so a bad file fails at
 // open with the tensor's name rather than at the first matmul.
 func (s *Source) checkTensors() error {
+	for _, w := range s.wantedTensors() {
+		ti, ok := s.f.Tensor(w.name)
+		if !ok {
+			return fmt.Errorf("gguf: %s: no tensor %q", s.f.name, w.name)
+		}
+		if !slices.Equal(ti.Shape, w.shape) {
+			return fmt.Errorf("gguf: %s: tensor %q has shape %v, want %v", s.f.name, w.name, ti.Shape, w.shape)
+		}
+		if _, err := StorageType(ti.Type); err != nil {
+			return fmt.Errorf("gguf: %s: tensor %q: %w", s.f.name, w.name, err)
+		}
+		if len(w.shape) == 1 && ti.Type != TypeF32 {
+			return fmt.Errorf("gguf: %s: tensor %q is %s; norms, biases and rope_freqs must be F32", s.f.name, w.name, ti.Type)
+		}
+	}
+	return nil
+}
+
+// want is a tensor the model reads, with the shape it must have.
+type want struct {
+	name  string
+	shape []int
+}
+
+// wantedTensors lists every tensor the configured model reads.
+func (s *Source) wantedTensors() []want {
 	c := s.cfg
 	hs := c.HeadDim()
 	qDim, kvDim := c.NHeads*hs, c.KVDim()
-	type want struct {
-		name  string
-		shape []int
-	}
 	ws := []want{{model.TensorTokenEmbd, []int{c.VocabSize, c.Dim}}, {model.TensorOutputNorm, []int{c.Dim}}}
 	if !c.SharedClassifier {
 		ws = append(ws, want{model.TensorOutput, []int{c.VocabSize, c.Dim}})
@@ -348,22 +377,7 @@ func (s *Source) checkTensors() error {
 	if _, ok := s.f.Tensor(model.TensorRopeFreqs); ok {
 		ws = append(ws, want{model.TensorRopeFreqs, []int{c.RopeDims() / 2}})
 	}
-	for _, w := range ws {
-		ti, ok := s.f.Tensor(w.name)
-		if !ok {
-			return fmt.Errorf("gguf: %s: no tensor %q", s.f.name, w.name)
-		}
-		if !slices.Equal(ti.Shape, w.shape) {
-			return fmt.Errorf("gguf: %s: tensor %q has shape %v, want %v", s.f.name, w.name, ti.Shape, w.shape)
-		}
-		if _, err := StorageType(ti.Type); err != nil {
-			return fmt.Errorf("gguf: %s: tensor %q: %w", s.f.name, w.name, err)
-		}
-		if len(w.shape) == 1 && ti.Type != TypeF32 {
-			return fmt.Errorf("gguf: %s: tensor %q is %s; norms, biases and rope_freqs must be F32", s.f.name, w.name, ti.Type)
-		}
-	}
-	return nil
+	return ws
 }
 
 // StoredTypes names the storage types of the weight matrices (the 2-D

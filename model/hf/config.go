@@ -46,6 +46,11 @@ func readJSON(path string, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	// A decoder stops after the first value; json.Unmarshal, like
+	// Python's json.load, refuses anything but whitespace after it.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("%s: %d bytes follow the JSON value (at byte %d)", path, len(rest), len(data)-len(rest))
+	}
 	return nil
 }
 

@@ -88,6 +88,17 @@ func TestOpenRejects(t *testing.T) {
 		{"bad JSON", qwen2Spec, func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"hidden_size": 3`), 0o644)
 		}, "config.json: unexpected EOF"},
+		{"trailing bytes after config.json", qwen2Spec, func(t *testing.T, dir string) {
+			f, _ := os.OpenFile(filepath.Join(dir, ConfigFile), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("\n{\"hidden_size\": 999}\n")
+			f.Close()
+		}, "config.json: 21 bytes follow the JSON value"},
+		{"trailing bytes after generation_config.json", qwen2Spec, func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, GenerationConfigFile), []byte(`{"eos_token_id": 1} x`), 0o644)
+		}, "generation_config.json: 1 bytes follow the JSON value"},
+		{"key of the wrong type", qwen2Spec, func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, ConfigFile), func(m map[string]any) { m["rope_theta"] = "1e6" })
+		}, "rope_theta"},
 		{"config too large", qwen2Spec, func(t *testing.T, dir string) {
 			os.Truncate(filepath.Join(dir, ConfigFile), maxJSONSize+1) // sparse: nothing is written
 		}, "bytes is larger than the 16777216 a JSON file of a checkpoint may have"},

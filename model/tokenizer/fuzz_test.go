@@ -23,6 +23,12 @@ var fuzzSeeds = map[string]map[string][]any{
   {"type": "Digits", "individual_digits": true}, {"type": "Metaspace", "replacement": "▁", "split": true}]}}`), []byte(nil), "a1 a"},
 		"added": {[]byte(`{"model": {"vocab": {"x": 3}}, "added_tokens": [{"id": 9, "content": "<|e|>", "special": true, "lstrip": true}]}`),
 			[]byte(`{"bos_token": {"content": "x"}, "eos_token": "<|e|>", "chat_template": "{{ x }}"}`), "x <|e|>x"},
+		"replace-growth": {[]byte(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Sequence", "normalizers": [
+ {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"}, {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"},
+ {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"}, {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaa"}]}}`), []byte(nil), "aaaa"},
+		"replace-empty": {[]byte(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Replace", "pattern": {"String": ""}, "content": "a"}}`), []byte(nil), "aa"},
+		"nfc-lower-metaspace": {[]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "▁": 1}, "merges": []}, "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]},
+ "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": true}}`), []byte(nil), "A\u0301 a"},
 	},
 	"FuzzSplit": {
 		"empty": {""}, "hello": {"Hello world"}, "spaces": {"  a\n\n b\t \r\n"}, "contractions": {"I'm 12345 OK'S?!"},

@@ -54,6 +54,12 @@ func FromJSON(tokenizerJSON, configJSON []byte, name string) (*Tokenizer, error)
 		return nil, fail("pre_tokenizer: %v", err)
 	}
 	t.norm = append(t.norm, pre...)
+	if _, err := normalizerGrowth(t.norm); err != nil {
+		return nil, fail("normalizer: %v", err)
+	}
+	if len(t.pre) > maxJSONSteps {
+		return nil, fail("pre_tokenizer: %d splits, more than the %d allowed", len(t.pre), maxJSONSteps)
+	}
 	if t.dec, err = jsonDecoder(f.Decoder, t.kind); err != nil {
 		return nil, fail("decoder: %v", err)
 	}

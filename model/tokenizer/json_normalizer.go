@@ -87,12 +87,18 @@ func jsonPreTokenizers(n *jsonNode) ([]splitter, []normalizer, error) {
 		}
 		switch {
 		case n.Pattern.Regex != nil:
+			if err := checkPattern("Split pattern", *n.Pattern.Regex); err != nil {
+				return nil, nil, err
+			}
 			sp, err := regexSplitter(*n.Pattern.Regex)
 			if err != nil {
 				return nil, nil, err
 			}
 			return []splitter{sp}, nil, nil
 		case n.Pattern.String != nil && *n.Pattern.String != "":
+			if err := checkPattern("Split pattern", *n.Pattern.String); err != nil {
+				return nil, nil, err
+			}
 			return []splitter{literalSplitter(*n.Pattern.String)}, nil, nil
 		}
 		return nil, nil, errors.New("Split without a pattern")
@@ -102,6 +108,9 @@ func jsonPreTokenizers(n *jsonNode) ([]splitter, []normalizer, error) {
 		r := n.Replacement
 		if r == "" {
 			r = "▁"
+		}
+		if err := checkPattern("Metaspace replacement", r); err != nil {
+			return nil, nil, err
 		}
 		norm := []normalizer{{op: "replace", a: " ", b: r}}
 		switch n.PrependScheme {

@@ -23,6 +23,9 @@ type jsonAddedToken struct {
 	Special bool   `json:"special"`
 	LStrip  bool   `json:"lstrip"`
 	RStrip  bool   `json:"rstrip"`
+	// Read only so that a value of the wrong type is refused, not skipped.
+	SingleWord *bool `json:"single_word"`
+	Normalized *bool `json:"normalized"`
 }
 
 // jsonModelSection is the model object: a BPE vocabulary and its merges.

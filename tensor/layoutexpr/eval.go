@@ -323,9 +323,24 @@ func (ev *evaluator) recordTuple(tup *tupleVal, text string) error {
 	return nil
 }
 
+// checkDims refuses a step whose result would have more than maxDims
+// dims, before the step builds its shape: ops that add a dim per call or
+// per index item ([None], unsqueeze, unfold) would otherwise grow every
+// later row's shape without bound.
+func checkDims(op string, n int) error {
+	if n > maxDims {
+		return fmt.Errorf("%s: result would have %d dims, more than %d", op, n, maxDims)
+	}
+	return nil
+}
+
 // checkBounds keeps every stride and the offset within 2^53, so the next
-// step's arithmetic (offset + start·stride, stride·step) cannot overflow.
+// step's arithmetic (offset + start·stride, stride·step) cannot overflow,
+// and is the last guard on the dim cap for every recorded row.
 func checkBounds(t *tensor.Tensor) error {
+	if err := checkDims("result", t.Dim()); err != nil {
+		return err
+	}
 	if t.Offset() < 0 || t.Offset() > maxInt {
 		return fmt.Errorf("storage offset %d is outside [0, 2^53]", t.Offset())
 	}

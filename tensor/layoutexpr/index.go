@@ -15,15 +15,9 @@ func indexTensor(x *tensor.Tensor, items []value) (*tensor.Tensor, error) {
 			items = tup.items
 		}
 	}
-	consumed, ellipses := 0, 0
-	for _, it := range items {
-		switch it.(type) {
-		case noneVal:
-		case ellipsisVal:
-			ellipses++
-		default:
-			consumed++
-		}
+	consumed, ellipses, nones, selects := countIndexItems(items)
+	if err := checkDims("index", x.Dim()-selects+nones); err != nil {
+		return nil, err
 	}
 	if ellipses > 1 {
 		return nil, fmt.Errorf("an index can only have a single ellipsis ('...')")
@@ -118,4 +112,24 @@ func advancedIndex(t *tensor.Tensor, adv *tupleVal, advDim int) (*tensor.Tensor,
 		return nil, err
 	}
 	return newMeta("index", t.DType(), oshape, ostrides)
+}
+
+// countIndexItems counts an index's items by kind: those that consume a
+// dim (ints, slices, lists), ellipses, Nones (each adds a dim) and ints
+// (each removes one).
+func countIndexItems(items []value) (consumed, ellipses, nones, selects int) {
+	for _, it := range items {
+		switch it.(type) {
+		case noneVal:
+			nones++
+		case ellipsisVal:
+			ellipses++
+		case int:
+			selects++
+			consumed++
+		default:
+			consumed++
+		}
+	}
+	return consumed, ellipses, nones, selects
 }

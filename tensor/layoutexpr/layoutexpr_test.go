@@ -380,3 +380,48 @@ func ExampleEval() {
 	// .t() [4, 3] [1, 4] false shared(step 1) 0
 	// .contiguous() [4, 3] [3, 1] true new 96
 }
+
+// TestDimAndElementCaps feeds every op that can grow a shape past the
+// 64-dim cap or the 2^53-element cap: each must fail on the step that
+// would cross it, with an error naming the cap, and the rows before it
+// stay within the cap.
+func TestDimAndElementCaps(t *testing.T) {
+	ones := func(n int) string { return strings.TrimSuffix(strings.Repeat("1,", n), ",") }
+	cases := []struct{ prog, want string }{
+		{"x = empty(1)" + strings.Repeat(".unsqueeze(0)", 90), "unsqueeze: result would have 65 dims, more than 64"},
+		{"x = empty(1)" + strings.Repeat("[None]", 90), "index: result would have 65 dims, more than 64"},
+		{"x = empty(1)[" + strings.Repeat("None,", 5000) + "]", "index: result would have 5001 dims, more than 64"},
+		{"x = empty(" + ones(64) + ").unfold(0,1,1)", "unfold: result would have 65 dims, more than 64"},
+		{"x = empty(1).view(" + ones(65) + ")", "more than 64 sizes"},
+		{"x = empty(1).reshape(" + ones(65) + ")", "more than 64 sizes"},
+		{"x = empty(1).expand(" + ones(65) + ")", "more than 64 sizes"},
+		{"x = empty(1).expand(1048576,1048576,1048576)", "more than 2^53 elements"},
+		{"x = empty(1)[None].expand(1048576,1048576,1048576)[None]", "more than 2^53 elements"},
+	}
+	for _, c := range cases {
+		rows, err := Eval(c.prog)
+		if err != nil {
+			t.Fatalf("%.60s: %v", c.prog, err)
+		}
+		last := rows[len(rows)-1]
+		if !strings.Contains(last.Error, c.want) {
+			t.Errorf("%.60s: last row error %q, want %q", c.prog, last.Error, c.want)
+		}
+		for _, r := range rows {
+			if len(r.Shape) > 64 {
+				t.Errorf("%.60s: row %d has %d dims", c.prog, r.Step, len(r.Shape))
+			}
+		}
+	}
+	// At the cap itself every op still works: 64 dims is legal.
+	for _, prog := range []string{
+		"x = empty(1)" + strings.Repeat(".unsqueeze(0)", 63),
+		"x = empty(1)" + strings.Repeat("[None]", 63),
+		"x = empty(" + ones(64) + ")[0, None]",
+	} {
+		rows, err := Eval(prog)
+		if err != nil || rows[len(rows)-1].Error != "" || len(rows[len(rows)-1].Shape) != 64 {
+			t.Errorf("%.60s: want a 64-dim result, got err %v rows %+v", prog, err, rows[len(rows)-1].Shape)
+		}
+	}
+}

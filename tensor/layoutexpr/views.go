@@ -144,6 +144,9 @@ func unsqueezeOp(c *callCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDims("unsqueeze", c.x.Dim()+1); err != nil {
+		return nil, err
+	}
 	return c.x.Unsqueeze(d[0])
 }
 
@@ -229,6 +232,9 @@ func unfoldOp(c *callCtx) (any, error) {
 		return nil, err
 	}
 	d, size, step := a[0], a[1], a[2]
+	if err := checkDims("unfold", c.x.Dim()+1); err != nil {
+		return nil, err
+	}
 	if w, err := wrapDim(d, c.x.Dim()); err == nil && c.x.Dim() > 0 && step > 0 {
 		if st, _ := c.x.Stride(w); st > maxInt/step {
 			return nil, fmt.Errorf("unfold: stride %d times step %d exceeds 2^53", st, step)
