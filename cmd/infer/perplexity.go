@@ -41,12 +41,16 @@ print the same figure for the same model:
 
 PPL = exp(mean negative log-likelihood); the ± is llama.cpp's estimate,
 PPL·sqrt((mean(nll²) − mean(nll)²)/(N−1)) over the N scored tokens. The
-running PPL after each chunk goes to stderr as [chunk]ppl, and the last line
-of stdout reads "Final estimate: PPL = 3.3607 +/- 0.15656". The text needs at
-least 2·ctx tokens. With --output json, one object:
+running PPL after each chunk goes to stderr as [chunk]ppl, then the counts
+of tokens and chunks; the last line of stdout reads
+"Final estimate: PPL = 3.3607 +/- 0.15656". The text needs at least 2·ctx
+tokens. With --output json, one object:
 {"ppl", "ppl_stderr", "nll", "tokens_scored", "chunks", "ctx"}.
 
-The text is FILE, or -f FILE, or stdin when neither is given.`,
+The text is FILE, or -f FILE, or stdin when neither is given. It is read
+and tokenized a window at a time (the ids are those of the whole text), so
+memory does not grow with its length; a stretch of 16 MiB with no line
+break or space to cut at is refused.`,
 		Example: `  infer perplexity --checkpoint stories260K-f32.gguf --tokenizer tok512.bin --ctx 64 text.txt
   infer perplexity --checkpoint model.gguf -f wiki.test.raw --output json`,
 		Args: cobra.MaximumNArgs(1),

@@ -45,7 +45,10 @@ The tokenizer comes from --tokenizer FILE or from the --checkpoint FILE:
 tokenizer, so it needs --tokenizer.
 
 The text is the argument, or with no argument all of stdin, read verbatim
-(no newline stripped). The ids are printed space-separated on one line;
+(no newline stripped) and tokenized a window at a time, with the ids of
+the whole text, so memory does not grow with its length (a stretch of
+16 MiB with no line break or space to cut at is refused). The ids are
+printed space-separated on one line;
 --output json prints {"ids": [...], "pieces": [...]} with the pieces as the
 vocabulary stores them ("▁", "Ġ" included).
 
