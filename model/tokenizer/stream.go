@@ -19,7 +19,7 @@ import (
 // candidate cut is then verified: the window is encoded whole, the text
 // after the cut is encoded as a continuation (no dummy prefix), and the
 // cut is taken only if the second is a suffix of the first, with at
-// least StreamLookahead bytes of text after the cut, further than any
+// least 4 KiB of text after the cut, further than any
 // pre-tokenizer or merge of the supported tokenizers looks. So the cut is
 // a token boundary of the whole text's encoding, and the ids before it
 // are final. The window keeps the text after the cut for the next call.
@@ -35,33 +35,33 @@ type Stream struct {
 	window int // bytes to have in buf before looking for a cut
 }
 
-// Stream window sizes: StreamWindow bytes are read before a cut is
-// sought, the cut keeps StreamLookahead bytes after it, and a text in
-// which no cut verifies within MaxStreamSpan bytes (a single line of
+// Stream window sizes: streamWindow bytes are read before a cut is
+// sought, the cut keeps streamLookahead bytes after it, and a text in
+// which no cut verifies within maxStreamSpan bytes (a single line of
 // many megabytes without spaces) is refused rather than held whole.
 const (
-	StreamWindow    = 64 << 10
-	StreamLookahead = 4 << 10
-	MaxStreamSpan   = 16 << 20
+	streamWindow    = 64 << 10
+	streamLookahead = 4 << 10
+	maxStreamSpan   = 16 << 20
 )
 
 // NewStream returns a Stream over r with the options of EncodeWith: BOS
 // before the first ids, EOS after the last.
 func (t *Tokenizer) NewStream(r io.Reader, o EncodeOptions) *Stream {
-	return &Stream{enc: t.encode, r: r, o: o, window: StreamWindow}
+	return &Stream{enc: t.encode, r: r, o: o, window: streamWindow}
 }
 
 // NewStream returns a Stream over r: one id per byte, with BOS and EOS
 // as o asks (o.ParseSpecial does not apply).
 func (b *Bytes) NewStream(r io.Reader, o EncodeOptions) *Stream {
 	enc := func(text string, o EncodeOptions, _ bool) ([]int, error) { return b.Encode(text, o.BOS, o.EOS) }
-	return &Stream{enc: enc, anyCut: true, r: r, o: o, window: StreamWindow}
+	return &Stream{enc: enc, anyCut: true, r: r, o: o, window: streamWindow}
 }
 
 // Next returns the ids of the next part of the text, and io.EOF once all
 // of it has been returned. Parts may be empty. Concatenated, the parts
 // are EncodeWith's ids of the whole text. A read error is returned as
-// is; a text with no cut in MaxStreamSpan bytes is an error naming it.
+// is; a text with no cut in maxStreamSpan bytes is an error naming it.
 func (s *Stream) Next() ([]int, error) {
 	if s.done {
 		return nil, io.EOF
@@ -77,11 +77,11 @@ func (s *Stream) Next() ([]int, error) {
 		if err != nil || ok {
 			return ids, err
 		}
-		if len(s.buf) >= MaxStreamSpan {
+		if len(s.buf) >= maxStreamSpan {
 			return nil, fmt.Errorf("tokenizer: no place to cut the text in %d MiB (a line that long, without spaces?): the limit is %d MiB",
-				len(s.buf)>>20, MaxStreamSpan>>20)
+				len(s.buf)>>20, maxStreamSpan>>20)
 		}
-		s.window = min(2*s.window, MaxStreamSpan)
+		s.window = min(2*s.window, maxStreamSpan)
 	}
 }
 
@@ -118,12 +118,12 @@ func (s *Stream) cut() (ids []int, ok bool, err error) {
 	o := s.o
 	o.BOS, o.EOS = o.BOS && !s.cont, false
 	if s.anyCut {
-		return s.take(o, len(s.buf)-StreamLookahead, nil)
+		return s.take(o, len(s.buf)-streamLookahead, nil)
 	}
 	var whole []int
 	for _, newline := range []bool{true, false} {
 		tries := 0
-		for p := len(s.buf) - StreamLookahead; p > 4 && tries < 4; p-- {
+		for p := len(s.buf) - streamLookahead; p > 4 && tries < 4; p-- {
 			if !cutCandidate(s.buf, p, newline) {
 				continue
 			}
@@ -156,7 +156,7 @@ func (s *Stream) take(o EncodeOptions, p int, ids []int) ([]int, bool, error) {
 	}
 	s.buf = s.buf[:copy(s.buf, s.buf[p:])]
 	s.cont = true
-	s.window = StreamWindow
+	s.window = streamWindow
 	return ids, true, nil
 }
 

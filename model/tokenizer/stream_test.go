@@ -65,7 +65,7 @@ func streamAll(t *testing.T, s *Stream) ([]int, int) {
 // normalizers), with and without BOS, EOS and special-token parsing,
 // while cutting the text into several parts.
 func TestStreamMatchesWholeText(t *testing.T) {
-	text := streamCorpus(t, 5*StreamWindow)
+	text := streamCorpus(t, 5*streamWindow)
 	toks := map[string]func(*testing.T) *Tokenizer{
 		"synthetic-runc": func(t *testing.T) *Tokenizer { return synthTokenizer(t) },
 		"tok512":         func(t *testing.T) *Tokenizer { return loadShared(t, "tok512.bin", 512) },
@@ -131,11 +131,11 @@ func TestStreamShortAndBytes(t *testing.T) {
 	}
 }
 
-// A text with no place to cut is refused once MaxStreamSpan bytes are
+// A text with no place to cut is refused once maxStreamSpan bytes are
 // pending, instead of being held whole; a read error comes back as is.
 func TestStreamRefusesUncuttableText(t *testing.T) {
 	tk := synthTokenizer(t)
-	s := tk.NewStream(strings.NewReader(strings.Repeat("x", MaxStreamSpan+1)), EncodeOptions{})
+	s := tk.NewStream(strings.NewReader(strings.Repeat("x", maxStreamSpan+1)), EncodeOptions{})
 	_, err := s.Next()
 	if err == nil || !strings.Contains(err.Error(), "no place to cut the text in 16 MiB") {
 		t.Errorf("err = %v, want the 16 MiB limit named", err)
@@ -162,7 +162,7 @@ func TestStreamVerifiesCuts(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	words := []string{"the", "t", "he", "tab", "a"}
 	var b strings.Builder
-	for b.Len() < 4*StreamWindow {
+	for b.Len() < 4*streamWindow {
 		b.WriteString(words[r.IntN(len(words))])
 		if r.IntN(3) == 0 {
 			b.WriteString("\nthe ")
