@@ -145,12 +145,21 @@ func writeTokenIDs(w *bufio.Writer, s *tokenizer.Stream) error {
 			w.WriteString(strconv.Itoa(id))
 			n++
 		}
-		return nil
+		return outputErr(w)
 	})
 	if err != nil {
 		return err
 	}
 	return w.WriteByte('\n')
+}
+
+// outputErr is the error of an earlier write to w, if any, so that a
+// closed or full stdout stops the tokenizing at the next part.
+func outputErr(w *bufio.Writer) error {
+	if _, err := w.Write(nil); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return nil
 }
 
 // eachPart calls f with each part of the stream's ids.

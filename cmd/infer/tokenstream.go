@@ -102,7 +102,7 @@ func writeTokensJSON(w *bufio.Writer, s *tokenizer.Stream, tk *tokenizer.Tokeniz
 			}
 			pieces.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 		}
-		return nil
+		return outputErr(w)
 	})
 	if err != nil {
 		return err
