@@ -132,7 +132,7 @@ func TestCopyFromBroadcastAndSelfOverlap(t *testing.T) {
 	}
 	coreValues(t, "broadcast copy", dst, []float32{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4})
 
-	x := coreMust(t)(Arange(led, F32, 6))
+	x := coreMust(t)(arange(led, F32, 6))
 	head := coreMust(t)(x.Narrow(0, 0, 5))
 	tail := coreMust(t)(x.Narrow(0, 1, 5))
 	if err := tail.CopyFrom(head); err != nil {

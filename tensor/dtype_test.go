@@ -218,7 +218,7 @@ func TestDTypeNamesAndSizes(t *testing.T) {
 func TestHalfTensorsThroughViews(t *testing.T) {
 	for _, dt := range []DType{F16, BF16} {
 		led := NewLedger()
-		x := coreMust(t)(coreMust(t)(Arange(led, dt, 24)).View(2, 3, 4))
+		x := coreMust(t)(coreMust(t)(arange(led, dt, 24)).View(2, 3, 4))
 		if x.Nbytes() != 48 || x.Storage().Bytes() != 48 || x.DType() != dt {
 			t.Errorf("%v: nbytes %d", dt, x.Nbytes())
 		}
@@ -279,7 +279,7 @@ func TestHalfTensorsThroughViews(t *testing.T) {
 func TestInt32TokenHistory(t *testing.T) {
 	led := NewLedger()
 	ids := []int32{1, 16777217, 3, -4, 5, 2147483647}
-	h := Must(FromInt32(led, ids, 6))
+	h := fromInt32(t, led, ids, 6)
 	if h.DType() != I32 || h.Nbytes() != 24 || led.Stats().BytesAllocated != 24 {
 		t.Fatalf("history %v, %d bytes, ledger %d", h, h.Nbytes(), led.Stats().BytesAllocated)
 	}

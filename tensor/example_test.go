@@ -11,7 +11,8 @@ import (
 // SharesStorage tells which one happened.
 func ExampleTensor_View() {
 	led := tensor.NewLedger()
-	x := tensor.Must(tensor.Must(tensor.Arange(led, tensor.F32, 12)).View(3, 4))
+	data := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	x := tensor.Must(tensor.FromFloat32(led, tensor.F32, data, 3, 4))
 	xt := tensor.Must(x.T())
 	fmt.Println("x:  ", x)
 	fmt.Println("x.t:", xt)

@@ -67,7 +67,7 @@ func (f *fuzzBytes) smallShape(maxLen int) []int {
 // non-contiguous (transpose, stepped slice, expand, unfold).
 func fuzzBase(f *fuzzBytes) *Tensor {
 	shape := f.smallShape(4)
-	x := Must(Arange(nil, F32, refNumel(shape)))
+	x := Must(arange(nil, F32, refNumel(shape)))
 	x = Must(x.View(shape...))
 	for range f.small(0, 3) {
 		nd := x.Dim()
@@ -330,7 +330,7 @@ func FuzzAsStrided(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := &fuzzBytes{b: data}
 		n := in.small(0, 64)
-		store := Must(Arange(nil, F32, n))
+		store := Must(arange(nil, F32, n))
 		shape := in.ints(5)
 		strides := in.ints(5)
 		if in.next()%2 == 0 && len(strides) > len(shape) {

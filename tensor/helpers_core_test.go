@@ -72,5 +72,31 @@ func coreArange(tb testing.TB, led *Ledger, shape ...int) *Tensor {
 	for _, s := range shape {
 		n *= s
 	}
-	return coreMust(tb)(coreMust(tb)(Arange(led, F32, n)).View(shape...))
+	return coreMust(tb)(coreMust(tb)(arange(led, F32, n)).View(shape...))
+}
+
+// arange allocates the 1-D tensor [0, 1, …, n-1] of dtype dt in led
+// (PyTorch's torch.arange(n)): the fixture whose element k is k, so a
+// test can read off which memory slot a view reaches.
+func arange(led *Ledger, dt DType, n int) (*Tensor, error) {
+	t, err := newTensor(led, dt, []int{n}, false, "arange")
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		t.st.store(i, float32(i))
+	}
+	return t, nil
+}
+
+// fromInt32 allocates an I32 tensor of shape holding a copy of data,
+// recorded in led like any allocation.
+func fromInt32(tb testing.TB, led *Ledger, data []int32, shape ...int) *Tensor {
+	tb.Helper()
+	t := coreMust(tb)(Empty(led, I32, shape...))
+	if len(data) != t.Numel() {
+		tb.Fatalf("fromInt32: shape %v needs %d elements, got %d", shape, t.Numel(), len(data))
+	}
+	copy(t.st.i32, data)
+	return t
 }

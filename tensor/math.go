@@ -1,13 +1,15 @@
 package tensor
 
-// The math of a Llama layer on strided operands lives in this package's
-// matmul.go, softmax.go, rmsnorm.go, elementwise.go and reduce.go. Every
-// operand is read through its (shape, strides, offset), so a transposed or
-// sliced view costs nothing to pass in; results are new contiguous tensors
-// in the first operand's Ledger. Computation is in float32 whatever the
-// storage dtype, as in llama2.c. On meta operands the ops return a meta
-// result of the right shape and compute nothing, so a [2,32,4096,4096]
-// attention can be traced for free.
+// The strided math of attention's naive path (Matmul, ScaleInPlace,
+// SoftmaxLastDimInPlace) lives in this package's matmul.go,
+// elementwise.go and softmax.go; the rest of a Llama layer runs on flat
+// rows in tensor/kernels. Every operand is read through its (shape,
+// strides, offset), so a transposed or sliced view costs nothing to pass
+// in; Matmul's result is a new contiguous tensor in the first operand's
+// Ledger. Computation is in float32 whatever the storage dtype, as in
+// llama2.c. On meta operands the ops return a meta result of the right
+// shape (or do nothing in place), so a [2,32,4096,4096] attention can be
+// traced for free.
 //
 // This file holds what they share: the strided walkers eachIndex and
 // eachRow, and the operand checks.

@@ -5,10 +5,9 @@ import (
 	"testing"
 )
 
-// The references in the math tests (matmul_test.go, softmax_test.go,
-// rmsnorm_test.go, elementwise_test.go, reduce_test.go) are written
-// independently of the ops they check: plain index loops over At(),
-// accumulated in float64. This file holds the helpers they share.
+// The references in the math tests (matmul_test.go, softmax_test.go) are
+// written independently of the ops they check: plain index loops over
+// At(), accumulated in float64. This file holds the helpers they share.
 
 // unravel turns a row-major linear index into an index of shape.
 func unravel(i int, shape []int) []int {

@@ -262,9 +262,9 @@ func BenchmarkMatmulTransposed(b *testing.B) {
 // leading dimension: nothing is copied, only the result is allocated.
 func ExampleMatmul() {
 	led := NewLedger()
-	x := Must(Arange(led, F32, 6))
+	x := Must(arange(led, F32, 6))
 	x = Must(x.View(2, 3))                           // [2,3] strides [3,1]
-	w := Must(Must(Arange(led, F32, 12)).View(4, 3)) // [4,3]
+	w := Must(Must(arange(led, F32, 12)).View(4, 3)) // [4,3]
 	wt := Must(w.T())                                // [3,4] strides [1,3]
 	before := led.Stats()
 	y, err := Matmul(x, wt)

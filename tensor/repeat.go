@@ -1,11 +1,9 @@
 package tensor
 
-import "fmt"
-
-// This file holds the ops that duplicate data into new memory: Repeat,
-// RepeatInterleave and Cat. Unlike Expand, whose stride-0 dims cost no
-// bytes, each of them allocates its result and records one copy of the
-// result's bytes in the Ledger. All three are written as a single strided
+// This file holds the ops that duplicate data into new memory: Repeat and
+// RepeatInterleave. Unlike Expand, whose stride-0 dims cost no bytes, each
+// of them allocates its result and records one copy of the result's bytes
+// in the Ledger. Both are written as a single strided
 // copy from a stride-0 view of the input into a reshaped view of the
 // output, so the layout math is the whole algorithm.
 
@@ -109,95 +107,4 @@ func (t *Tensor) duplicate(op string, outShape, pairShape, pairStrides []int) (*
 	copyStrided(dst, src)
 	out.st.led.RecordCopy(int64(out.Nbytes()))
 	return out, nil
-}
-
-// Cat concatenates tensors along dim (PyTorch's torch.cat): every tensor
-// must have the same dtype and the same sizes except along dim, and the
-// result's dim is the sum of theirs. As in PyTorch, 1-D tensors of shape
-// [0] are skipped whatever the other shapes are. The result is a new
-// contiguous tensor in the first tensor's Ledger and the whole fill is
-// recorded as one copy; if every input is a meta tensor the result is a
-// meta tensor (mixing meta and real tensors is an error).
-//
-// Each input is copied into the Narrow(dim, offset, size_i) window of the
-// output, which starts offset·stride_dim elements into it.
-func Cat(tensors []*Tensor, dim int) (*Tensor, error) {
-	if len(tensors) == 0 {
-		return nil, errorf("cat", "expected a non-empty list of Tensors")
-	}
-	var parts []*Tensor
-	for i, x := range tensors {
-		if x == nil {
-			return nil, errorf("cat", "tensor %d of %d is nil", i, len(tensors))
-		}
-		if len(x.shape) == 1 && x.shape[0] == 0 {
-			continue // legacy empty tensor: skipped, as PyTorch does
-		}
-		parts = append(parts, x)
-	}
-	first := tensors[0]
-	if len(parts) == 0 {
-		// Everything was a [0] tensor: the result is one too.
-		return newTensor(first.st.led, first.st.dtype, []int{0}, first.st.meta, "cat")
-	}
-	ref := parts[0]
-	if len(ref.shape) == 0 {
-		return nil, errorf("cat", "zero-dimensional tensor (at position %d) cannot be concatenated", indexOf(tensors, ref))
-	}
-	d, err := wrapDimOf("cat", dim, ref.shape)
-	if err != nil {
-		return nil, err
-	}
-	outShape := ref.Shape()
-	outShape[d] = 0
-	for _, x := range parts {
-		pos := indexOf(tensors, x)
-		if x.st.dtype != ref.st.dtype {
-			return nil, errorf("cat", "expected all tensors to have dtype %v, got %v at position %d", ref.st.dtype, x.st.dtype, pos)
-		}
-		if x.st.meta != ref.st.meta {
-			return nil, errorf("cat", "cannot concatenate meta and non-meta tensors (position %d)", pos)
-		}
-		if len(x.shape) != len(ref.shape) {
-			return nil, errorf("cat", "Tensors must have same number of dimensions: got %d and %d (shapes %s and %s at position %d)",
-				len(ref.shape), len(x.shape), FormatInts(ref.shape), FormatInts(x.shape), pos)
-		}
-		for k := range x.shape {
-			if k != d && x.shape[k] != ref.shape[k] {
-				return nil, errorf("cat", "Sizes of tensors must match except in dimension %d. Expected size %d but got size %d for tensor number %d in the list (shapes %s and %s)",
-					d, ref.shape[k], x.shape[k], pos, FormatInts(ref.shape), FormatInts(x.shape))
-			}
-		}
-		if x.shape[d] > maxNumel-outShape[d] {
-			return nil, errorf("cat", "concatenated size along dim %d overflows", d)
-		}
-		outShape[d] += x.shape[d]
-	}
-	out, err := newTensor(ref.st.led, ref.st.dtype, outShape, ref.st.meta, "cat")
-	if err != nil {
-		return nil, err
-	}
-	if ref.st.meta {
-		return out, nil
-	}
-	at := 0
-	for _, x := range parts {
-		win, err := out.Narrow(d, at, x.shape[d])
-		if err != nil {
-			return nil, fmt.Errorf("cat: internal error: %w", err)
-		}
-		copyStrided(win, x)
-		at += x.shape[d]
-	}
-	out.st.led.RecordCopy(int64(out.Nbytes()))
-	return out, nil
-}
-
-func indexOf(ts []*Tensor, x *Tensor) int {
-	for i, t := range ts {
-		if t == x {
-			return i
-		}
-	}
-	return -1
 }

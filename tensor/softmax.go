@@ -53,20 +53,3 @@ func SoftmaxLastDimInPlace(t *Tensor) error {
 	})
 	return nil
 }
-
-// Softmax returns softmax over the last dim of t as a new contiguous
-// tensor of t's dtype in t's Ledger (meta in, meta out).
-func Softmax(t *Tensor) (*Tensor, error) {
-	if err := checkOperands("softmax", t); err != nil {
-		return nil, err
-	}
-	out, err := newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, "softmax")
-	if err != nil || t.st.meta {
-		return out, err
-	}
-	buf := make([]float32, lastDim(t))
-	eachRow([]*Tensor{out, t}, func(offs, strs []int, n int) {
-		softmaxRow(out.st, t.st, offs[0], strs[0], offs[1], strs[1], n, buf)
-	})
-	return out, nil
-}

@@ -95,18 +95,6 @@ func Full(led *Ledger, dt DType, v float32, shape ...int) (*Tensor, error) {
 	return t, nil
 }
 
-// Arange allocates the 1-D tensor [0, 1, …, n-1].
-func Arange(led *Ledger, dt DType, n int) (*Tensor, error) {
-	t, err := newTensor(led, dt, []int{n}, false, "arange")
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < n; i++ {
-		t.st.store(i, float32(i))
-	}
-	return t, nil
-}
-
 // FromFloat32 allocates a contiguous tensor of the given shape holding data
 // (converted to dt). len(data) must equal the product of shape.
 func FromFloat32(led *Ledger, dt DType, data []float32, shape ...int) (*Tensor, error) {
@@ -157,25 +145,6 @@ func WrapUint16(led *Ledger, dt DType, data []uint16, shape ...int) (*Tensor, er
 	return wrap(&Storage{dtype: dt, half: data, led: led}, len(data), shape)
 }
 
-// FromInt32 allocates a contiguous I32 tensor of the given shape holding a
-// copy of data (token ids, a token history). len(data) must equal the
-// product of shape.
-func FromInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
-	n, err := numelOf("from_int32", shape)
-	if err != nil {
-		return nil, err
-	}
-	if n != len(data) {
-		return nil, errorf("from_int32", "shape %v needs %d elements, got %d", shape, n, len(data))
-	}
-	t, err := newTensor(led, I32, shape, false, "from_int32")
-	if err != nil {
-		return nil, err
-	}
-	copy(t.st.i32, data)
-	return t, nil
-}
-
 // WrapInt32 makes a contiguous I32 tensor that uses data as its storage
 // without copying it; no allocation is recorded (the caller owns data).
 func WrapInt32(led *Ledger, data []int32, shape ...int) (*Tensor, error) {
@@ -216,12 +185,6 @@ func Randn(led *Ledger, dt DType, seed uint64, shape ...int) (*Tensor, error) {
 // ErrMeta.
 func Meta(dt DType, shape ...int) (*Tensor, error) {
 	return newTensor(nil, dt, shape, true, "meta")
-}
-
-// EmptyLike allocates a contiguous tensor (or meta tensor) with t's shape
-// and dtype in t's Ledger.
-func EmptyLike(t *Tensor) (*Tensor, error) {
-	return newTensor(t.st.led, t.st.dtype, t.shape, t.st.meta, "empty_like")
 }
 
 // Must returns t, or panics if err is non-nil. It is meant for tests,

@@ -456,7 +456,7 @@ func TestViewChainsAgainstIndexModel(t *testing.T) {
 				shape[i] = 1 + r.IntN(4) // mostly non-empty
 			}
 		}
-		base := coreMust(t)(Arange(led, F32, refNumel(shape)))
+		base := coreMust(t)(arange(led, F32, refNumel(shape)))
 		x := coreMust(t)(base.View(shape...))
 		ref := refView{slices.Clone(shape), func(idx []int) int { return refRavel(idx, shape) }}
 		trail := []string{fmt.Sprintf("arange%v", shape)}

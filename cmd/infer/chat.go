@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
-	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
@@ -67,13 +67,13 @@ Ctrl-C stops the current reply (not the session) and Ctrl-D exits.
 type chatSession struct {
 	lm        *loadedModel
 	e         *engine.Engine
-	tmpl      *chatTemplate // nil with --raw
+	tmpl      *chat.Template // nil with --raw
 	system    string
 	stops     []string
 	rule      stepsRule
 	limit     int // the conversation's positions: min(steps, ctx)
 	sampler   *model.Sampler
-	msgs      []chatMessage
+	msgs      []chat.Message
 	tokens    []int
 	newTokens int    // how many ids the last extend added
 	fed       string // the text tokens stand for (Jinja templates)
@@ -96,11 +96,11 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if !a.getBool("chat.raw") {
 		switch spec := a.getString("chat.template"); {
 		case spec != "":
-			s.tmpl, err = loadChatTemplate(spec)
+			s.tmpl, err = chat.Load(spec)
 		case lm.chatTemplate != "": // the model's own, when its format carries one
-			s.tmpl, err = newChatTemplate("of the model", lm.chatTemplate, lm.eosText)
+			s.tmpl, err = chat.New("of the model", lm.chatTemplate, lm.eosText)
 		default: // a llama2.c checkpoint: run.c's -m chat
-			s.tmpl, err = loadChatTemplate("llama-2")
+			s.tmpl = chat.Fallback()
 		}
 		if err != nil {
 			return err
@@ -120,6 +120,7 @@ func runChat(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	poolForContext(&opts, ctxLen)
+	opts.Tokenizer = lm.codec
 	if s.e, err = newEngine(lm.m, opts); err != nil {
 		return err
 	}
@@ -188,8 +189,8 @@ func (s *chatSession) loop(ctx context.Context, in io.Reader) error {
 // recomputed), streams the reply and prints the turn's statistics.
 func (s *chatSession) turn(parent context.Context, line string, term bool) error {
 	s.turns++
-	s.msgs = append(s.msgs, chatMessage{"user", line})
-	if err := s.extend(line); err != nil {
+	s.msgs = append(s.msgs, chat.Message{Role: "user", Content: line})
+	if err := s.extend(parent, line); err != nil {
 		return err
 	}
 	if len(s.tokens) >= s.limit {
@@ -203,10 +204,9 @@ func (s *chatSession) turn(parent context.Context, line string, term bool) error
 		replyInterrupt.Store(&stop)
 		defer replyInterrupt.Store(nil)
 	}
-	rep := &chatReply{m: newStopMatcher(append(append([]string(nil), s.stops...), s.templateStops()...)),
-		promptLen: len(s.tokens)}
-	req := s.request(rep.m)
-	hooks := engine.Hooks{Token: rep.stream(s.lm.codec, s.out, cancel)}
+	rep := &chatReply{promptLen: len(s.tokens)}
+	req := s.request()
+	hooks := engine.Hooks{Token: rep.stream(s.out, cancel)}
 	s.sampler.Accept(s.tokens[len(s.tokens)-s.newTokens:]...)
 	res, _, err := s.e.Run(ctx, []engine.Request{req}, hooks)
 	guard.done()
@@ -254,44 +254,39 @@ func (g *replyGuard) done() {
 
 // request is the turn's engine request: the whole conversation, run to
 // the conversation's limit (or -n more tokens), ending early at the
-// model's stop ids, at a stop marker, or at EOS in run.c's llama-2 chat.
-func (s *chatSession) request(m *stopMatcher) engine.Request {
+// model's stop ids or at a stop string or template marker, matched by
+// the engine. (run.c's llama-2 chat ends a turn at EOS, whose piece
+// holds its "</s>" marker: the turn stops there and EOS is fed, as in
+// run.c.)
+func (s *chatSession) request() engine.Request {
 	steps := s.limit
 	if s.rule.nPredict > 0 {
 		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
 	}
 	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
-		Stop: func(tokens []int) bool {
-			return m.matched || (s.tmpl != nil && s.tmpl.tpl == nil && tokens[len(tokens)-1] == runcEOS)
-		}}
+		Stop: append(append([]string(nil), s.stops...), s.templateStops()...)}
 }
 
-// chatReply is one reply as it streams: its pieces go through the stop
-// matcher, which holds back what may be the start of a stop marker.
+// chatReply is one reply as it streams: the engine's text deltas, which
+// never hold the start of a stop marker.
 type chatReply struct {
-	m         *stopMatcher
 	promptLen int       // the conversation's ids before the reply
-	full      []byte    // the reply's whole text, markers included
 	first     time.Time // when the first reply token came
 	gen       int       // reply tokens so far
 }
 
-// stream is the engine's token hook: it skips the prompt's positions and
-// writes each reply piece the matcher releases to out, cancelling the
-// reply when out fails.
-func (r *chatReply) stream(codec tokenizer.Codec, out io.Writer, cancel context.CancelFunc) func(engine.Event) {
+// stream is the engine's token hook: it skips the prompt's tokens and
+// writes each reply delta to out, cancelling the reply when out fails.
+func (r *chatReply) stream(out io.Writer, cancel context.CancelFunc) func(engine.Event) {
 	return func(ev engine.Event) {
-		if ev.Pos < r.promptLen-1 {
+		if ev.Prompt {
 			return
 		}
 		if r.gen == 0 {
 			r.first = time.Now()
 		}
 		r.gen++
-		piece := appendPiece(codec, nil, codec.Decode(ev.Prev, ev.Token))
-		r.full = append(r.full, piece...)
-		r.m.feed(piece)
-		if _, err := out.Write(r.m.ready()); err != nil {
+		if _, err := io.WriteString(out, ev.Text); err != nil {
 			cancel()
 		}
 	}
@@ -310,68 +305,65 @@ func (r *chatReply) tokensPerSecond() float64 {
 // adds the reply to the conversation: its ids, the text fed, the
 // assistant message (markers cut).
 func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
-	if !rep.m.matched {
-		s.out.Write(rep.m.rest())
-	}
+	s.out.Write([]byte(r.FlushText))
 	fmt.Fprintln(s.out)
-	why := string(r.FinishReason)
-	if rep.m.matched || r.FinishReason == engine.FinishStop {
-		why = "stop"
-	}
+	reply := r.Tokens[min(len(r.Tokens), rep.promptLen-1):]
 	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
-		s.turns, rep.promptLen, r.CachedTokens, rep.gen, rep.tokensPerSecond(), why)
-	s.tokens = append(s.tokens, r.Tokens[min(len(r.Tokens), rep.promptLen-1):]...)
-	s.fed += string(rep.full)
-	s.msgs = append(s.msgs, chatMessage{"assistant", string(rep.m.text)})
+		s.turns, rep.promptLen, r.CachedTokens, len(reply), rep.tokensPerSecond(), r.FinishReason)
+	prev := s.tokens[len(s.tokens)-1]
+	s.tokens = append(s.tokens, reply...)
+	for _, id := range reply { // the text fed, markers included
+		s.fed += string(appendPiece(s.lm.codec, nil, s.lm.codec.Decode(prev, id)))
+		prev = id
+	}
+	s.msgs = append(s.msgs, chat.Message{Role: "assistant", Content: r.Text})
 	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
 		return errContextFull
 	}
 	return nil
 }
 
-// runcEOS is the id that ends a reply in run.c's chat loop (EOS, 2).
-const runcEOS = 2
-
 // templateStops are the markers that end a reply in the template's format.
 func (s *chatSession) templateStops() []string {
 	if s.tmpl == nil {
 		return nil
 	}
-	return s.tmpl.stops
+	return s.tmpl.Stops()
 }
 
 // extend appends the user's turn to the conversation's ids: run.c's
 // rendering of the turn (with BOS) for llama-2, the line itself for
 // --raw, and for a Jinja template the part of the re-rendered
-// conversation after what the model has already seen. When the
-// rendering does not extend what was fed (a template that rewrites
-// history), the whole conversation is re-encoded; prefix sharing still
-// reuses whatever blocks agree.
-func (s *chatSession) extend(line string) error {
+// conversation after what the model has already seen, tokenized by
+// chat.Encode's rule (the template's control tokens are control ids, the
+// messages plain text). When the rendering does not extend what was fed
+// (a template that rewrites history), the whole conversation is
+// re-encoded; prefix sharing still reuses whatever blocks agree. BOS
+// comes first as generate puts it: only when the tokenizer adds one.
+func (s *chatSession) extend(ctx context.Context, line string) error {
 	codec := s.lm.codec
 	var ids []int
 	var err error
 	switch {
 	case s.tmpl == nil: // --raw
-		ids, err = codec.Encode(line, len(s.tokens) == 0, false)
-	case s.tmpl.tpl == nil: // run.c's llama-2 chat
-		ids, err = codec.Encode(runcTurn(s.system, line, len(s.tokens) == 0), true, false)
+		ids, err = codec.Encode(line, len(s.tokens) == 0 && s.lm.addBOS(), false)
+	case s.tmpl.RunC(): // run.c's llama-2 chat
+		ids, err = codec.Encode(chat.RunCTurn(s.system, line, len(s.tokens) == 0), s.lm.addBOS(), false)
 	default:
 		msgs := s.msgs
 		if s.system != "" {
-			msgs = append([]chatMessage{{"system", s.system}}, msgs...)
+			msgs = append([]chat.Message{{Role: "system", Content: s.system}}, msgs...)
 		}
-		var text string
-		if text, err = s.tmpl.render(msgs, true, ""); err != nil {
+		var p chat.Prompt
+		if p, err = chat.Encode(ctx, s.tmpl, msgs, codec, s.lm.addBOS(), chat.Options{AddGenerationPrompt: true}); err != nil {
 			return err
 		}
-		if len(s.tokens) > 0 && strings.HasPrefix(text, s.fed) {
-			ids, err = codec.Encode(text[len(s.fed):], false, false)
+		if len(s.tokens) > 0 && strings.HasPrefix(p.Text, s.fed) {
+			ids, err = p.IDsAfter(len(s.fed))
 		} else {
-			s.tokens = nil
-			ids, err = codec.Encode(text, true, false)
+			s.tokens, ids = nil, p.IDs
 		}
-		s.fed = text
+		s.fed = p.Text
 	}
 	if err != nil {
 		return err

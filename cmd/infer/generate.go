@@ -30,7 +30,7 @@ func init() {
 func newGenerateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate",
-		Short: "Generate text with a llama2.c checkpoint or the embedded synthetic model",
+		Short: "Generate text with a checkpoint, the built-in stories260K, or the synthetic model",
 		Long: `generate runs a Llama-architecture model the way llama2.c's run.c does: the
 same tokenizer, RoPE, sampler (xorshift RNG, temperature, top-p) and stopping
 rule, so for the same checkpoint, prompt, temperature, top-p, seed and steps
@@ -38,8 +38,15 @@ the token stream is run.c's.
 
 Several prompts (repeat --prompt, or --prompts FILE with one per line) run
 together with continuous batching over the paged KV cache; each sequence's
-output is what it would be alone. Without --checkpoint the synthetic model of
-the synthetic.* keys runs (random weights: its text is noise).
+output is what it would be alone.
+
+Which model: --checkpoint FILE (a llama2.c .bin, a GGUF, or a Hugging Face
+directory, told apart by content); without it the built-in stories260K
+(llama2.c's 260K-parameter TinyStories model and its 512-piece tokenizer,
+MIT, embedded in the binary), which tells a small story token for token as
+run.c does; --checkpoint synthetic runs the synthetic model of the
+synthetic.* keys instead (random weights: its text is noise, its shape is
+yours to choose).
 
 The prompt is a positional argument, --prompt/-p (repeatable), --file/-f
 (a whole file) or --prompts (one per line); "-" reads stdin, and with none
@@ -150,6 +157,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	poolForContext(&opts, ctxLen)
+	opts.Tokenizer = lm.codec
 	e, err := newEngine(lm.m, opts)
 	if err != nil {
 		return err
@@ -170,7 +178,8 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
 			StopTokens: lm.stop,
 			Sampler:    newSampler(a, c.VocabSize, seed, ids[i])}
-		g.track(i, &r, a.getStrings("stop"))
+		r.Stop = a.getStrings("stop")
+		g.track(i, &r)
 		reqs = append(reqs, r)
 	}
 	g.stream = g.format == "text" && len(ps) == 1 && len(reqs) == 1
@@ -218,11 +227,8 @@ func (g *generation) token(ev engine.Event) {
 		}
 	}
 	g.emitted++
-	piece := g.lm.codec.Decode(ev.Prev, ev.Token)
-	if m := g.seqs[0].stop; m != nil && g.seqs[0].generated(ev) {
-		_, err = g.out.Write(m.ready()) // fed by seqToken
-	} else if err == nil {
-		err = writePiece(g.out, g.lm.codec, piece)
+	if err == nil {
+		_, err = io.WriteString(g.out, ev.Text)
 	}
 	if err != nil {
 		g.cancel()
@@ -240,7 +246,7 @@ func (g *generation) finish(i int, r engine.Result) {
 	if g.format != "json" {
 		return
 	}
-	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: g.shown(i, r.Tokens), Text: g.text(i, r.Tokens),
+	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: g.shown(i, r.Tokens), Text: g.text(i, r),
 		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason),
 		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps,
 		seqTiming: g.timing(i, r)}
@@ -267,10 +273,8 @@ func (g *generation) printAll() error {
 		if r := g.res[0]; r.Err != nil {
 			return r.Err
 		}
-		if m := g.seqs[0].stop; m != nil {
-			if _, err := g.out.Write(m.rest()); err != nil {
-				return err
-			}
+		if _, err := io.WriteString(g.out, g.res[0].FlushText); err != nil {
+			return err
 		}
 		if _, err := fmt.Fprintln(g.out); err != nil { // run.c ends its text with a newline
 			return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
@@ -109,13 +108,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
 	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
-	bos, addBOS := model.BOSID, true
-	if t, ok := lm.codec.(interface {
-		BOS() int
-		AddBOS() bool
-	}); ok {
-		bos, addBOS = t.BOS(), t.AddBOS() && t.BOS() >= 0
-	}
+	bos, addBOS := lm.codec.BOS(), lm.codec.AddBOS() && lm.codec.BOS() >= 0
 	if !addBOS {
 		bos = -1
 	}

@@ -108,7 +108,7 @@ func TestStreamingMemoryBounded(t *testing.T) {
 	tok := filepath.Join(models, "tok512.bin")
 	// A tiny model over tok512's vocabulary, so that the perplexity run
 	// measures the text's handling, not the forward pass.
-	tiny := []string{"perplexity", "--tokenizer", tok, "--synthetic.vocab_size", "512", "--synthetic.dim", "8",
+	tiny := []string{"perplexity", "--checkpoint", "synthetic", "--tokenizer", tok, "--synthetic.vocab_size", "512", "--synthetic.dim", "8",
 		"--synthetic.hidden_dim", "8", "--synthetic.n_layers", "1", "--synthetic.n_heads", "1",
 		"--synthetic.n_kv_heads", "1", "--synthetic.seq_len", "512", "--ctx", "512", "--threads", "1"}
 	cases := []struct {

@@ -6,6 +6,7 @@ import (
 	"github.com/stride-lm/stride/attention"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
@@ -24,6 +25,11 @@ type Options struct {
 	NumBlocks int
 	// KVMemory is the byte budget of the KV cache when NumBlocks is 0.
 	KVMemory int64
+	// Context is the positions per sequence the default pool (neither
+	// NumBlocks nor KVMemory set) is sized for: DefaultKVSequences
+	// sequences of Context positions. 0 (or more than seq_len) means the
+	// model's seq_len.
+	Context int
 	// KVDType is the cache's storage dtype (F32 default, or F16/BF16).
 	KVDType tensor.DType
 	// Threads is the number of worker threads of the kernels (0 = cores).
@@ -42,7 +48,22 @@ type Options struct {
 	// Speculation turns prompt-lookup speculative decoding on (the zero
 	// value is off).
 	Speculation Speculation
+	// Tokenizer, when set, decodes generated tokens into text: Event.Text,
+	// Result.Text and the matching of Request.Stop. The engine owns
+	// detokenizing, as vLLM's does, so every front end streams the same
+	// text.
+	Tokenizer tokenizer.Codec
+	// MaxBatchedTokens is the per-step token budget of chunked prefill:
+	// a prompt longer than what the running decodes leave of it is
+	// computed over several steps, between their tokens
+	// (docs/serving.md). 0 turns chunking off: a prompt's prefill is one
+	// step, however long. DefaultMaxBatchedTokens is the servers'
+	// default.
+	MaxBatchedTokens int
 }
+
+// defaultBlockSize is the KV block size when Options.BlockSize is 0.
+const defaultBlockSize = 16
 
 // DefaultKVSequences is how many full-length (seq_len) sequences the
 // default KV pool holds when neither NumBlocks nor KVMemory is set.
@@ -50,7 +71,8 @@ const DefaultKVSequences = 8
 
 // Engine runs generation requests over a model: a paged KV cache, an
 // attention path and a forward pass, driven by a continuous-batching
-// scheduler. An Engine runs one Run at a time.
+// scheduler. An Engine runs one Run at a time, or, once Start is
+// called, the online loop that Submit feeds.
 type Engine struct {
 	m      *model.Model
 	opts   Options
@@ -63,6 +85,14 @@ type Engine struct {
 
 	// afterStep, set by tests, checks the scheduler after every step.
 	afterStep func(*scheduler) error
+
+	// chunkAlign is the granularity of prefill chunks in tokens: the
+	// prefix alignment, so a chunk starts where a prefix hit may end.
+	chunkAlign int
+	// loop is the online loop's state (online.go); live the counters
+	// Stats reads.
+	loop loopState
+	live liveCounters
 
 	// step holds the packed inputs of one scheduler step. Its slices are
 	// truncated and refilled every step, so a steady decode loop reuses
@@ -77,10 +107,13 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if opts.BlockSize == 0 {
-		opts.BlockSize = 16
+		opts.BlockSize = defaultBlockSize
 	}
 	if opts.BlockSize < 0 {
 		return nil, fmt.Errorf("engine: block_size must be > 0 (got %d)", opts.BlockSize)
+	}
+	if opts.MaxBatchedTokens < 0 {
+		return nil, fmt.Errorf("engine: max_batched_tokens must be >= 0 (got %d)", opts.MaxBatchedTokens)
 	}
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("engine: max_batch must be >= 0 (got %d)", opts.MaxBatch)
@@ -101,7 +134,14 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts, prefixAlignBlocks(path, c, opts.BlockSize)))
+	if err := CheckMemory(c, opts); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	align := prefixAlignBlocks(path, c, opts.BlockSize)
+	kc := KVPool(c, opts)
+	kc.PrefixAlignBlocks = align
+	cache, err := kvcache.New(opts.Ledger, kc)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -112,7 +152,8 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec, chunkAlign: align * opts.BlockSize}
+	e.loop.wake, e.loop.done = make(chan struct{}, 1), make(chan struct{})
 	for l := 0; l < c.NLayers; l++ {
 		k, v := cache.Layer(l)
 		e.caches = append(e.caches, model.LayerCache{K: k, V: v})
@@ -130,22 +171,6 @@ func newPath(name string, aopts attention.Options) (attention.Path, model.Projec
 		return attention.NewNaive(aopts), model.SeparateQKV, nil
 	}
 	return nil, 0, fmt.Errorf("engine: unknown attention path %q (want fused or naive)", name)
-}
-
-// cacheConfig is the KV cache of model config c under opts: the pool's
-// size from NumBlocks, else KVMemory, else DefaultKVSequences sequences
-// of seq_len; prefixes shared in multiples of alignBlocks blocks.
-func cacheConfig(c model.Config, opts Options, alignBlocks int) kvcache.Config {
-	kcfg := kvcache.Config{
-		NumLayers: c.NLayers, NumKVHeads: c.NKVHeads, HeadDim: c.HeadDim(),
-		BlockSize: opts.BlockSize, NumBlocks: opts.NumBlocks, MemoryBudget: opts.KVMemory,
-		DType: opts.KVDType, DisablePrefixSharing: opts.DisablePrefixSharing,
-		PrefixAlignBlocks: alignBlocks,
-	}
-	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
-		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
-	}
-	return kcfg
 }
 
 // prefixAlignBlocks is how many blocks a shared prefix must be a multiple
@@ -169,11 +194,16 @@ func prefixAlignBlocks(p attention.Path, c model.Config, blockSize int) int {
 	return tokens / g // lcm(blockSize, tokens) / blockSize
 }
 
-// Close releases the engine's threads and cache.
+// Close stops the online loop, if started (the requests it still holds
+// finish as FinishInterrupted), and releases the engine's threads and
+// cache. Later calls do nothing.
 func (e *Engine) Close() {
-	e.fwd.Close()
-	e.cache.Release()
-	e.pool.Close()
+	e.loop.closeOnce.Do(func() {
+		e.stopLoop()
+		e.fwd.Close()
+		e.cache.Release()
+		e.pool.Close()
+	})
 }
 
 // Model returns the engine's model.

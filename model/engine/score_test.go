@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// logSoftmax64 is the float64 reference of log p(tok) under
+// logProb64 is the float64 reference of log p(tok) under
 // softmax(logits).
-func logSoftmax64(logits []float32, tok int) float64 {
+func logProb64(logits []float32, tok int) float64 {
 	mx := math.Inf(-1)
 	for _, l := range logits {
 		mx = math.Max(mx, float64(l))
@@ -45,7 +45,7 @@ func TestScoreMatchesDecodeLogits(t *testing.T) {
 		t.Fatalf("%d scores, %d decoded logit rows, want %d", len(lp), len(decoded), len(seq)-1-from)
 	}
 	for k, got := range lp {
-		want := logSoftmax64(decoded[k], seq[from+k+1])
+		want := logProb64(decoded[k], seq[from+k+1])
 		if math.Abs(got-want) > 1e-4 || got > 0 {
 			t.Errorf("position %d: log p %.7f, decode's logits give %.7f", from+k, got, want)
 		}

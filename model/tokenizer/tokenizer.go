@@ -18,6 +18,12 @@ type Codec interface {
 	Decode(prev, tok int) string
 	// VocabSize is the number of ids.
 	VocabSize() int
+	// BOS is the beginning-of-sequence id, or -1 when the vocabulary has
+	// none.
+	BOS() int
+	// AddBOS reports whether a prompt starts with BOS: what the
+	// tokenizer's file asks for (llama2.c's always does; Qwen's does not).
+	AddBOS() bool
 }
 
 // Kind is the merge algorithm of a Tokenizer.
@@ -226,7 +232,18 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 // (the dummy prefix, a prepended "▁" or space) is left out of its first
 // fragment.
 func (t *Tokenizer) encode(text string, o EncodeOptions, cont bool) ([]int, error) {
-	toks := make([]int, 0, len(text)/3+3)
+	return t.encodeFragments(t.partition(text, o.ParseSpecial), o, cont)
+}
+
+// encodeFragments merges each plain fragment by the tokenizer's Kind
+// (special ones are their id) and adds BOS and EOS as o asks; cont is
+// encode's.
+func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions, cont bool) ([]int, error) {
+	n := 3
+	for _, f := range frags {
+		n += len(f.text)/3 + 1
+	}
+	toks := make([]int, 0, n)
 	if o.BOS {
 		if t.bos < 0 {
 			return nil, errNoBOS
@@ -235,7 +252,7 @@ func (t *Tokenizer) encode(text string, o EncodeOptions, cont bool) ([]int, erro
 	}
 	var err error
 	prevSpecial := !cont
-	for i, f := range t.partition(text, o.ParseSpecial) {
+	for i, f := range frags {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
 			prevSpecial = true
