@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,10 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stride-lm/stride/attention"
-	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
-	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 func init() {
@@ -40,12 +40,16 @@ print the same figure for the same model:
 
 PPL = exp(mean negative log-likelihood); the ± is llama.cpp's estimate,
 PPL·sqrt((mean(nll²) − mean(nll)²)/(N−1)) over the N scored tokens. The
-running PPL after each chunk goes to stderr as [chunk]ppl, and the last line
-of stdout reads "Final estimate: PPL = 3.3607 +/- 0.15656". The text needs at
-least 2·ctx tokens. With --output json, one object:
+running PPL after each chunk goes to stderr as [chunk]ppl, then the counts
+of tokens and chunks; the last line of stdout reads
+"Final estimate: PPL = 3.3607 +/- 0.15656". The text needs at least 2·ctx
+tokens. With --output json, one object:
 {"ppl", "ppl_stderr", "nll", "tokens_scored", "chunks", "ctx"}.
 
-The text is FILE, or -f FILE, or stdin when neither is given.`,
+The text is FILE, or -f FILE, or stdin when neither is given. It is read
+and tokenized a window at a time (the ids are those of the whole text), so
+memory does not grow with its length; a stretch of 16 MiB with no line
+break or space to cut at is refused.`,
 		Example: `  infer perplexity --checkpoint stories260K-f32.gguf --tokenizer tok512.bin --ctx 64 text.txt
   infer perplexity --checkpoint model.gguf -f wiki.test.raw --output json`,
 		Args: cobra.MaximumNArgs(1),
@@ -71,10 +75,6 @@ type pplResult struct {
 	Ctx          int     `json:"ctx"`
 }
 
-// maxPerplexityText bounds the text read (stdin or file): llama.cpp's
-// usual wiki.test.raw is 1.3 MB.
-const maxPerplexityText = 256 << 20
-
 func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	path := a.getPath("perplexity.file")
@@ -93,13 +93,6 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 		defer f.Close()
 		r = f
 	}
-	text, err := io.ReadAll(io.LimitReader(r, maxPerplexityText+1))
-	if err != nil {
-		return fmt.Errorf("perplexity: reading the text: %w", err)
-	}
-	if len(text) > maxPerplexityText {
-		return fmt.Errorf("perplexity: the text is larger than %d MiB", maxPerplexityText>>20)
-	}
 	lm, err := loadModel(a)
 	if err != nil {
 		return err
@@ -116,20 +109,27 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
 	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
 	bos, addBOS := lm.codec.BOS(), lm.codec.AddBOS() && lm.codec.BOS() >= 0
-	tokens, err := lm.codec.Encode(string(text), addBOS, false)
-	if err != nil {
-		return fmt.Errorf("perplexity: %w", err)
-	}
 	if !addBOS {
 		bos = -1
 	}
-	fmt.Fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
-		len(tokens), len(tokens)/nctx, nctx, nctx-1-nctx/2)
+	tokens, err := tokenStream(lm.codec, r, tokenizer.EncodeOptions{BOS: addBOS})
+	if err != nil {
+		return fmt.Errorf("perplexity: %w", err)
+	}
 	kvdt, err := perplexityKVDType(a, lm)
 	if err != nil {
 		return err
 	}
-	res, err := perplexity(lm.m, tokens, nctx, bos, a.getInt("threads"), kvdt, stderr)
+	// One sequence of nctx positions at a time, without prefix sharing:
+	// the pool needs its blocks only.
+	const bs = 16
+	e, err := newEngine(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
+		KVDType: kvdt, Threads: a.getInt("threads"), DisablePrefixSharing: true})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	res, err := perplexity(cmd.Context(), e, tokens, nctx, bos, stderr)
 	if err != nil {
 		return err
 	}
@@ -158,96 +158,53 @@ func perplexityKVDType(a *app, lm *loadedModel) (tensor.DType, error) {
 }
 
 // perplexity runs llama-perplexity's method (see the command's help) on
-// tokens, which start with BOS when bos >= 0; each chunk's first token is
-// replaced by bos, unless bos < 0 (a vocabulary without add_bos, as
-// llama.cpp does then). progress receives "[i]ppl," after each
-// chunk and a newline at the end.
-func perplexity(m *model.Model, tokens []int, nctx, bos, threads int, kvdt tensor.DType, progress io.Writer) (pplResult, error) {
-	c := m.Config
-	if len(tokens) < 2*nctx {
-		return pplResult{}, fmt.Errorf("perplexity: the text has %d tokens; a context of %d needs at least %d", len(tokens), nctx, 2*nctx)
-	}
-	nChunks := len(tokens) / nctx
+// the tokens the stream gives, which start with BOS when bos >= 0; each
+// chunk's first token is replaced by bos, unless bos < 0 (a vocabulary
+// without add_bos, as llama.cpp does then). Only two chunks of tokens are
+// held at a time. progress receives "[i]ppl," after each chunk, and at
+// the end a newline and the count of tokens and chunks.
+func perplexity(ctx context.Context, e *engine.Engine, tokens *tokenizer.Stream, nctx, bos int, progress io.Writer) (pplResult, error) {
 	first := nctx / 2
-
-	pool := kernels.NewPool(threads)
-	defer pool.Close()
-	path := attention.NewFused(attention.Options{Threads: pool.Threads(), Runner: pool})
-	f, err := model.NewForward(m, model.ForwardOptions{Projection: model.FusedQKV, Path: path, Pool: pool})
-	if err != nil {
-		return pplResult{}, err
+	win := &tokenWindow{s: tokens}
+	// The text must hold two chunks before the first is scored, so that
+	// a text too short fails before any output.
+	if err := win.fill(2 * nctx); err != nil {
+		return pplResult{}, fmt.Errorf("perplexity: %w", err)
 	}
-	defer f.Close()
-	// One sequence of nctx positions in blocks 0, 1, …: every chunk
-	// overwrites the cache from position 0, and causal attention reads
-	// only positions already written by this chunk.
-	const bs = 16
-	blocks := (nctx + bs - 1) / bs
-	caches := make([]model.LayerCache, c.NLayers)
-	for l := range caches {
-		k, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
-		if err != nil {
-			return pplResult{}, err
-		}
-		v, err := tensor.Zeros(nil, kvdt, blocks, bs, c.NKVHeads, c.HeadDim())
-		if err != nil {
-			return pplResult{}, err
-		}
-		caches[l] = model.LayerCache{K: k, V: v}
-	}
-	b, _, err := attention.NewLinearBatch([]int{nctx}, []int{nctx}, bs)
-	if err != nil {
-		return pplResult{}, err
-	}
-	positions := make([]int, nctx)
-	for i := range positions {
-		positions[i] = i
-	}
-	rows := make([]int, 0, nctx-1-first)
-	for r := first; r < nctx-1; r++ {
-		rows = append(rows, r)
+	if win.total < 2*nctx {
+		return pplResult{}, fmt.Errorf("perplexity: the text has %d tokens; a context of %d needs at least %d", win.total, nctx, 2*nctx)
 	}
 	chunk := make([]int, nctx)
 	var nll, nll2 float64
-	count := 0
-	for i := 0; i < nChunks; i++ {
-		start := i * nctx
-		copy(chunk, tokens[start:start+nctx])
+	count, nChunks := 0, 0
+	for len(win.toks) >= nctx {
+		copy(chunk, win.toks[:nctx])
 		if bos >= 0 {
 			chunk[0] = bos
 		}
-		logits, err := f.Run(chunk, positions, b, caches, rows)
+		lp, err := e.Score(ctx, chunk, first)
 		if err != nil {
-			return pplResult{}, fmt.Errorf("perplexity: chunk %d: %w", i+1, err)
+			return pplResult{}, fmt.Errorf("perplexity: chunk %d: %w", nChunks+1, err)
 		}
-		for k, r := range rows {
-			v := -logSoftmax(logits[k*c.VocabSize:(k+1)*c.VocabSize], tokens[start+r+1])
-			nll += v
-			nll2 += v * v
+		for _, l := range lp {
+			nll -= l
+			nll2 += l * l
 		}
-		count += len(rows)
-		fmt.Fprintf(progress, "[%d]%.4f,", i+1, math.Exp(nll/float64(count)))
+		count += len(lp)
+		nChunks++
+		fmt.Fprintf(progress, "[%d]%.4f,", nChunks, math.Exp(nll/float64(count)))
+		win.drop(nctx)
+		if err := win.fill(nctx); err != nil {
+			return pplResult{}, fmt.Errorf("perplexity: %w", err)
+		}
 	}
 	fmt.Fprintln(progress)
+	fmt.Fprintf(progress, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
+		win.total, nChunks, nctx, nctx-1-first)
 	mean, mean2 := nll/float64(count), nll2/float64(count)
 	res := pplResult{PPL: math.Exp(mean), NLL: mean, TokensScored: count, Chunks: nChunks, Ctx: nctx}
 	if v := mean2 - mean*mean; v > 0 && count > 1 {
 		res.PPLStderr = math.Sqrt(v/float64(count-1)) * res.PPL
 	}
 	return res, nil
-}
-
-// logSoftmax is log p(tok) under softmax(logits), computed as llama.cpp's
-// perplexity tool does: the maximum in float32, Σ expf(l − max) summed in
-// float64, then l_tok − max − log(Σ).
-func logSoftmax(logits []float32, tok int) float64 {
-	mx := logits[0]
-	for _, l := range logits[1:] {
-		mx = max(mx, l)
-	}
-	var sum float64
-	for _, l := range logits {
-		sum += float64(float32(math.Exp(float64(l - mx))))
-	}
-	return float64(logits[tok]-mx) - math.Log(sum)
 }

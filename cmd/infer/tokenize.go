@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -39,7 +39,10 @@ The tokenizer comes from --tokenizer FILE or from the --checkpoint FILE:
 tokenizer, so it needs --tokenizer.
 
 The text is the argument, or with no argument all of stdin, read verbatim
-(no newline stripped). The ids are printed space-separated on one line;
+(no newline stripped) and tokenized a window at a time, with the ids of
+the whole text, so memory does not grow with its length (a stretch of
+16 MiB with no line break or space to cut at is refused). The ids are
+printed space-separated on one line;
 --output json prints {"ids": [...], "pieces": [...]} with the pieces as the
 vocabulary stores them ("▁", "Ġ" included).
 
@@ -73,54 +76,100 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	parseSpecial := a.getBool("tokenize.parse_special")
+	if a.getBool("tokenize.detokenize") {
+		return detokenize(cmd, args, tk, parseSpecial)
+	}
+	var in io.Reader = cmd.InOrStdin()
+	if len(args) == 1 {
+		in = strings.NewReader(args[0])
+	}
+	// The text is tokenized a window at a time and the ids written as
+	// they come, so a corpus of any size runs in bounded memory.
+	ids, err := tokenStream(tk, in, tokenizer.EncodeOptions{
+		BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	if a.getString("tokenize.output") == "json" {
+		err = writeTokensJSON(out, ids, tk)
+	} else {
+		err = writeTokenIDs(out, ids)
+	}
+	if err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return nil
+}
+
+// detokenize prints the text of the ids in the argument or stdin.
+func detokenize(cmd *cobra.Command, args []string, tk *tokenizer.Tokenizer, parseSpecial bool) error {
 	var input string
 	if len(args) == 1 {
 		input = args[0]
 	} else {
+		var err error
 		if input, err = readStdin(cmd.InOrStdin()); err != nil {
 			return err
 		}
 	}
-	parseSpecial := a.getBool("tokenize.parse_special")
-	var out bytes.Buffer
-	if a.getBool("tokenize.detokenize") {
-		ids, err := parseIDs(input, tk.VocabSize())
-		if err != nil {
-			return err
-		}
-		out.WriteString(tk.DecodeAll(ids, parseSpecial))
-		out.WriteByte('\n')
-	} else {
-		ids, err := tk.EncodeWith(input, tokenizer.EncodeOptions{
-			BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
-		if err != nil {
-			return err
-		}
-		if a.getString("tokenize.output") == "json" {
-			pieces := make([]string, len(ids))
-			for i, id := range ids {
-				pieces[i] = tk.Piece(id)
-			}
-			if ids == nil {
-				ids = []int{}
-			}
-			// Pieces as stored: no HTML escaping of <, >, &.
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(struct {
-				IDs    []int    `json:"ids"`
-				Pieces []string `json:"pieces"`
-			}{ids, pieces}); err != nil {
-				return err
-			}
-		} else if err := writeIDs(&out, ids); err != nil {
-			return err
-		}
+	ids, err := parseIDs(input, tk.VocabSize())
+	if err != nil {
+		return err
 	}
-	if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil {
+	if _, err := fmt.Fprintln(cmd.OutOrStdout(), tk.DecodeAll(ids, parseSpecial)); err != nil {
 		return fmt.Errorf("writing the output: %w", err)
 	}
 	return nil
+}
+
+// writeTokenIDs writes the stream's ids space-separated on one line, as
+// writeIDs does for a slice.
+func writeTokenIDs(w *bufio.Writer, s *tokenizer.Stream) error {
+	n := 0
+	err := eachPart(s, func(ids []int) error {
+		for _, id := range ids {
+			if n > 0 {
+				w.WriteByte(' ')
+			}
+			w.WriteString(strconv.Itoa(id))
+			n++
+		}
+		return outputErr(w)
+	})
+	if err != nil {
+		return err
+	}
+	return w.WriteByte('\n')
+}
+
+// outputErr is the error of an earlier write to w, if any, so that a
+// closed or full stdout stops the tokenizing at the next part.
+func outputErr(w *bufio.Writer) error {
+	if _, err := w.Write(nil); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	return nil
+}
+
+// eachPart calls f with each part of the stream's ids.
+func eachPart(s *tokenizer.Stream, f func([]int) error) error {
+	for {
+		ids, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(ids); err != nil {
+			return err
+		}
+	}
 }
 
 // parseIDs reads token ids separated by whitespace or commas (a JSON array

@@ -57,10 +57,15 @@ func unByteLevel(p string) string {
 // Hugging Face's BPE model do.
 //
 // atStart says the fragment begins the input (not after a special token),
-// which Metaspace's prepend_scheme "first" asks for.
-func (t *Tokenizer) encodeBPE(out []int, text string, atStart bool) ([]int, error) {
+// which Metaspace's prepend_scheme "first" asks for. cont says the
+// fragment continues a text cut in the middle (see Stream): nothing is
+// prepended to it.
+func (t *Tokenizer) encodeBPE(out []int, text string, atStart, cont bool) ([]int, error) {
 	for _, n := range t.norm {
 		if n.op == "prefix-space-first" && !atStart {
+			continue
+		}
+		if cont && (n.op == "prepend" || n.op == "prefix-space") {
 			continue
 		}
 		text = n.normalize(text)

@@ -27,5 +27,5 @@ func (t *Tokenizer) EncodeSegments(segs []Segment, o EncodeOptions) ([]int, erro
 			frags = append(frags, f)
 		}
 	}
-	return t.encodeFragments(frags, o)
+	return t.encodeFragments(frags, o, false)
 }

@@ -80,14 +80,17 @@ func NewLlama2c(pieces []string, scores []float32, maxTokenLen int) (*Tokenizer,
 //
 // Unlike C, a NUL byte does not end the text; it encodes as byte 0x00.
 // The error reports a byte id outside a vocabulary smaller than 259.
-func (t *Tokenizer) encodeRunC(out []int, text string) ([]int, error) {
+// Without prefix (a text continued at a cut), step 1 is left out.
+func (t *Tokenizer) encodeRunC(out []int, text string, prefix bool) ([]int, error) {
 	if text == "" {
 		return out, nil
 	}
 	start := len(out)
-	if t.spaceID >= 0 {
+	switch {
+	case !prefix:
+	case t.spaceID >= 0:
 		out = append(out, t.spaceID)
-	} else {
+	default:
 		out = append(out, byteOffset+' ')
 	}
 	for i := 0; i < len(text); {

@@ -224,12 +224,21 @@ var (
 //   - ByteLevelBPE / MergesBPE: pre-tokenizer splits, then rank merges
 //     within each piece, see encodeBPE.
 func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
-	return t.encodeFragments(t.partition(text, o.ParseSpecial), o)
+	return t.encode(text, o, false)
+}
+
+// encode is EncodeWith; with cont, text continues an earlier text at a
+// cut (see Stream), so what the tokenizer adds at the start of a text
+// (the dummy prefix, a prepended "▁" or space) is left out of its first
+// fragment.
+func (t *Tokenizer) encode(text string, o EncodeOptions, cont bool) ([]int, error) {
+	return t.encodeFragments(t.partition(text, o.ParseSpecial), o, cont)
 }
 
 // encodeFragments merges each plain fragment by the tokenizer's Kind
-// (special ones are their id) and adds BOS and EOS as o asks.
-func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions) ([]int, error) {
+// (special ones are their id) and adds BOS and EOS as o asks; cont is
+// encode's.
+func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions, cont bool) ([]int, error) {
 	n := 3
 	for _, f := range frags {
 		n += len(f.text)/3 + 1
@@ -242,7 +251,7 @@ func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions) ([]int, e
 		toks = append(toks, t.bos)
 	}
 	var err error
-	prevSpecial := true
+	prevSpecial := !cont
 	for i, f := range frags {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
@@ -251,11 +260,11 @@ func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions) ([]int, e
 		}
 		switch {
 		case t.runc:
-			toks, err = t.encodeRunC(toks, f.text)
+			toks, err = t.encodeRunC(toks, f.text, !(cont && i == 0))
 		case t.kind == SentencePiece:
 			toks, err = t.encodeSPM(toks, f.text, prevSpecial)
 		default:
-			toks, err = t.encodeBPE(toks, f.text, i == 0)
+			toks, err = t.encodeBPE(toks, f.text, i == 0 && !cont, cont && i == 0)
 		}
 		if err != nil {
 			return nil, err
