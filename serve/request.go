@@ -162,6 +162,9 @@ func decodeJSON(body []byte, v any) *apiError {
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		// Go names a field of an embedded struct with the struct's name
+		// first; the client knows only the JSON path.
+		te.Field = strings.TrimPrefix(strings.TrimPrefix(te.Field, "commonFields."), "unsupportedField.")
 		if te.Field == "" {
 			return badParam("", "the request body must be a JSON object, not %s", te.Value)
 		}
