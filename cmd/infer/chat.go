@@ -14,7 +14,6 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
-	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
@@ -120,6 +119,7 @@ func runChat(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	poolForContext(&opts, ctxLen)
+	opts.Tokenizer = lm.codec
 	if s.e, err = newEngine(lm.m, opts); err != nil {
 		return err
 	}
@@ -203,10 +203,9 @@ func (s *chatSession) turn(parent context.Context, line string, term bool) error
 		replyInterrupt.Store(&stop)
 		defer replyInterrupt.Store(nil)
 	}
-	rep := &chatReply{m: newStopMatcher(append(append([]string(nil), s.stops...), s.templateStops()...)),
-		promptLen: len(s.tokens)}
-	req := s.request(rep.m)
-	hooks := engine.Hooks{Token: rep.stream(s.lm.codec, s.out, cancel)}
+	rep := &chatReply{promptLen: len(s.tokens)}
+	req := s.request()
+	hooks := engine.Hooks{Token: rep.stream(s.out, cancel)}
 	s.sampler.Accept(s.tokens[len(s.tokens)-s.newTokens:]...)
 	res, _, err := s.e.Run(ctx, []engine.Request{req}, hooks)
 	guard.done()
@@ -254,44 +253,39 @@ func (g *replyGuard) done() {
 
 // request is the turn's engine request: the whole conversation, run to
 // the conversation's limit (or -n more tokens), ending early at the
-// model's stop ids, at a stop marker, or at EOS in run.c's llama-2 chat.
-func (s *chatSession) request(m *stopMatcher) engine.Request {
+// model's stop ids or at a stop string or template marker, matched by
+// the engine. (run.c's llama-2 chat ends a turn at EOS, whose piece
+// holds its "</s>" marker: the turn stops there and EOS is fed, as in
+// run.c.)
+func (s *chatSession) request() engine.Request {
 	steps := s.limit
 	if s.rule.nPredict > 0 {
 		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
 	}
 	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
-		Stop: func(tokens []int) bool {
-			return m.matched || (s.tmpl != nil && s.tmpl.tpl == nil && tokens[len(tokens)-1] == runcEOS)
-		}}
+		Stop: append(append([]string(nil), s.stops...), s.templateStops()...)}
 }
 
-// chatReply is one reply as it streams: its pieces go through the stop
-// matcher, which holds back what may be the start of a stop marker.
+// chatReply is one reply as it streams: the engine's text deltas, which
+// never hold the start of a stop marker.
 type chatReply struct {
-	m         *stopMatcher
 	promptLen int       // the conversation's ids before the reply
-	full      []byte    // the reply's whole text, markers included
 	first     time.Time // when the first reply token came
 	gen       int       // reply tokens so far
 }
 
-// stream is the engine's token hook: it skips the prompt's positions and
-// writes each reply piece the matcher releases to out, cancelling the
-// reply when out fails.
-func (r *chatReply) stream(codec tokenizer.Codec, out io.Writer, cancel context.CancelFunc) func(engine.Event) {
+// stream is the engine's token hook: it skips the prompt's tokens and
+// writes each reply delta to out, cancelling the reply when out fails.
+func (r *chatReply) stream(out io.Writer, cancel context.CancelFunc) func(engine.Event) {
 	return func(ev engine.Event) {
-		if ev.Pos < r.promptLen-1 {
+		if ev.Prompt {
 			return
 		}
 		if r.gen == 0 {
 			r.first = time.Now()
 		}
 		r.gen++
-		piece := appendPiece(codec, nil, codec.Decode(ev.Prev, ev.Token))
-		r.full = append(r.full, piece...)
-		r.m.feed(piece)
-		if _, err := out.Write(r.m.ready()); err != nil {
+		if _, err := io.WriteString(out, ev.Text); err != nil {
 			cancel()
 		}
 	}
@@ -310,27 +304,23 @@ func (r *chatReply) tokensPerSecond() float64 {
 // adds the reply to the conversation: its ids, the text fed, the
 // assistant message (markers cut).
 func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
-	if !rep.m.matched {
-		s.out.Write(rep.m.rest())
-	}
+	s.out.Write([]byte(r.FlushText))
 	fmt.Fprintln(s.out)
-	why := string(r.FinishReason)
-	if rep.m.matched || r.FinishReason == engine.FinishStop {
-		why = "stop"
-	}
+	reply := r.Tokens[min(len(r.Tokens), rep.promptLen-1):]
 	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
-		s.turns, rep.promptLen, r.CachedTokens, rep.gen, rep.tokensPerSecond(), why)
-	s.tokens = append(s.tokens, r.Tokens[min(len(r.Tokens), rep.promptLen-1):]...)
-	s.fed += string(rep.full)
-	s.msgs = append(s.msgs, chatMessage{"assistant", string(rep.m.text)})
+		s.turns, rep.promptLen, r.CachedTokens, len(reply), rep.tokensPerSecond(), r.FinishReason)
+	prev := s.tokens[len(s.tokens)-1]
+	s.tokens = append(s.tokens, reply...)
+	for _, id := range reply { // the text fed, markers included
+		s.fed += string(appendPiece(s.lm.codec, nil, s.lm.codec.Decode(prev, id)))
+		prev = id
+	}
+	s.msgs = append(s.msgs, chatMessage{"assistant", r.Text})
 	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
 		return errContextFull
 	}
 	return nil
 }
-
-// runcEOS is the id that ends a reply in run.c's chat loop (EOS, 2).
-const runcEOS = 2
 
 // templateStops are the markers that end a reply in the template's format.
 func (s *chatSession) templateStops() []string {

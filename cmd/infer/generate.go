@@ -150,6 +150,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	poolForContext(&opts, ctxLen)
+	opts.Tokenizer = lm.codec
 	e, err := newEngine(lm.m, opts)
 	if err != nil {
 		return err
@@ -170,7 +171,8 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
 			StopTokens: lm.stop,
 			Sampler:    newSampler(a, c.VocabSize, seed, ids[i])}
-		g.track(i, &r, a.getStrings("stop"))
+		r.Stop = a.getStrings("stop")
+		g.track(i, &r)
 		reqs = append(reqs, r)
 	}
 	g.stream = g.format == "text" && len(ps) == 1 && len(reqs) == 1
@@ -218,11 +220,8 @@ func (g *generation) token(ev engine.Event) {
 		}
 	}
 	g.emitted++
-	piece := g.lm.codec.Decode(ev.Prev, ev.Token)
-	if m := g.seqs[0].stop; m != nil && g.seqs[0].generated(ev) {
-		_, err = g.out.Write(m.ready()) // fed by seqToken
-	} else if err == nil {
-		err = writePiece(g.out, g.lm.codec, piece)
+	if err == nil {
+		_, err = io.WriteString(g.out, ev.Text)
 	}
 	if err != nil {
 		g.cancel()
@@ -240,7 +239,7 @@ func (g *generation) finish(i int, r engine.Result) {
 	if g.format != "json" {
 		return
 	}
-	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: g.shown(i, r.Tokens), Text: g.text(i, r.Tokens),
+	o := seqOutput{Seq: i, Prompt: g.prompts[i].text, IDs: g.shown(i, r.Tokens), Text: g.text(i, r),
 		CachedTokens: r.CachedTokens, Preemptions: r.Preemptions, FinishReason: string(r.FinishReason),
 		DraftTokens: r.DraftTokens, AcceptedTokens: r.AcceptedTokens, VerifySteps: r.VerifySteps,
 		seqTiming: g.timing(i, r)}
@@ -267,10 +266,8 @@ func (g *generation) printAll() error {
 		if r := g.res[0]; r.Err != nil {
 			return r.Err
 		}
-		if m := g.seqs[0].stop; m != nil {
-			if _, err := g.out.Write(m.rest()); err != nil {
-				return err
-			}
+		if _, err := io.WriteString(g.out, g.res[0].FlushText); err != nil {
+			return err
 		}
 		if _, err := fmt.Fprintln(g.out); err != nil { // run.c ends its text with a newline
 			return err

@@ -9,7 +9,7 @@ import (
 
 // seqTrack is what generate follows for one sequence while it runs: its
 // prompt length, when its first generated token came and when it
-// finished, how many it generated, and its stop strings.
+// finished, and how many it generated.
 type seqTrack struct {
 	promptLen int // ids, BOS included
 	// lead is the prompt's first id when it is a text token, not BOS (a
@@ -20,11 +20,7 @@ type seqTrack struct {
 	first time.Time
 	done  time.Time
 	gen   int
-	stop  *stopMatcher // nil without stop strings
 }
-
-// generated reports whether ev is a generated token (not a prompt one).
-func (t *seqTrack) generated(ev engine.Event) bool { return ev.Pos >= t.promptLen-1 }
 
 // seqTiming is the per-sequence statistics of --output json (llama.cpp
 // server's and vLLM's names for them).
@@ -41,38 +37,25 @@ type seqTiming struct {
 	TokensPerSecond float64 `json:"tokens_per_second"`
 }
 
-// track prepares prompt i's statistics and, with stop strings, gives its
-// request the Stop check that ends it at a match.
-func (g *generation) track(i int, r *engine.Request, stops []string) {
+// track prepares prompt i's statistics; the engine matches its stop
+// strings (Request.Stop).
+func (g *generation) track(i int, r *engine.Request) {
 	t := &g.seqs[i]
 	t.promptLen = len(r.Prompt)
 	if !g.lm.addBOS() && len(r.Prompt) > 0 {
 		t.lead = r.Prompt[:1]
 	}
-	if len(stops) == 0 {
-		return
-	}
-	t.stop = newStopMatcher(stops)
-	if len(t.stop.stops) == 0 {
-		t.stop = nil
-		return
-	}
-	m := t.stop
-	r.Stop = func([]int) bool { return m.matched } // fed by seqToken, which runs first
 }
 
 // seqToken follows one token of prompt i, then streams it when a single
 // prompt streams.
 func (g *generation) seqToken(i int, ev engine.Event) {
 	t := &g.seqs[i]
-	if t.generated(ev) {
+	if !ev.Prompt {
 		if t.gen == 0 {
 			t.first = time.Now()
 		}
 		t.gen++
-		if t.stop != nil {
-			t.stop.feed(appendPiece(g.lm.codec, nil, g.lm.codec.Decode(ev.Prev, ev.Token)))
-		}
 	}
 	if g.stream {
 		g.token(ev)
@@ -92,16 +75,11 @@ func (g *generation) timing(i int, r engine.Result) seqTiming {
 	return st
 }
 
-// text is prompt i's output text: run.c's decoding of its tokens, cut
-// before a matched stop string.
-func (g *generation) text(i int, tokens []int) string {
-	lead := g.seqs[i].lead
-	m := g.seqs[i].stop
-	if m == nil {
-		return decodeAll(g.lm.codec, g.shown(i, tokens))
-	}
-	n := min(len(tokens), max(0, g.seqs[i].promptLen-1))
-	return decodeAll(g.lm.codec, append(append([]int(nil), lead...), tokens[:n]...)) + string(m.text)
+// text is prompt i's output text: run.c's decoding of its prompt, then
+// the engine's generated text (cut before a matched stop string).
+func (g *generation) text(i int, r engine.Result) string {
+	n := min(len(r.Tokens), max(0, g.seqs[i].promptLen-1))
+	return decodeAll(g.lm.codec, append(append([]int(nil), g.seqs[i].lead...), r.Tokens[:n]...)) + r.Text
 }
 
 // shown is prompt i's ids as generate prints them: the engine's result
@@ -119,9 +97,9 @@ func (g *generation) shown(i int, tokens []int) []int {
 func (g *generation) printSeq(i int, r engine.Result) {
 	var err error
 	if len(g.res) > 1 {
-		_, err = fmt.Fprintf(g.out, "=== sequence %d ===\n%s\n", i, g.text(i, r.Tokens))
+		_, err = fmt.Fprintf(g.out, "=== sequence %d ===\n%s\n", i, g.text(i, r))
 	} else {
-		_, err = fmt.Fprintln(g.out, g.text(i, r.Tokens))
+		_, err = fmt.Fprintln(g.out, g.text(i, r))
 	}
 	if err != nil && g.cancel != nil {
 		g.cancel()

@@ -19,6 +19,19 @@
 // packed back to back, vLLM's varlen layout, and attention.Batch tells the
 // attention path which rows belong to whom.
 //
+// # The online loop
+//
+// Run drives one scheduler over a fixed list of requests. Start (or the
+// first Submit) hands a scheduler of the same kind to a goroutine that
+// takes submitted requests between steps, each with its own Stream and
+// its own cancellation (online.go), and sleeps on a channel while there
+// is no work. The engine also owns detokenizing (detok.go): events carry
+// text released only once no stop string can still start in it and no
+// UTF-8 character is cut, and the engine ends a sequence at a stop string
+// itself. With Options.MaxBatchedTokens a prompt is prefilled in aligned
+// chunks over several steps between the decodes (chunk.go), bit for bit
+// as in one step. docs/serving.md has the design and measurements.
+//
 // # The cache does the bookkeeping
 //
 // The scheduler never reasons about blocks. kvcache.Cache.AppendStep

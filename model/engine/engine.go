@@ -6,6 +6,7 @@ import (
 	"github.com/stride-lm/stride/attention"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
@@ -42,6 +43,18 @@ type Options struct {
 	// Speculation turns prompt-lookup speculative decoding on (the zero
 	// value is off).
 	Speculation Speculation
+	// Tokenizer, when set, decodes generated tokens into text: Event.Text,
+	// Result.Text and the matching of Request.Stop. The engine owns
+	// detokenizing, as vLLM's does, so every front end streams the same
+	// text.
+	Tokenizer tokenizer.Codec
+	// MaxBatchedTokens is the per-step token budget of chunked prefill:
+	// a prompt longer than what the running decodes leave of it is
+	// computed over several steps, between their tokens
+	// (docs/serving.md). 0 turns chunking off: a prompt's prefill is one
+	// step, however long. DefaultMaxBatchedTokens is the servers'
+	// default.
+	MaxBatchedTokens int
 }
 
 // DefaultKVSequences is how many full-length (seq_len) sequences the
@@ -50,7 +63,8 @@ const DefaultKVSequences = 8
 
 // Engine runs generation requests over a model: a paged KV cache, an
 // attention path and a forward pass, driven by a continuous-batching
-// scheduler. An Engine runs one Run at a time.
+// scheduler. An Engine runs one Run at a time, or, once Start is
+// called, the online loop that Submit feeds.
 type Engine struct {
 	m      *model.Model
 	opts   Options
@@ -63,6 +77,14 @@ type Engine struct {
 
 	// afterStep, set by tests, checks the scheduler after every step.
 	afterStep func(*scheduler) error
+
+	// chunkAlign is the granularity of prefill chunks in tokens: the
+	// prefix alignment, so a chunk starts where a prefix hit may end.
+	chunkAlign int
+	// loop is the online loop's state (online.go); live the counters
+	// Stats reads.
+	loop loopState
+	live liveCounters
 
 	// step holds the packed inputs of one scheduler step. Its slices are
 	// truncated and refilled every step, so a steady decode loop reuses
@@ -81,6 +103,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	}
 	if opts.BlockSize < 0 {
 		return nil, fmt.Errorf("engine: block_size must be > 0 (got %d)", opts.BlockSize)
+	}
+	if opts.MaxBatchedTokens < 0 {
+		return nil, fmt.Errorf("engine: max_batched_tokens must be >= 0 (got %d)", opts.MaxBatchedTokens)
 	}
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("engine: max_batch must be >= 0 (got %d)", opts.MaxBatch)
@@ -101,7 +126,8 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts, prefixAlignBlocks(path, c, opts.BlockSize)))
+	align := prefixAlignBlocks(path, c, opts.BlockSize)
+	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts, align))
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -112,7 +138,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
-	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec}
+	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec, chunkAlign: align * opts.BlockSize}
 	for l := 0; l < c.NLayers; l++ {
 		k, v := cache.Layer(l)
 		e.caches = append(e.caches, model.LayerCache{K: k, V: v})
@@ -169,11 +195,16 @@ func prefixAlignBlocks(p attention.Path, c model.Config, blockSize int) int {
 	return tokens / g // lcm(blockSize, tokens) / blockSize
 }
 
-// Close releases the engine's threads and cache.
+// Close stops the online loop, if started (the requests it still holds
+// finish as FinishInterrupted), and releases the engine's threads and
+// cache. Later calls do nothing.
 func (e *Engine) Close() {
-	e.fwd.Close()
-	e.cache.Release()
-	e.pool.Close()
+	e.loop.closeOnce.Do(func() {
+		e.stopLoop()
+		e.fwd.Close()
+		e.cache.Release()
+		e.pool.Close()
+	})
 }
 
 // Model returns the engine's model.

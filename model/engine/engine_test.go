@@ -87,6 +87,13 @@ type run struct {
 // logits of every sampling step through OnLogits.
 func generate(t *testing.T, m *model.Model, opts Options, specs []reqSpec) run {
 	t.Helper()
+	return generateChecked(t, m, opts, specs, nil)
+}
+
+// generateChecked is generate with after, if not nil, run after every
+// scheduler step.
+func generateChecked(t *testing.T, m *model.Model, opts Options, specs []reqSpec, after func(*scheduler) error) run {
+	t.Helper()
 	r := run{streamed: make([][]int, len(specs)), logits: map[seqPos][]uint32{}}
 	opts.OnLogits = func(seq, pos int, lg []float32) {
 		k := seqPos{seq, pos}
@@ -100,6 +107,7 @@ func generate(t *testing.T, m *model.Model, opts Options, specs []reqSpec) run {
 		r.logits[k] = bits
 	}
 	e := newEngine(t, m, opts)
+	e.afterStep = after
 	var err error
 	r.res, r.st, err = e.Generate(build(specs, m.Config.VocabSize), func(ev Event) {
 		r.streamed[ev.Seq] = append(r.streamed[ev.Seq], ev.Token)

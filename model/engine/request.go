@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,15 +26,34 @@ type Request struct {
 	// since such a vocabulary has its own BOS (or none). nil keeps run.c's
 	// rule: the prompt starts with BOSID and generation stops at BOSID.
 	StopTokens []int
-	// Stop, when set, is called after each generated token (and after
-	// Hooks.Token) with the result's tokens so far; true ends the
-	// sequence there with FinishStop. The CLI matches stop strings on
-	// the decoded text with it. It runs on the scheduler's goroutine.
-	Stop func(tokens []int) bool
+	// Stop holds stop strings, matched by the engine on the generated
+	// text as Options.Tokenizer decodes it (empty strings are ignored).
+	// The first match ends the sequence with FinishStop; the text from
+	// the match on is never emitted (Event.Text, Result.Text), though the
+	// token that completed it is kept in Result.Tokens. Needs
+	// Options.Tokenizer.
+	Stop []string
+	// IgnoreEOS keeps generating past StopTokens (or BOS): they are
+	// sampled and kept as any other token, until Steps or a stop string.
+	IgnoreEOS bool
+	// Logprobs asks for each generated token's log-probability
+	// (Event.Logprob, Result.Logprobs): the log-softmax of the raw
+	// logits the sampler was given, before temperature, as vLLM and
+	// OpenAI report it. TopLogprobs (0..MaxTopLogprobs) adds that many
+	// most likely alternatives.
+	Logprobs    bool
+	TopLogprobs int
 }
+
+// MaxTopLogprobs is the most alternatives Request.TopLogprobs may ask
+// for (OpenAI's limit).
+const MaxTopLogprobs = 20
 
 // stops reports whether id ends the request's sequence.
 func (r *Request) stops(id int) bool {
+	if r.IgnoreEOS {
+		return false
+	}
 	if r.StopTokens == nil {
 		return id == model.BOSID
 	}
@@ -42,10 +62,37 @@ func (r *Request) stops(id int) bool {
 
 // Event is one token of one sequence, streamed while generating.
 type Event struct {
-	Seq   int // index of the request
+	Seq   int // index of the request (Run), or the Stream's Seq (Submit)
 	Pos   int // position of Prev; Token is fed at Pos+1
 	Prev  int // the token before (for Tokenizer.Decode)
 	Token int // the token
+	// Prompt is true for the prompt's tokens, streamed when the sequence
+	// is first admitted; false for generated ones.
+	Prompt bool
+	// Text is the text this token releases (with Options.Tokenizer; else
+	// ""). For a prompt token it is the token's piece. For a generated
+	// one it is held back while it could be the start of a stop string or
+	// ends inside a UTF-8 character, so it may be "" and a later event
+	// may carry several tokens' text: the Text of a sequence's generated
+	// events, then Result.FlushText, concatenate to Result.Text.
+	Text string
+	// Logprob is the generated token's log-probability (nil unless
+	// Request.Logprobs).
+	Logprob *TokenLogprob
+}
+
+// TokenLogprob is a generated token's log-probability and its most
+// likely alternatives, most likely first.
+type TokenLogprob struct {
+	Token   int
+	Logprob float32
+	Top     []TopLogprob
+}
+
+// TopLogprob is one alternative token and its log-probability.
+type TopLogprob struct {
+	Token   int
+	Logprob float32
 }
 
 // Result is the outcome of one request.
@@ -71,6 +118,14 @@ type Result struct {
 	// AcceptedTokens those of them the verifier kept, and VerifySteps the
 	// steps that verified drafts (all 0 with speculation off).
 	DraftTokens, AcceptedTokens, VerifySteps int
+	// Text is the generated text (with Options.Tokenizer), cut before a
+	// matched stop string. FlushText is its tail that no Event carried:
+	// what was held back when the sequence ended other than by a stop
+	// string.
+	Text, FlushText string
+	// Logprobs holds each generated token's log-probability, in order
+	// (Request.Logprobs).
+	Logprobs []TokenLogprob
 }
 
 // FinishReason says why a sequence stopped generating. The values are the
@@ -115,26 +170,37 @@ type Stats struct {
 // validate returns why request i cannot run on an engine for config c
 // whose cache holds at most what fits reports, or nil.
 func validate(i int, r Request, c model.Config, fits func(n int) error) error {
+	if err := checkRequest(r, c, fits); err != nil {
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	return nil
+}
+
+// checkRequest returns why r cannot run on an engine for config c whose
+// cache holds at most what fits reports, or nil.
+func checkRequest(r Request, c model.Config, fits func(n int) error) error {
 	switch {
 	case len(r.Prompt) == 0:
-		return fmt.Errorf("request %d: empty prompt", i)
+		return errors.New("empty prompt")
 	case r.StopTokens == nil && r.Prompt[0] != model.BOSID:
-		return fmt.Errorf("request %d: prompt must start with BOS (%d)", i, model.BOSID)
+		return fmt.Errorf("prompt must start with BOS (%d)", model.BOSID)
 	case r.Sampler == nil:
-		return fmt.Errorf("request %d: no sampler", i)
+		return errors.New("no sampler")
+	case r.TopLogprobs < 0 || r.TopLogprobs > MaxTopLogprobs:
+		return fmt.Errorf("top_logprobs must be 0..%d (got %d)", MaxTopLogprobs, r.TopLogprobs)
 	case r.Steps < 1:
-		return fmt.Errorf("request %d: steps must be >= 1 (got %d)", i, r.Steps)
+		return fmt.Errorf("steps must be >= 1 (got %d)", r.Steps)
 	case len(r.Prompt) > c.SeqLen:
-		return fmt.Errorf("request %d: prompt of %d tokens is longer than seq_len %d", i, len(r.Prompt), c.SeqLen)
+		return fmt.Errorf("prompt of %d tokens is longer than seq_len %d", len(r.Prompt), c.SeqLen)
 	case r.Steps > c.SeqLen:
-		return fmt.Errorf("request %d: steps %d exceed seq_len %d", i, r.Steps, c.SeqLen)
+		return fmt.Errorf("steps %d exceed seq_len %d", r.Steps, c.SeqLen)
 	}
 	if err := fits(r.Steps); err != nil {
-		return fmt.Errorf("request %d: %w", i, err)
+		return err
 	}
 	for _, tok := range r.Prompt {
 		if tok < 0 || tok >= c.VocabSize {
-			return fmt.Errorf("request %d: token %d is outside the vocabulary (size %d)", i, tok, c.VocabSize)
+			return fmt.Errorf("token %d is outside the vocabulary (size %d)", tok, c.VocabSize)
 		}
 	}
 	return nil

@@ -8,6 +8,10 @@ func (s *scheduler) retire(logits []float32) error {
 	V := s.e.m.Config.VocabSize
 	kept := s.running[:0]
 	for _, q := range s.running {
+		if q.chunk == 0 && len(q.spec.drafts) == 0 {
+			kept = append(kept, q) // waited for the token budget this step
+			continue
+		}
 		var done bool
 		var why FinishReason
 		var err error
@@ -37,7 +41,7 @@ func (s *scheduler) retire(logits []float32) error {
 // whether q is done and why. A sequence replaying positions it computed
 // before a preemption already knows its next token: it samples nothing.
 func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, error) {
-	n := q.pending()
+	n := q.chunk
 	if n > 1 {
 		s.st.PrefillTokens += n
 	} else {
@@ -59,36 +63,52 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if q.spec.pause > 0 {
 		q.spec.pause--
 	}
-	done, why := s.take(q, q.req.Sampler.Sample(row))
+	kept := q.keepRow(row)
+	done, why := s.take(q, q.req.Sampler.Sample(row), kept)
 	return done, why, nil
 }
 
-// take gives q its next token: a stop token (Request.StopTokens, or BOS)
-// ends q without being kept; any other is appended and streamed, and
-// ends q when it completes a stop string or reaches Steps.
-func (s *scheduler) take(q *seqState, next int) (bool, FinishReason) {
+// take gives q its next token, sampled from the logits kept (nil
+// without Request.Logprobs): a stop token (Request.StopTokens, or BOS)
+// ends q without being kept; any other is appended and streamed, and ends
+// q when it completes a stop string or reaches Steps.
+func (s *scheduler) take(q *seqState, next int, kept []float32) (bool, FinishReason) {
 	if q.req.stops(next) {
 		return true, FinishEOS
 	}
-	s.appendToken(q, next)
-	if q.stopped() {
+	if s.appendToken(q, next, kept) {
 		return true, FinishStop
 	}
 	return len(q.tokens)-1 >= q.req.Steps, FinishLength
 }
 
-// appendToken appends q's next token and streams it.
-func (s *scheduler) appendToken(q *seqState, next int) {
+// appendToken appends q's next token and streams it with the text it
+// releases and its logprob, reporting whether it completed a stop string.
+func (s *scheduler) appendToken(q *seqState, next int, kept []float32) bool {
 	prev := q.tokens[len(q.tokens)-1]
 	q.tokens = append(q.tokens, next)
 	q.res.Tokens = append(q.res.Tokens, next)
-	if s.hooks.Token != nil {
-		s.hooks.Token(Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next})
+	ev := Event{Seq: q.idx, Pos: len(q.tokens) - 2, Prev: prev, Token: next}
+	stopped := false
+	if q.detok != nil {
+		ev.Text, stopped = q.detok.add(prev, next)
 	}
+	if kept != nil {
+		lp := logprobOf(kept, next, q.req.TopLogprobs)
+		q.res.Logprobs = append(q.res.Logprobs, lp)
+		ev.Logprob = &q.res.Logprobs[len(q.res.Logprobs)-1]
+	}
+	q.out.token(ev)
+	return stopped
 }
 
-// stopped reports whether the caller's stop check (Request.Stop: stop
-// strings on the decoded text) ends q after the token it just appended.
-func (q *seqState) stopped() bool {
-	return q.req.Stop != nil && q.req.Stop(q.res.Tokens)
+// keepRow returns a copy of the logits row q samples its next token
+// from, when q reports logprobs (the sampler may scale row in place), or
+// nil.
+func (q *seqState) keepRow(row []float32) []float32 {
+	if !q.req.Logprobs {
+		return nil
+	}
+	q.keptRow = append(q.keptRow[:0], row...)
+	return q.keptRow
 }

@@ -12,10 +12,42 @@ type seqState struct {
 	req      Request
 	tokens   []int // BOS, prompt, generated: tokens[p] is fed at position p
 	computed int   // positions whose K/V are in the cache
+	chunk    int   // positions this step computes (plan)
 	res      *Result
 	admitted bool // admitted at least once (prompt tokens streamed)
 	spec     specState
-	logitRow int // the step's first logit row of this sequence
+	logitRow int          // the step's first logit row of this sequence
+	out      sink         // where its events and result go
+	detok    *detokenizer // its text and stop strings (nil without a tokenizer)
+	keptRow  []float32    // the logits a token was sampled from, for its logprob
+	// cancelled, when set, reports that the request's caller gave up
+	// (Submit's context): checked at every step boundary.
+	cancelled func() bool
+}
+
+// sink receives one sequence's events and, once, its final result. Both
+// are called on the scheduler's goroutine.
+type sink interface {
+	token(Event)
+	finish(Result)
+}
+
+// hookSink is Run's sink: request idx's events and result go to hooks.
+type hookSink struct {
+	hooks Hooks
+	idx   int
+}
+
+func (h hookSink) token(ev Event) {
+	if h.hooks.Token != nil {
+		h.hooks.Token(ev)
+	}
+}
+
+func (h hookSink) finish(r Result) {
+	if h.hooks.Finish != nil {
+		h.hooks.Finish(h.idx, r)
+	}
 }
 
 // pending is the number of positions the sequence's next step computes:
@@ -39,17 +71,44 @@ func (s *seqState) pending() int {
 // it is recomputing positions it computed before being preempted.
 func (s *seqState) replaying() bool { return s.computed < len(s.tokens) }
 
-// scheduler is the state of one Run: the queue of sequences waiting for
-// blocks (new or preempted, none holding any) and the running set (each
-// holding its blocks), in admission order.
+// scheduler is the state of one Run, or of the online loop: the queue
+// of sequences waiting for blocks (new or preempted, none holding any)
+// and the running set (each holding its blocks), in admission order.
 type scheduler struct {
 	e                *Engine
-	hooks            Hooks
-	results          []Result
 	st               Stats
 	waiting, running []*seqState
 	spec             Speculation // normalized: Method is "off" or "ngram"
 	proposer         ngramProposer
+}
+
+// newScheduler returns an idle scheduler over e's cache and forward.
+func newScheduler(e *Engine) *scheduler {
+	s := &scheduler{e: e, spec: e.spec}
+	s.proposer = ngramProposer{k: e.spec.Draft, minN: e.spec.NgramMin, maxN: e.spec.NgramMax}
+	return s
+}
+
+// busy reports whether any sequence waits or runs.
+func (s *scheduler) busy() bool { return len(s.waiting) > 0 || len(s.running) > 0 }
+
+// cycle is one admit → step → retire round.
+func (s *scheduler) cycle() error {
+	if err := s.admit(); err != nil {
+		return err
+	}
+	logits, err := s.step()
+	if err != nil {
+		return err
+	}
+	if err := s.retire(logits); err != nil {
+		return err
+	}
+	s.e.publish(s)
+	if s.e.afterStep != nil {
+		return s.e.afterStep(s)
+	}
+	return nil
 }
 
 // Generate runs the requests together with continuous batching and
@@ -76,56 +135,51 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, Stats, er
 //
 // A run is validate → (admit → step → retire)*: see the package doc.
 func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, Stats, error) {
-	s := &scheduler{e: e, hooks: hooks, results: make([]Result, len(reqs)), spec: e.spec}
-	s.proposer = ngramProposer{k: e.spec.Draft, minN: e.spec.NgramMin, maxN: e.spec.NgramMax}
-	s.accept(reqs)
-	for len(s.waiting) > 0 || len(s.running) > 0 {
+	if e.online() {
+		return nil, Stats{}, errOnlineRun
+	}
+	s := newScheduler(e)
+	defer e.retireScheduler(s)
+	results := make([]Result, len(reqs))
+	for i, r := range reqs {
+		s.accept(&seqState{idx: i, req: r, res: &results[i], out: hookSink{hooks, i}})
+	}
+	for s.busy() {
 		if err := ctx.Err(); err != nil {
-			return s.results, s.st, s.interrupt(err)
+			return results, s.st, s.interrupt(err)
 		}
-		if err := s.admit(); err != nil {
-			return s.results, s.st, err
-		}
-		logits, err := s.step()
-		if err != nil {
-			return s.results, s.st, err
-		}
-		if err := s.retire(logits); err != nil {
-			return s.results, s.st, err
-		}
-		if e.afterStep != nil {
-			if err := e.afterStep(s); err != nil {
-				return s.results, s.st, err
-			}
+		if err := s.cycle(); err != nil {
+			return results, s.st, err
 		}
 	}
-	return s.results, s.st, nil
+	return results, s.st, nil
 }
 
-// accept validates every request: a rejected one finishes with
+// accept validates q's request: a rejected one finishes with
 // FinishError, one whose Steps are all forced prompt tokens finishes at
-// once, and the others join the waiting queue in order.
-func (s *scheduler) accept(reqs []Request) {
-	e := s.e
-	for i, r := range reqs {
-		q := &seqState{idx: i, req: r, res: &s.results[i]}
-		if q.res.Err = validate(i, r, e.m.Config, e.cache.CanEverFit); q.res.Err != nil {
-			s.finish(q, FinishError)
-			continue
-		}
-		if len(r.Prompt)-1 >= r.Steps {
-			// The whole run is forced prompt tokens: nothing to compute.
-			q.res.Tokens = append([]int(nil), r.Prompt[1:r.Steps+1]...)
-			s.emitForced(q, r.Steps+1)
-			s.finish(q, FinishLength)
-			continue
-		}
-		// Room for every token the request can reach (Steps ≤ seq_len), so
-		// the decode loop's appends never reallocate.
-		q.tokens = append(make([]int, 0, r.Steps+1), r.Prompt...)
-		q.res.Tokens = make([]int, 0, r.Steps)
-		s.waiting = append(s.waiting, q)
+// once, and the others join the waiting queue.
+func (s *scheduler) accept(q *seqState) {
+	e, r := s.e, q.req
+	if q.res.Err = validate(q.idx, r, e.m.Config, e.cache.CanEverFit); q.res.Err == nil && len(r.Stop) > 0 && e.opts.Tokenizer == nil {
+		q.res.Err = fmt.Errorf("request %d: stop strings need Options.Tokenizer", q.idx)
 	}
+	if q.res.Err != nil {
+		s.finish(q, FinishError)
+		return
+	}
+	q.detok = newDetokenizer(e.opts.Tokenizer, r.Stop)
+	if len(r.Prompt)-1 >= r.Steps {
+		// The whole run is forced prompt tokens: nothing to compute.
+		q.res.Tokens = append([]int(nil), r.Prompt[1:r.Steps+1]...)
+		s.emitForced(q, r.Steps+1)
+		s.finish(q, FinishLength)
+		return
+	}
+	// Room for every token the request can reach (Steps ≤ seq_len), so
+	// the decode loop's appends never reallocate.
+	q.tokens = append(make([]int, 0, r.Steps+1), r.Prompt...)
+	q.res.Tokens = make([]int, 0, r.Steps)
+	s.waiting = append(s.waiting, q)
 }
 
 // interrupt frees the running sequences' blocks (waiting ones hold none),
@@ -143,12 +197,14 @@ func (s *scheduler) interrupt(err error) error {
 	return err
 }
 
-// finish sets q's finish reason and reports its result.
+// finish sets q's finish reason and text and reports its result.
 func (s *scheduler) finish(q *seqState, why FinishReason) {
 	q.res.FinishReason = why
-	if s.hooks.Finish != nil {
-		s.hooks.Finish(q.idx, *q.res)
+	if q.detok != nil {
+		q.res.FlushText = q.detok.flush()
+		q.res.Text = string(q.detok.text)
 	}
+	q.out.finish(*q.res)
 }
 
 // emitForced records and streams the prompt tokens after BOS (up to n
@@ -158,10 +214,11 @@ func (s *scheduler) emitForced(q *seqState, n int) {
 	if len(q.res.Tokens) == 0 {
 		q.res.Tokens = append(q.res.Tokens, p[1:]...)
 	}
-	if s.hooks.Token == nil {
-		return
-	}
 	for i := 1; i < len(p); i++ {
-		s.hooks.Token(Event{Seq: q.idx, Pos: i - 1, Prev: p[i-1], Token: p[i]})
+		ev := Event{Seq: q.idx, Pos: i - 1, Prev: p[i-1], Token: p[i], Prompt: true}
+		if q.detok != nil {
+			ev.Text = piece(q.detok.codec, p[i-1], p[i])
+		}
+		q.out.token(ev)
 	}
 }

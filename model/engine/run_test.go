@@ -151,6 +151,12 @@ func TestRunStopTokens(t *testing.T) {
 	if got.FinishReason != FinishEOS || !slices.Equal(got.Tokens, free.Tokens[:cut]) {
 		t.Errorf("with stop %d: %v (%s), want %v (eos)", stop, got.Tokens, got.FinishReason, free.Tokens[:cut])
 	}
+	// IgnoreEOS samples past the stop id, keeping it, as the unstopped run.
+	res, _, err := e.Run(context.Background(), []Request{{Prompt: []int{1, 5, 6}, Steps: 20,
+		Sampler: model.NewSampler(m.Config.VocabSize, 0, 0.9, 1), StopTokens: []int{stop}, IgnoreEOS: true}}, Hooks{})
+	if err != nil || !slices.Equal(res[0].Tokens, free.Tokens) || res[0].FinishReason != free.FinishReason {
+		t.Errorf("IgnoreEOS: %v (%s, %v), want the unstopped %v (%s)", res[0].Tokens, res[0].FinishReason, err, free.Tokens, free.FinishReason)
+	}
 	// A prompt not starting with BOSID is accepted with StopTokens, refused
 	// without.
 	if r := greedy([]int{5, 6}, []int{}); r.Err != nil || len(r.Tokens) == 0 {

@@ -236,12 +236,13 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 		}
 		var next int
 		ok := false
+		kept := q.keepRow(row)
 		if j < d {
 			next, ok = q.req.Sampler.Verify(row, sp.drafts[j])
 		} else {
 			next = q.req.Sampler.Sample(row)
 		}
-		done, why = s.take(q, next)
+		done, why = s.take(q, next, kept)
 		if ok && why != FinishEOS {
 			acc++ // an accepted draft that is kept
 		}

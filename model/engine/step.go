@@ -35,7 +35,7 @@ func (s *scheduler) step() ([]float32, error) {
 	b := s.pack()
 	prefill := false
 	for _, q := range s.running {
-		prefill = prefill || q.pending() > 1
+		prefill = prefill || q.chunk > 1
 	}
 	e := s.e
 	t0 := time.Now()
@@ -60,9 +60,12 @@ func (s *scheduler) step() ([]float32, error) {
 func (s *scheduler) allocate() error {
 	buf := &s.e.step
 	for {
+		s.plan()
 		buf.seqs = buf.seqs[:0]
 		for _, q := range s.running {
-			buf.seqs = append(buf.seqs, kvcache.StepSeq{ID: q.id, N: q.pending() + len(q.spec.drafts)})
+			if n := q.chunk + len(q.spec.drafts); n > 0 {
+				buf.seqs = append(buf.seqs, kvcache.StepSeq{ID: q.id, N: n})
+			}
 		}
 		err := s.e.cache.AppendStep(&buf.kv, buf.seqs)
 		if err == nil {
@@ -129,8 +132,13 @@ func (s *scheduler) pack() *attention.Batch {
 	if split {
 		buf.tables = buf.tables[:0]
 	}
-	for i, q := range s.running {
-		n, d := q.pending(), len(q.spec.drafts)
+	i := -1 // the sequence's index in the step (AppendStep's order)
+	for _, q := range s.running {
+		n, d := q.chunk, len(q.spec.drafts)
+		if n+d == 0 {
+			continue
+		}
+		i++
 		q.logitRow = len(rows)
 		if d == 0 || !s.spec.Exact {
 			b.QueryStart = append(b.QueryStart, len(tokens))
