@@ -52,7 +52,7 @@ func TestBenchWeightsList(t *testing.T) {
 	// dim and hidden_dim multiples of 64 give Q8_0 groups of 64 (1.06
 	// bytes per weight); the default 172 would give groups of 4 (2 bytes).
 	code, out, errs := cli(t, "bench", "--tests", "pp8,tg4", "--weights", "f32,bf16,q8_0",
-		"--synthetic.dim", "128", "--synthetic.hidden_dim", "256",
+		"--checkpoint", "synthetic", "--synthetic.dim", "128", "--synthetic.hidden_dim", "256",
 		"--threads", "1", "--reps", "2", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

@@ -44,7 +44,7 @@ func TestChatTerminal(t *testing.T) {
 	defer master.Close()
 	// A model slow enough (8 layers of width 256, greedy to the end of
 	// the context) that the reply is still running when Ctrl-C comes.
-	cmd := exec.Command(os.Args[0], "chat", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688",
+	cmd := exec.Command(os.Args[0], "chat", "--checkpoint", "synthetic", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688",
 		"--synthetic.n_layers", "8", "--synthetic.n_kv_heads", "4", "--temperature", "0", "-c", "2048", "-n", "-1")
 	cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave

@@ -146,7 +146,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := checkKVPool(lm.m.Config, opts); err != nil {
+	if err := engine.CheckMemory(lm.m.Config, opts); err != nil {
 		return err
 	}
 	spec := strings.TrimSpace(a.getString("compare.contexts"))

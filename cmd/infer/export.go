@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/model/llama2c"
 )
@@ -32,7 +32,8 @@ func newExportCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write the model as a llama2.c checkpoint (legacy float32 or version-2 Q8_0)",
-		Long: `export writes the model (a loaded checkpoint, or the synthetic model of the
+		Long: `export writes the model (a loaded checkpoint, the built-in stories260K
+without --checkpoint, or with --checkpoint synthetic the synthetic model of the
 synthetic.* keys) as a llama2.c checkpoint that both llama2.c and Stride read.
 
 --format legacy (the default) is the float32 format run.c reads: the fused QKV
@@ -70,7 +71,7 @@ written through; a directory, socket or block device is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runExport(a, cmd) },
 	}
-	a.flag(cmd, "checkpoint", "checkpoint", "llama2.c checkpoint to re-export; empty = the synthetic model")
+	a.flag(cmd, "checkpoint", "checkpoint", "checkpoint to re-export; empty = the built-in stories260K; synthetic = the synthetic model")
 	a.flag(cmd, "out", "export.out", "output file")
 	a.flag(cmd, "format", "export.format", "checkpoint format")
 	a.flag(cmd, "group-size", "export.group_size", "Q8_0 group size of --format v2; 0 = auto")
@@ -218,16 +219,10 @@ func ggufTokenizerKV(path string, vocabSize int) ([]gguf.KV, error) {
 	return f.Metadata, nil
 }
 
-// isGGUF reports whether the file at path starts with GGUF's magic.
+// isGGUF reports whether the file at path is a GGUF file.
 func isGGUF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var magic [4]byte
-	n, _ := f.ReadAt(magic[:], 0)
-	return n == 4 && string(magic[:]) == gguf.Magic
+	kind, err := checkpoint.Sniff(path)
+	return err == nil && kind == checkpoint.GGUF
 }
 
 // writeCheckpoint runs write into path through package outfile (a

@@ -14,12 +14,12 @@ import (
 // checkpoint generates exactly the same ids as the synthetic model itself.
 func TestExportRoundTrip(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "tiny.bin")
-	code, stdout, errs := cli(t, "export", "--out", out, "--synthetic.seq_len", "128")
+	code, stdout, errs := cli(t, "export", "--checkpoint", "synthetic", "--out", out, "--synthetic.seq_len", "128")
 	if code != 0 || !strings.Contains(stdout, "wrote") {
 		t.Fatalf("export: exit %d %s %s", code, stdout, errs)
 	}
 	gen := []string{"generate", "--prompt", "abc", "--steps", "40", "--temperature", "0.9", "--seed", "3", "--output", "ids"}
-	_, direct, _ := cli(t, append(gen, "--synthetic.seq_len", "128")...)
+	_, direct, _ := cli(t, append(gen, "--checkpoint", "synthetic", "--synthetic.seq_len", "128")...)
 	code, loaded, errs := cli(t, append(gen, "--checkpoint", out)...)
 	if code != 0 {
 		t.Fatalf("generate from export: exit %d %s", code, errs)
@@ -57,7 +57,7 @@ func TestExportNeedsOut(t *testing.T) {
 // matrices are the same), and re-exports byte for byte.
 func TestExportV2(t *testing.T) {
 	dir := t.TempDir()
-	shape := []string{"--synthetic.hidden_dim", "192", "--synthetic.seq_len", "128"}
+	shape := []string{"--checkpoint", "synthetic", "--synthetic.hidden_dim", "192", "--synthetic.seq_len", "128"}
 	out := filepath.Join(dir, "q8.bin")
 	code, stdout, errs := cli(t, append([]string{"export", "--format", "v2", "--out", out}, shape...)...)
 	if code != 0 || !strings.Contains(stdout, "version 2, Q8_0 group size 64") {
@@ -120,7 +120,7 @@ func TestExportGGUFKeepsGGUFTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "m.gguf")
-	export := []string{"export", "--synthetic.seq_len", "64", "--tokenizer", vocab, "--format", "gguf", "--out", out}
+	export := []string{"export", "--checkpoint", "synthetic", "--synthetic.seq_len", "64", "--tokenizer", vocab, "--format", "gguf", "--out", out}
 	if code, _, errs := cli(t, append(export, "--synthetic.vocab_size", "6")...); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errs)
 	}

@@ -30,7 +30,7 @@ func init() {
 func newGenerateCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "generate",
-		Short: "Generate text with a llama2.c checkpoint or the embedded synthetic model",
+		Short: "Generate text with a checkpoint, the built-in stories260K, or the synthetic model",
 		Long: `generate runs a Llama-architecture model the way llama2.c's run.c does: the
 same tokenizer, RoPE, sampler (xorshift RNG, temperature, top-p) and stopping
 rule, so for the same checkpoint, prompt, temperature, top-p, seed and steps
@@ -38,8 +38,15 @@ the token stream is run.c's.
 
 Several prompts (repeat --prompt, or --prompts FILE with one per line) run
 together with continuous batching over the paged KV cache; each sequence's
-output is what it would be alone. Without --checkpoint the synthetic model of
-the synthetic.* keys runs (random weights: its text is noise).
+output is what it would be alone.
+
+Which model: --checkpoint FILE (a llama2.c .bin, a GGUF, or a Hugging Face
+directory, told apart by content); without it the built-in stories260K
+(llama2.c's 260K-parameter TinyStories model and its 512-piece tokenizer,
+MIT, embedded in the binary), which tells a small story token for token as
+run.c does; --checkpoint synthetic runs the synthetic model of the
+synthetic.* keys instead (random weights: its text is noise, its shape is
+yours to choose).
 
 The prompt is a positional argument, --prompt/-p (repeatable), --file/-f
 (a whole file) or --prompts (one per line); "-" reads stdin, and with none

@@ -145,7 +145,7 @@ func TestGenerateBadInput(t *testing.T) {
 }
 
 func TestGenerateClampsSteps(t *testing.T) {
-	code, out, errs := cli(t, "generate", "--steps", "5000", "--output", "ids", "--temperature", "0")
+	code, out, errs := cli(t, "generate", "--checkpoint", "synthetic", "--steps", "5000", "--output", "ids", "--temperature", "0")
 	if code != 0 || !strings.Contains(errs, "clamped to 2048") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}

@@ -119,12 +119,12 @@ func TestContextSize(t *testing.T) {
 	n := contextSize(a, c, io.Discard)
 	po := engine.Options{BlockSize: 16}
 	poolForContext(&po, n)
-	if n != 4096 || po.NumBlocks != engine.DefaultKVSequences*4096/16 {
-		t.Fatalf("default context %d, pool %d blocks: want 4096 and %d", n, po.NumBlocks, engine.DefaultKVSequences*4096/16)
+	if nb := engine.KVPool(c, po).NumBlocks; n != 4096 || nb != engine.DefaultKVSequences*4096/16 {
+		t.Fatalf("default context %d, pool %d blocks: want 4096 and %d", n, nb, engine.DefaultKVSequences*4096/16)
 	}
 	po = engine.Options{BlockSize: 16, KVMemory: 1 << 20}
-	if poolForContext(&po, n); po.NumBlocks != 0 {
-		t.Fatalf("an explicit kv_memory was overridden: %d blocks", po.NumBlocks)
+	if poolForContext(&po, n); engine.KVPool(c, po).NumBlocks != 0 {
+		t.Fatalf("an explicit kv_memory was overridden: %d blocks", engine.KVPool(c, po).NumBlocks)
 	}
 	a.v.Set("ctx_size", 100)
 	if n := contextSize(a, model.Config{SeqLen: 64}, io.Discard); n != 64 {
@@ -214,7 +214,7 @@ func TestStopStrings(t *testing.T) {
 // its tokens consistently with its ids, and several prompts in text mode
 // print each sequence once.
 func TestJSONStatsAndTextStreaming(t *testing.T) {
-	code, out, errs := cli(t, "generate", "-p", "abc", "-p", "hello there", "--steps", "20", "--temperature", "0.9", "-s", "4", "--output", "json")
+	code, out, errs := cli(t, "generate", "--checkpoint", "synthetic", "-p", "abc", "-p", "hello there", "--steps", "20", "--temperature", "0.9", "-s", "4", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -239,7 +239,7 @@ func TestJSONStatsAndTextStreaming(t *testing.T) {
 	if len(seen) != 2 {
 		t.Fatalf("sequences %v", seen)
 	}
-	code, out, errs = cli(t, "generate", "-p", "abc", "-p", "hello there", "-p", "x", "--steps", "20", "--temperature", "0")
+	code, out, errs = cli(t, "generate", "--checkpoint", "synthetic", "-p", "abc", "-p", "hello there", "-p", "x", "--steps", "20", "--temperature", "0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

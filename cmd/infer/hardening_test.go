@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile/outfiletest"
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // The tests of this file each reproduce a way the CLI lost output,
@@ -28,7 +29,7 @@ func TestExportOutputTargets(t *testing.T) {
 	dir := t.TempDir()
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
-	small := []string{"--synthetic.seq_len", "64"}
+	small := []string{"--checkpoint", "synthetic", "--synthetic.seq_len", "64"}
 	export := func(out string) (int, string) {
 		code, _, errs := cli(t, append([]string{"export", "--out", out}, small...)...)
 		return code, errs
@@ -94,7 +95,7 @@ func TestExportInterruptLeavesNothing(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "big.bin")
-	p := startCLI(t, nil, "export", "--out", out, "--synthetic.dim", "768", "--synthetic.hidden_dim", "2048",
+	p := startCLI(t, nil, "export", "--checkpoint", "synthetic", "--out", out, "--synthetic.dim", "768", "--synthetic.hidden_dim", "2048",
 		"--synthetic.n_layers", "8", "--synthetic.n_heads", "12", "--synthetic.n_kv_heads", "12",
 		"--synthetic.vocab_size", "32000", "--synthetic.seq_len", "256")
 	deadline := time.Now().Add(2 * time.Minute)
@@ -186,7 +187,7 @@ func TestGenerateToDevFull(t *testing.T) {
 // few hundred tokens on average (1 in 259 per step), which can end the run
 // before the signal arrives; greedy runs all 4096 steps (about 25 s on 2
 // cores).
-var slowModel = []string{"--temperature", "0", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
+var slowModel = []string{"--checkpoint", "synthetic", "--temperature", "0", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
 	"--synthetic.n_heads", "8", "--synthetic.n_kv_heads", "8", "--synthetic.seq_len", "4096", "--steps", "4096",
 	"--num-blocks", "520"} // two full sequences' KV (130 MiB), not the default eight
 
@@ -212,7 +213,7 @@ func TestGenerateInterruptJSON(t *testing.T) {
 	// arrives while the others still run (proof that lines stream), and
 	// the signal sent then interrupts them.
 	p := startCLI(t, nil, append([]string{"generate", "--prompts", pf, "--output", "json", "--max-batch", "1",
-		"--temperature", "0.8", "--seed", "5", "--synthetic.seq_len", "4096"},
+		"--temperature", "0.8", "--seed", "5", "--checkpoint", "synthetic", "--synthetic.seq_len", "4096"},
 		"--steps", "300", "--synthetic.dim", "256", "--synthetic.hidden_dim", "688", "--synthetic.n_layers", "8",
 		"--synthetic.n_heads", "8", "--synthetic.n_kv_heads", "8", "--num-blocks", "20", "--block-size", "16")...)
 	p.waitFor("\n", false, 2*time.Minute)
@@ -276,14 +277,14 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 // at once, before any measuring (before, the sweep ran and then exited 1
 // without its table).
 func TestCompareSweepKeepsRows(t *testing.T) {
-	p := startCLI(t, nil, "compare", "--contexts", "8,1000", "--decode", "4")
+	p := startCLI(t, nil, "compare", "--checkpoint", "synthetic", "--contexts", "8,1000", "--decode", "4")
 	p.waitFor("compare: context 8 measured", true, 2*time.Minute)
 	p.signal(syscall.SIGINT)
 	code := p.wait(2 * time.Minute)
 	if code != exitInterrupted || !strings.Contains(p.out(), "context 8") || !strings.Contains(p.out(), "tokens identical") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, p.out(), p.err())
 	}
-	code, out, errs := cli(t, "compare", "--contexts", "8,16", "--plot", "/nonexistent-dir/x.png")
+	code, out, errs := cli(t, "compare", "--checkpoint", "synthetic", "--contexts", "8,16", "--plot", "/nonexistent-dir/x.png")
 	if code != 1 || !strings.Contains(errs, "/nonexistent-dir/x.png") || strings.Contains(errs, ".tmp") || out != "" {
 		t.Fatalf("unwritable plot: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
@@ -292,7 +293,7 @@ func TestCompareSweepKeepsRows(t *testing.T) {
 // TestBenchKeepsRows: SIGINT after the warm-up prints the rows measured
 // so far (or none, with exit 130) instead of losing them.
 func TestBenchKeepsRows(t *testing.T) {
-	p := startCLI(t, nil, "bench", "--tests", "tg64", "--reps", "1000", "--synthetic.seq_len", "256")
+	p := startCLI(t, nil, "bench", "--tests", "tg64", "--reps", "1000", "--checkpoint", "synthetic", "--synthetic.seq_len", "256")
 	p.waitFor("bench: round 1 of 1000 done", true, 2*time.Minute)
 	p.signal(syscall.SIGINT)
 	code := p.wait(time.Minute)
@@ -328,16 +329,16 @@ func TestValidation(t *testing.T) {
 		{"kv-memory below a block", [2]string{}, []string{"generate", "--kv-memory", "0.5"}, []string{"kv_memory", "smaller than one KV block"}},
 		{"trace block size 0", [2]string{}, []string{"trace", "--block-size", "0"}, []string{"trace.block_size", "≥ 1"}},
 		{"prompt and prompts", [2]string{}, []string{"generate", "--prompt", "Lily", "--prompts", pf}, []string{"--prompt (from flag --prompt)", "--prompts (from flag --prompts)"}},
-		{"prompt named by file line", [2]string{}, []string{"generate", "--prompts", pf, "--output", "json", "--steps", "10"}, []string{"p.txt line 3", "seq_len 2048"}},
+		{"prompt named by file line", [2]string{}, []string{"generate", "--checkpoint", "synthetic", "--prompts", pf, "--output", "json", "--steps", "10"}, []string{"p.txt line 3", "seq_len 2048"}},
 		{"too many threads", [2]string{}, []string{"generate", "--threads", "10000000000"}, []string{"threads", "in [0, 1024]"}},
 		{"bench threads", [2]string{}, []string{"bench", "--threads", "1,5000"}, []string{"--threads", "1024"}},
 		{"meta trace overflow", [2]string{}, []string{"trace", "--meta", "--seq", "1099511627776", "--batch", "1099511627776"}, []string{"trace:"}},
 		{"config /dev/zero", [2]string{}, []string{"generate", "--config", "/dev/zero"}, []string{"/dev/zero", "larger than 16.0 MiB"}},
 		{"prompts /dev/zero", [2]string{}, []string{"generate", "--prompts", "/dev/zero"}, []string{"/dev/zero", "larger than 16.0 MiB"}},
 		{"num-blocks beyond memory", [2]string{}, []string{"generate", "--num-blocks", "134217727"}, []string{"KV cache pool", "physical memory"}},
-		{"synthetic model beyond memory", [2]string{}, []string{"generate", "--synthetic.dim", "65536", "--synthetic.hidden_dim", "65536",
+		{"synthetic model beyond memory", [2]string{}, []string{"generate", "--checkpoint", "synthetic", "--synthetic.dim", "65536", "--synthetic.hidden_dim", "65536",
 			"--synthetic.n_layers", "64", "--synthetic.n_heads", "64", "--synthetic.n_kv_heads", "64"}, []string{"synthetic model's weights", "physical memory"}},
-		{"prompt certainly too long", [2]string{}, []string{"generate", "--prompt", strings.Repeat("a", 300000)}, []string{"prompt 1", "300000 bytes are at least", "seq_len 2048"}},
+		{"prompt certainly too long", [2]string{}, []string{"generate", "--checkpoint", "synthetic", "--prompt", strings.Repeat("a", 300000)}, []string{"prompt 1", "300000 bytes are at least", "seq_len 2048"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env[0] != "" {
@@ -360,7 +361,7 @@ func TestValidation(t *testing.T) {
 // is an error naming both sizes, before anything is allocated (before,
 // 400GiB died with "out of memory" and a stack trace).
 func TestKVMemoryBeyondPhysical(t *testing.T) {
-	phys, err := physicalMemory()
+	phys, err := engine.PhysicalMemory()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -381,7 +382,7 @@ func TestEveryCommandChecksStdout(t *testing.T) {
 		{"--help"},
 		{"generate", "--help"},
 		{"generate", "--steps", "8", "--output", "json"},
-		{"export", "--out", out, "--synthetic.seq_len", "64"},
+		{"export", "--out", out, "--checkpoint", "synthetic", "--synthetic.seq_len", "64"},
 		{"layout", "empty(2,3).t()"},
 		{"trace", "--meta", "--output", "json"},
 		{"trace", "--meta"},

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,20 +13,19 @@ import (
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/engine"
-	"github.com/stride-lm/stride/model/hf"
-	"github.com/stride-lm/stride/model/llama2c"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
 )
 
 // The settings every command that runs a model shares: which model
-// (a llama2.c checkpoint, or the synthetic model described by the
-// synthetic.* keys when no checkpoint is given), its tokenizer, the
+// (a checkpoint, the built-in stories260K when none is given, or with
+// --checkpoint synthetic the synthetic model the synthetic.* keys
+// describe), its tokenizer, the
 // weight dtype, and the engine (attention path, KV cache, threads).
 func init() {
 	registerKeys(
-		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "llama2.c checkpoint (.bin); empty = the synthetic model"},
-		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "llama2.c tokenizer.bin; empty = bytes (vocab >= 259)"},
+		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
+		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
 		configKey{Name: "synthetic.seed", Kind: kindInt, Default: 42, Help: "seed of the synthetic model's weights"},
 		configKey{Name: "synthetic.dim", Kind: kindInt, Default: 64, Help: "synthetic model: width"},
 		configKey{Name: "synthetic.hidden_dim", Kind: kindInt, Default: 172, Help: "synthetic model: SwiGLU width"},
@@ -82,8 +79,8 @@ func speculation(a *app) (engine.Speculation, error) {
 // named in skip (a command that gives a flag another meaning).
 func modelFlags(a *app, cmd *cobra.Command, skip ...string) {
 	for _, f := range []struct{ name, key, usage string }{
-		{"checkpoint", "checkpoint", "llama2.c checkpoint (alias --model); empty = the synthetic model"},
-		{"tokenizer", "tokenizer", "llama2.c tokenizer.bin"},
+		{"checkpoint", "checkpoint", "checkpoint file or HF directory (alias --model); empty = the built-in stories260K; synthetic = the synthetic model"},
+		{"tokenizer", "tokenizer", "tokenizer file; empty = the checkpoint's own"},
 		{"weights", "weights", "weight dtype"},
 		{"path", "path", "attention path"},
 		{"block-size", "block_size", "KV cache block size"},
@@ -137,8 +134,12 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 	}
 }
 
-// loadedModel is a model with its text codec and a description for
-// reports.
+// syntheticCheckpoint is the --checkpoint value that selects the
+// synthetic model of the synthetic.* keys instead of a file.
+const syntheticCheckpoint = "synthetic"
+
+// loadedModel is a model with its text codec, a description for reports,
+// and what its checkpoint says about generating (checkpoint.Generation).
 type loadedModel struct {
 	m     *model.Model
 	codec tokenizer.Codec
@@ -146,15 +147,14 @@ type loadedModel struct {
 	// stop holds the ids generation stops at when the checkpoint names
 	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
 	stop []int
-	// types names the stored weight types when the checkpoint reports
-	// them (a GGUF: "Q8_0+F16"); empty otherwise.
+	// types names the stored weight types when the model runs as stored
+	// (a GGUF: "Q8_0+F16"); empty otherwise.
 	types string
 	// ggml is set for a GGUF checkpoint: a model written for llama.cpp,
 	// whose defaults (an F16 KV cache) perplexity follows.
 	ggml     bool
 	maxPiece int // see maxPieceBytes; 0 until computed
-	// chatTemplate is the Jinja chat template the checkpoint carries
-	// (GGUF's tokenizer.chat_template, HF's tokenizer_config.json), and
+	// chatTemplate is the Jinja chat template the checkpoint carries, and
 	// eosText its eos_token's text; both empty for llama2.c checkpoints.
 	chatTemplate, eosText string
 }
@@ -164,74 +164,85 @@ type loadedModel struct {
 func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.getString("weights")) }
 
 // loadModelAs is loadModel with weight dtype weights (f32, f16, bf16 or
-// q8_0) in place of the weights key. It reads top to bottom: the model
-// (from the checkpoint's format, or synthesized), the Q8_0 quantization
-// that q8_0 asks for, then the tokenizer.
+// q8_0) in place of the weights key: checkpoint.Open (the built-in
+// stories260K when no checkpoint is given) or the synthetic model, then
+// the Q8_0 quantization that q8_0 asks for.
 func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	wdt, quant, err := weightDType(weights)
 	if err != nil {
 		return nil, err
 	}
-	lm := &loadedModel{}
-	if path := a.getPath("checkpoint"); path != "" {
-		defer loadingNotice(a.errw, path)() // cleared once the tokenizer is in too
-		err = lm.loadCheckpoint(a, path, weights, wdt)
+	var lm *loadedModel
+	// The word, not a path: a config file's relative paths are resolved
+	// against its folder, "synthetic" is not.
+	if a.getString("checkpoint") == syntheticCheckpoint {
+		lm, err = synthesize(a, wdt)
 	} else {
-		err = lm.synthesize(a, wdt)
+		path := a.getPath("checkpoint")
+		if err := syntheticKeysUnused(a, path); err != nil {
+			return nil, err
+		}
+		if path != "" {
+			defer loadingNotice(a.errw, path)()
+		}
+		lm, err = openCheckpoint(a, path, weights, wdt)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if quant {
 		if err := model.QuantizeQ8_0(lm.m, 0); err != nil {
+			lm.m.Close()
 			return nil, err
 		}
-	}
-	if err := lm.loadCodec(tokenizerPath(a)); err != nil {
-		return nil, err
 	}
 	return lm, nil
 }
 
-// loadCheckpoint opens the checkpoint at path, whatever its format, and
-// converts its weights to wdt, unless the format runs as stored and no
-// weight type was asked for. It records the stop ids and stored weight
-// types the format reports.
-func (lm *loadedModel) loadCheckpoint(a *app, path, weights string, wdt tensor.DType) error {
-	opts := model.LoadOptions{WeightDType: wdt}
-	src, err := checkpoint.Open(path, opts)
+// openCheckpoint opens the checkpoint at path ("" = the built-in model)
+// with the tokenizer key's file, if any. The formats that run as stored
+// (GGUF, Hugging Face) do so unless a weight type was asked for.
+func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedModel, error) {
+	ck, err := checkpoint.Open(path, checkpoint.Options{
+		Load:      model.LoadOptions{WeightDType: wdt},
+		AsStored:  asStoredDefault(a, weights),
+		Tokenizer: a.getPath("tokenizer"),
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	opts.AsStored = runsAsStored(src) && asStoredDefault(a, weights)
-	if st, ok := src.(interface{ StopTokens() []int }); ok {
-		lm.stop = st.StopTokens()
-	}
-	_, lm.ggml = src.(model.GGMLSource)
-	if st, ok := src.(interface{ StoredTypes() string }); ok && opts.AsStored {
-		lm.types = st.StoredTypes()
-	}
-	m, err := model.FromSource(src, opts)
+	m, err := ck.Load()
 	if err != nil {
-		return err
+		ck.Close()
+		return nil, err
 	}
-	lm.m, lm.name = m, path
+	g := ck.Generation
+	lm := &loadedModel{m: m, codec: ck.Tokenizer, name: ck.Source.Name(), stop: g.StopTokens, types: g.StoredTypes,
+		ggml: g.GGML, chatTemplate: g.ChatTemplate, eosText: g.EOSText}
+	return lm, nil
+}
+
+// syntheticKeysUnused refuses synthetic.* keys set for a run that loads
+// a checkpoint (the built-in one when path is empty): they describe only
+// the synthetic model, and ignoring them would run another model than
+// the one asked for.
+func syntheticKeysUnused(a *app, path string) error {
+	for _, k := range []string{"seed", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"} {
+		if src := a.source("synthetic." + k); src != "default" {
+			where := "--checkpoint " + path
+			if path == "" {
+				where = "no --checkpoint (the built-in stories260K)"
+			}
+			return fmt.Errorf("synthetic.%s (from %s) describes the synthetic model, but the run has %s: add --checkpoint synthetic", k, src, where)
+		}
+	}
 	return nil
 }
 
-// runsAsStored reports whether src's format runs as stored unless a
-// weight type was asked for: a GGUF's F16, Q8_0, Q4_K... matrices stream
-// as the file holds them, and so does a Hugging Face directory (its
-// torch_dtype, as vLLM runs it).
-func runsAsStored(src model.Source) bool {
-	_, isGGML := src.(model.GGMLSource)
-	_, isHF := src.(*hf.Source)
-	return isGGML || isHF
-}
-
 // synthesize makes the synthetic model of the synthetic.* keys with
-// weights of dtype wdt, after checking that they fit in memory.
-func (lm *loadedModel) synthesize(a *app, wdt tensor.DType) error {
+// weights of dtype wdt, after checking that they fit in memory, and opens
+// the tokenizer key's file for it (or the byte codec).
+func synthesize(a *app, wdt tensor.DType) (*loadedModel, error) {
 	c := model.Config{
 		Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
 		NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
@@ -240,69 +251,18 @@ func (lm *loadedModel) synthesize(a *app, wdt tensor.DType) error {
 		SharedClassifier: true, WeightDType: wdt,
 	}
 	if err := checkWeights(c); err != nil {
-		return err
+		return nil, err
+	}
+	codec, g, err := checkpoint.OpenCodec(a.getPath("tokenizer"), c.VocabSize)
+	if err != nil {
+		return nil, err
 	}
 	m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
 	if err != nil {
-		return fmt.Errorf("synthetic model: %w", err)
+		return nil, fmt.Errorf("synthetic model: %w", err)
 	}
-	lm.m = m
-	lm.name = fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed"))
-	return nil
-}
-
-// tokenizerPath is the tokenizer key, or, when it is empty, the
-// checkpoint itself if it carries a tokenizer: a GGUF, or a Hugging Face
-// directory with a tokenizer.json.
-func tokenizerPath(a *app) string {
-	tokPath := a.getPath("tokenizer")
-	if ckpt := a.getPath("checkpoint"); tokPath == "" && ckpt != "" {
-		if kind, _ := sniff(ckpt); kind == "gguf" {
-			tokPath = ckpt // a GGUF carries its tokenizer
-		} else if _, err := os.Stat(filepath.Join(ckpt, "tokenizer.json")); kind == "dir" && err == nil {
-			tokPath = ckpt // a Hugging Face directory's tokenizer.json
-		}
-	}
-	return tokPath
-}
-
-// loadCodec opens the tokenizer at tokPath for lm's vocabulary: a GGUF's
-// or Hugging Face tokenizer (with the model's chat template), a llama2.c
-// tokenizer.bin, or, with no path, the byte codec.
-func (lm *loadedModel) loadCodec(tokPath string) error {
-	vocab := lm.m.Config.VocabSize
-	if kind, _ := sniff(tokPath); kind == "gguf" || kind == "json" || kind == "dir" {
-		tok, err := openTokenizer(tokPath)
-		if err != nil {
-			return err
-		}
-		if tok.VocabSize() > vocab {
-			return fmt.Errorf("tokenizer %s has %d tokens, the model only %d", tokPath, tok.VocabSize(), vocab)
-		}
-		lm.codec = tok
-		// infer chat renders the model's own template (GGUF's
-		// tokenizer.chat_template, tokenizer_config.json's chat_template)
-		// and ends a reply at its eos_token's text.
-		lm.chatTemplate = tok.ChatTemplate()
-		if eos := tok.EOS(); eos >= 0 && eos < tok.VocabSize() {
-			lm.eosText = tok.Piece(eos)
-		}
-		return nil
-	}
-	if tokPath != "" {
-		tok, err := llama2c.LoadTokenizer(tokPath, vocab)
-		if err != nil {
-			return err
-		}
-		lm.codec = tok
-		return nil
-	}
-	bt, err := tokenizer.NewBytes(vocab)
-	if err != nil {
-		return fmt.Errorf("model has a vocabulary of %d and no tokenizer was given (--tokenizer): %w", vocab, err)
-	}
-	lm.codec = bt
-	return nil
+	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed")),
+		chatTemplate: g.ChatTemplate, eosText: g.EOSText}, nil
 }
 
 // asStoredDefault reports whether weights is the default f32 that nobody
@@ -350,14 +310,9 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 	}, nil
 }
 
-// newEngine is engine.New after checking that the KV pool fits the
-// machine's physical memory, so --kv-memory 400GiB or --num-blocks
-// 134217727 is an error naming both sizes instead of an out-of-memory
-// crash.
+// newEngine is engine.New, which checks that the KV pool fits the
+// machine's physical memory before allocating it.
 func newEngine(m *model.Model, opts engine.Options) (*engine.Engine, error) {
-	if err := checkKVPool(m.Config, opts); err != nil {
-		return nil, err
-	}
 	return engine.New(m, opts)
 }
 

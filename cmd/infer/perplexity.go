@@ -115,13 +115,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
 	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
-	bos, addBOS := model.BOSID, true
-	if t, ok := lm.codec.(interface {
-		BOS() int
-		AddBOS() bool
-	}); ok {
-		bos, addBOS = t.BOS(), t.AddBOS() && t.BOS() >= 0
-	}
+	bos, addBOS := lm.codec.BOS(), lm.codec.AddBOS() && lm.codec.BOS() >= 0
 	tokens, err := lm.codec.Encode(string(text), addBOS, false)
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)

@@ -147,15 +147,7 @@ func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
 // tokenizer (run.c does), else as the tokenizer's file says (a GGUF's
 // tokenizer.ggml.add_bos_token, tokenizer_config.json's add_bos_token):
 // Qwen's, for one, adds none, and feeding it a BOS would change its output.
-func (lm *loadedModel) addBOS() bool {
-	if t, ok := lm.codec.(interface {
-		BOS() int
-		AddBOS() bool
-	}); ok {
-		return t.AddBOS() && t.BOS() >= 0
-	}
-	return true
-}
+func (lm *loadedModel) addBOS() bool { return lm.codec.AddBOS() && lm.codec.BOS() >= 0 }
 
 // maxPieceBytes is the longest text any token decodes to (at least 1),
 // computed once per model.

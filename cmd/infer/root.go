@@ -54,7 +54,8 @@
 //   - Input files a user names (prompts, configs): read them with
 //     readCapped, which stops at maxInputBytes.
 //   - Sizes: check what a setting will allocate before allocating it
-//     (checkKVPool, fitsMemory); build engines with newEngine.
+//     (engine.CheckMemory, engine.FitsMemory; engine.New checks its KV
+//     pool itself).
 //   - Interrupts: cmd.Context() is cancelled by SIGINT/SIGTERM; stop at
 //     the next step, print what was done, and return ctx.Err() (exit 130).
 //   - Writes to stdout and stderr are checked by runContext, but a

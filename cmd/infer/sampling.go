@@ -104,13 +104,9 @@ func (r stepsRule) forPrompt(n int) int {
 }
 
 // poolForContext sizes the default KV pool from the context cap instead
-// of the model's seq_len: DefaultKVSequences sequences of ctx positions.
-// An explicit num_blocks or kv_memory wins.
-func poolForContext(o *engine.Options, ctx int) {
-	if o.NumBlocks == 0 && o.KVMemory == 0 {
-		o.NumBlocks = engine.DefaultKVSequences * ((ctx + o.BlockSize - 1) / o.BlockSize)
-	}
-}
+// of the model's seq_len (engine.KVPool): DefaultKVSequences sequences
+// of ctx positions. An explicit num_blocks or kv_memory wins.
+func poolForContext(o *engine.Options, ctx int) { o.Context = ctx }
 
 // newSampler is run.c's sampler with the configured filters; prompt (its
 // ids) is what the repeat penalty starts from, as in llama.cpp.

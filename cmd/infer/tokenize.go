@@ -5,18 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stride-lm/stride/model/gguf"
-	"github.com/stride-lm/stride/model/llama2c"
-	"github.com/stride-lm/stride/model/mapfile"
+	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
@@ -154,98 +148,16 @@ func parseIDs(s string, vocab int) ([]int, error) {
 func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
 	switch {
 	case tokPath != "":
-		return openTokenizer(tokPath)
+		return checkpoint.OpenTokenizer(tokPath)
 	case ckpt == "":
 		return nil, errors.New("tokenize needs --tokenizer FILE or --checkpoint FILE")
 	}
-	kind, err := sniff(ckpt)
+	kind, err := checkpoint.Sniff(ckpt)
 	if err != nil {
 		return nil, err
 	}
-	switch kind {
-	case "gguf", "json", "dir":
-		return openTokenizer(ckpt)
+	if kind == checkpoint.Llama2c {
+		return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which carries no tokenizer: give --tokenizer tokenizer.bin", ckpt)
 	}
-	return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which carries no tokenizer: give --tokenizer tokenizer.bin", ckpt)
-}
-
-// sniff tells a GGUF file (by its magic), a JSON file (its first
-// non-blank byte is '{'), a directory, and anything else ("bin").
-func sniff(path string) (string, error) {
-	// Non-blocking open, then fstat: a FIFO or a device is refused at once.
-	f, st, err := mapfile.Open(path, true)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return "", err
-		}
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	defer f.Close()
-	if st.IsDir() {
-		return "dir", nil
-	}
-	var head [64]byte
-	n, _ := io.ReadFull(f, head[:])
-	b := head[:n]
-	if bytes.HasPrefix(b, []byte("GGUF")) {
-		return "gguf", nil
-	}
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		return "json", nil
-	}
-	return "bin", nil
-}
-
-// maxTokenizerJSON caps the tokenizer.json read (Llama 3's is 9 MB).
-const maxTokenizerJSON = 256 << 20
-
-// openTokenizer opens a tokenizer file of any supported format.
-func openTokenizer(path string) (*tokenizer.Tokenizer, error) {
-	kind, err := sniff(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	switch kind {
-	case "gguf":
-		return gguf.OpenTokenizer(path)
-	case "dir":
-		return openTokenizerJSON(filepath.Join(path, "tokenizer.json"))
-	case "json":
-		return openTokenizerJSON(path)
-	}
-	return llama2c.LoadTokenizerFile(path)
-}
-
-// openTokenizerJSON reads a tokenizer.json and the tokenizer_config.json
-// beside it, if any.
-func openTokenizerJSON(path string) (*tokenizer.Tokenizer, error) {
-	read := func(p string) ([]byte, error) {
-		f, _, err := mapfile.Open(p, false)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxTokenizerJSON+1))
-		if err == nil && len(b) > maxTokenizerJSON {
-			err = fmt.Errorf("%s is larger than %d bytes", p, maxTokenizerJSON)
-		}
-		return b, err
-	}
-	tj, err := read(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
-	}
-	var cj []byte
-	cpath := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
-	if _, err := os.Stat(cpath); err == nil {
-		if cj, err = read(cpath); err != nil {
-			return nil, fmt.Errorf("tokenizer: %w", err)
-		}
-	}
-	return tokenizer.FromJSON(tj, cj, path)
+	return checkpoint.OpenTokenizer(ckpt)
 }

@@ -43,7 +43,8 @@ it the layer runs for real on random inputs and the accounting is measured.
 Meta mode allocates no tensor data, but the batch's slot mapping and block
 tables hold one int32 per token and KV block, so B·(S + blocks) is limited to
 2^24 entries and every size product is checked for overflow first.
-Head counts default to the model's (the synthetic model, or --checkpoint).
+Head counts default to the model's (--checkpoint; the built-in stories260K
+without it, or --checkpoint synthetic for the synthetic.* keys).
 The naive path is the PyTorch program in configs/mha-layout.py: run it with
 infer layout -f configs/mha-layout.py to see the same layouts row by row.`,
 		Example: `  infer trace --config configs/seed-mha.yaml --meta

@@ -51,7 +51,7 @@ func TestOpenByMagicNotExtension(t *testing.T) {
 		if want == llama2c.FormatV2 {
 			data = v2.Bytes()
 		}
-		src, err := Open(write(t, name, data), model.LoadOptions{})
+		src, err := OpenSource(write(t, name, data), model.LoadOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -64,7 +64,7 @@ func TestOpenByMagicNotExtension(t *testing.T) {
 		}
 	}
 	gguf := append([]byte("GGUF"), make([]byte, 60)...)
-	_, err := Open(write(t, "model.bin", gguf), model.LoadOptions{})
+	_, err := OpenSource(write(t, "model.bin", gguf), model.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "GGUF") {
 		t.Fatalf("GGUF magic in a .bin: got %v", err)
 	}
@@ -121,7 +121,7 @@ func TestOpenRejects(t *testing.T) {
 		cases[fifo] = "not a regular file (a named pipe)"
 	}
 	for path, want := range cases {
-		_, err := Open(path, model.LoadOptions{})
+		_, err := OpenSource(path, model.LoadOptions{})
 		if err == nil || !strings.HasPrefix(err.Error(), "checkpoint "+path+": ") || !strings.Contains(err.Error(), want) ||
 			strings.Contains(err.Error(), "\n") {
 			t.Fatalf("%s: got %v, want one line naming it and saying %q", path, err, want)
@@ -148,7 +148,7 @@ func TestOpenGGUFByMagic(t *testing.T) {
 	}
 	p := write(t, "weights.bin", data)
 	for _, noMmap := range []bool{false, true} {
-		src, err := Open(p, model.LoadOptions{NoMmap: noMmap})
+		src, err := OpenSource(p, model.LoadOptions{NoMmap: noMmap})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func TestOpenDirectoryAsHF(t *testing.T) {
 	writeHF(t, m, dir)
 	want := greedy(t, m, nil)
 	for _, noMmap := range []bool{false, true} {
-		src, err := Open(dir, model.LoadOptions{NoMmap: noMmap})
+		src, err := OpenSource(dir, model.LoadOptions{NoMmap: noMmap})
 		if err != nil {
 			t.Fatal(err)
 		}

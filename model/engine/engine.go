@@ -25,6 +25,11 @@ type Options struct {
 	NumBlocks int
 	// KVMemory is the byte budget of the KV cache when NumBlocks is 0.
 	KVMemory int64
+	// Context is the positions per sequence the default pool (neither
+	// NumBlocks nor KVMemory set) is sized for: DefaultKVSequences
+	// sequences of Context positions. 0 (or more than seq_len) means the
+	// model's seq_len.
+	Context int
 	// KVDType is the cache's storage dtype (F32 default, or F16/BF16).
 	KVDType tensor.DType
 	// Threads is the number of worker threads of the kernels (0 = cores).
@@ -56,6 +61,9 @@ type Options struct {
 	// default.
 	MaxBatchedTokens int
 }
+
+// defaultBlockSize is the KV block size when Options.BlockSize is 0.
+const defaultBlockSize = 16
 
 // DefaultKVSequences is how many full-length (seq_len) sequences the
 // default KV pool holds when neither NumBlocks nor KVMemory is set.
@@ -99,7 +107,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if opts.BlockSize == 0 {
-		opts.BlockSize = 16
+		opts.BlockSize = defaultBlockSize
 	}
 	if opts.BlockSize < 0 {
 		return nil, fmt.Errorf("engine: block_size must be > 0 (got %d)", opts.BlockSize)
@@ -126,8 +134,14 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := CheckMemory(c, opts); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	align := prefixAlignBlocks(path, c, opts.BlockSize)
-	cache, err := kvcache.New(opts.Ledger, cacheConfig(c, opts, align))
+	kc := KVPool(c, opts)
+	kc.PrefixAlignBlocks = align
+	cache, err := kvcache.New(opts.Ledger, kc)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -156,22 +170,6 @@ func newPath(name string, aopts attention.Options) (attention.Path, model.Projec
 		return attention.NewNaive(aopts), model.SeparateQKV, nil
 	}
 	return nil, 0, fmt.Errorf("engine: unknown attention path %q (want fused or naive)", name)
-}
-
-// cacheConfig is the KV cache of model config c under opts: the pool's
-// size from NumBlocks, else KVMemory, else DefaultKVSequences sequences
-// of seq_len; prefixes shared in multiples of alignBlocks blocks.
-func cacheConfig(c model.Config, opts Options, alignBlocks int) kvcache.Config {
-	kcfg := kvcache.Config{
-		NumLayers: c.NLayers, NumKVHeads: c.NKVHeads, HeadDim: c.HeadDim(),
-		BlockSize: opts.BlockSize, NumBlocks: opts.NumBlocks, MemoryBudget: opts.KVMemory,
-		DType: opts.KVDType, DisablePrefixSharing: opts.DisablePrefixSharing,
-		PrefixAlignBlocks: alignBlocks,
-	}
-	if kcfg.NumBlocks == 0 && kcfg.MemoryBudget == 0 {
-		kcfg.NumBlocks = DefaultKVSequences * ((c.SeqLen + opts.BlockSize - 1) / opts.BlockSize)
-	}
-	return kcfg
 }
 
 // prefixAlignBlocks is how many blocks a shared prefix must be a multiple

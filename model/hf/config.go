@@ -115,6 +115,17 @@ type rawConfig struct {
 type generationConfig struct {
 	BOSTokenID tokenIDs `json:"bos_token_id"`
 	EOSTokenID tokenIDs `json:"eos_token_id"`
+	Sampling
+}
+
+// Sampling is the sampling defaults a generation_config.json gives (as
+// transformers' GenerationConfig names them); a nil field was not given.
+type Sampling struct {
+	DoSample          *bool    `json:"do_sample"`
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int     `json:"top_k"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
 }
 
 // Config is what a directory's config.json says, mapped to Stride.

@@ -4,11 +4,13 @@
 //	config.json                      architecture and hyperparameters
 //	model.safetensors                the tensors, or
 //	model.safetensors.index.json     + the shards its weight_map names
-//	generation_config.json           (optional) eos_token_id: the stop ids
+//	generation_config.json           (optional) eos_token_id: the stop ids,
+//	                                 and the sampling defaults
+//	tokenizer.json                   (optional) the tokenizer: OpenTokenizer
 //
 // as a model.Source, so model.FromSource runs them like any other format.
-// The directory's tokenizer.json is not read here: package model/tokenizer
-// reads it (infer uses it when no --tokenizer is given).
+// OpenTokenizer reads the directory's tokenizer.json (and
+// tokenizer_config.json) into a model/tokenizer Tokenizer.
 //
 // # Architectures
 //

@@ -64,6 +64,8 @@ type Source struct {
 	led    *tensor.Ledger
 	// permuted counts the bytes RotaryUnpermute copied.
 	permuted int64
+	// sampling is generation_config.json's sampling defaults.
+	sampling Sampling
 }
 
 // tensorRef is where one canonical tensor is stored.
@@ -125,6 +127,9 @@ func open(dir string, lopts model.LoadOptions, opts Options) (*Source, error) {
 		s.mcfg.RopeStyle = model.RopeNorm
 	}
 	s.stops = stopTokens(cfg, gen, cfg.Model.VocabSize)
+	if gen != nil {
+		s.sampling = gen.Sampling
+	}
 	if err := s.openWeights(lopts.NoMmap); err != nil {
 		s.Close()
 		return nil, err
@@ -358,6 +363,10 @@ func (s *Source) HFConfig() Config { return s.cfg }
 // StopTokens are the ids generation stops at: generation_config.json's
 // eos_token_id (an int or a list; else config.json's) and the BOS id.
 func (s *Source) StopTokens() []int { return slices.Clone(s.stops) }
+
+// Sampling is generation_config.json's sampling defaults (all nil when
+// the directory has none).
+func (s *Source) Sampling() Sampling { return s.sampling }
 
 // MappedBytes is the size of the mapped shards (0 when read).
 func (s *Source) MappedBytes() int64 { return s.mapped }

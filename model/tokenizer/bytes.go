@@ -26,6 +26,12 @@ func NewBytes(vocab int) (*Bytes, error) {
 // VocabSize returns the vocabulary size.
 func (b *Bytes) VocabSize() int { return b.vocab }
 
+// BOS is llama2.c's BOS id, 1.
+func (b *Bytes) BOS() int { return llama2cBOS }
+
+// AddBOS is true: prompts start with BOS, as run.c's do.
+func (b *Bytes) AddBOS() bool { return true }
+
 // Encode returns BOS (if bos), one id per byte of text, EOS (if eos).
 func (b *Bytes) Encode(text string, bos, eos bool) ([]int, error) {
 	if b == nil || b.vocab < byteOffset+256 {

@@ -18,6 +18,12 @@ type Codec interface {
 	Decode(prev, tok int) string
 	// VocabSize is the number of ids.
 	VocabSize() int
+	// BOS is the beginning-of-sequence id, or -1 when the vocabulary has
+	// none.
+	BOS() int
+	// AddBOS reports whether a prompt starts with BOS: what the
+	// tokenizer's file asks for (llama2.c's always does; Qwen's does not).
+	AddBOS() bool
 }
 
 // Kind is the merge algorithm of a Tokenizer.

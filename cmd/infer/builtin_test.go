@@ -1,0 +1,38 @@
+package main
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
+)
+
+// With no checkpoint, generate runs the built-in stories260K: greedy from
+// BOS it prints run.c's golden ids (llama2.c's `run stories260K.bin -z
+// tok512.bin -t 0.0 -n 256`), and as text run.c's story.
+func TestGenerateDefaultIsBuiltInStories260K(t *testing.T) {
+	golden := testfixture.Ints(t, "models/golden/stories260K.greedy.ids")
+	code, out, errs := cli(t, "generate", "--temperature", "0", "--output", "ids")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got []int
+	for _, f := range strings.Fields(out) {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		got = append(got, id)
+	}
+	if !slices.Equal(got, golden) {
+		t.Fatalf("ids\n got %v\nwant %v", got, golden)
+	}
+	// --checkpoint synthetic is the synthetic model, whose byte codec
+	// turns "hi" into ids 3+'h', 3+'i'.
+	code, out, errs = cli(t, "generate", "--checkpoint", "synthetic", "--prompt", "hi", "--steps", "3", "--output", "ids")
+	if code != 0 || !strings.HasPrefix(out, "107 108 ") {
+		t.Fatalf("synthetic: exit %d, ids %q, %s", code, out, errs)
+	}
+}

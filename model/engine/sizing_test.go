@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stride-lm/stride/model"
+)
+
+// KVPool is the one pool formula: NumBlocks, else KVMemory, else
+// DefaultKVSequences sequences of Context (seq_len when 0 or larger).
+func TestKVPool(t *testing.T) {
+	c := model.Config{Dim: 64, HiddenDim: 172, NLayers: 5, NHeads: 8, NKVHeads: 4, VocabSize: 512, SeqLen: 512,
+		RopeTheta: 10000, NormEps: 1e-5}
+	for _, tc := range []struct {
+		opts       Options
+		blocks     int
+		wantBudget int64
+	}{
+		{Options{}, 8 * 512 / 16, 0},
+		{Options{BlockSize: 32}, 8 * 512 / 32, 0},
+		{Options{Context: 100}, 8 * 7, 0}, // ceil(100/16) blocks per sequence
+		{Options{Context: 4096}, 8 * 512 / 16, 0},
+		{Options{NumBlocks: 3, Context: 100}, 3, 0},
+		{Options{KVMemory: 1 << 20, Context: 100}, 0, 1 << 20},
+	} {
+		kc := KVPool(c, tc.opts)
+		if kc.NumBlocks != tc.blocks || kc.MemoryBudget != tc.wantBudget || kc.NumLayers != 5 || kc.NumKVHeads != 4 || kc.HeadDim != 8 {
+			t.Errorf("%+v: %+v, want %d blocks, budget %d", tc.opts, kc, tc.blocks, tc.wantBudget)
+		}
+	}
+}
+
+// A pool beyond physical memory is one error naming both sizes, from
+// CheckMemory and from New, before anything is allocated.
+func TestPoolBeyondPhysicalMemory(t *testing.T) {
+	phys, err := PhysicalMemory()
+	if err != nil {
+		t.Skip(err)
+	}
+	m := tinyGQA(t)
+	opts := Options{KVMemory: 2 * phys}
+	if err := CheckMemory(m.Config, opts); err == nil || !strings.Contains(err.Error(), "physical memory") {
+		t.Fatalf("CheckMemory: %v", err)
+	}
+	if _, err := New(m, opts); err == nil || !strings.Contains(err.Error(), "the KV cache pool") {
+		t.Fatalf("New: %v", err)
+	}
+	if err := CheckMemory(m.Config, Options{}); err != nil {
+		t.Fatalf("default pool: %v", err)
+	}
+}
