@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
 )
 
@@ -66,13 +67,13 @@ Ctrl-C stops the current reply (not the session) and Ctrl-D exits.
 type chatSession struct {
 	lm        *loadedModel
 	e         *engine.Engine
-	tmpl      *chatTemplate // nil with --raw
+	tmpl      *chat.Template // nil with --raw
 	system    string
 	stops     []string
 	rule      stepsRule
 	limit     int // the conversation's positions: min(steps, ctx)
 	sampler   *model.Sampler
-	msgs      []chatMessage
+	msgs      []chat.Message
 	tokens    []int
 	newTokens int    // how many ids the last extend added
 	fed       string // the text tokens stand for (Jinja templates)
@@ -95,11 +96,11 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if !a.getBool("chat.raw") {
 		switch spec := a.getString("chat.template"); {
 		case spec != "":
-			s.tmpl, err = loadChatTemplate(spec)
+			s.tmpl, err = chat.Load(spec)
 		case lm.chatTemplate != "": // the model's own, when its format carries one
-			s.tmpl, err = newChatTemplate("of the model", lm.chatTemplate, lm.eosText)
+			s.tmpl, err = chat.New("of the model", lm.chatTemplate, lm.eosText)
 		default: // a llama2.c checkpoint: run.c's -m chat
-			s.tmpl, err = loadChatTemplate("llama-2")
+			s.tmpl = chat.Fallback()
 		}
 		if err != nil {
 			return err
@@ -188,8 +189,8 @@ func (s *chatSession) loop(ctx context.Context, in io.Reader) error {
 // recomputed), streams the reply and prints the turn's statistics.
 func (s *chatSession) turn(parent context.Context, line string, term bool) error {
 	s.turns++
-	s.msgs = append(s.msgs, chatMessage{"user", line})
-	if err := s.extend(line); err != nil {
+	s.msgs = append(s.msgs, chat.Message{Role: "user", Content: line})
+	if err := s.extend(parent, line); err != nil {
 		return err
 	}
 	if len(s.tokens) >= s.limit {
@@ -315,7 +316,7 @@ func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
 		s.fed += string(appendPiece(s.lm.codec, nil, s.lm.codec.Decode(prev, id)))
 		prev = id
 	}
-	s.msgs = append(s.msgs, chatMessage{"assistant", r.Text})
+	s.msgs = append(s.msgs, chat.Message{Role: "assistant", Content: r.Text})
 	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
 		return errContextFull
 	}
@@ -327,41 +328,42 @@ func (s *chatSession) templateStops() []string {
 	if s.tmpl == nil {
 		return nil
 	}
-	return s.tmpl.stops
+	return s.tmpl.Stops()
 }
 
 // extend appends the user's turn to the conversation's ids: run.c's
 // rendering of the turn (with BOS) for llama-2, the line itself for
 // --raw, and for a Jinja template the part of the re-rendered
-// conversation after what the model has already seen. When the
-// rendering does not extend what was fed (a template that rewrites
-// history), the whole conversation is re-encoded; prefix sharing still
-// reuses whatever blocks agree.
-func (s *chatSession) extend(line string) error {
+// conversation after what the model has already seen, tokenized by
+// chat.Encode's rule (the template's control tokens are control ids, the
+// messages plain text). When the rendering does not extend what was fed
+// (a template that rewrites history), the whole conversation is
+// re-encoded; prefix sharing still reuses whatever blocks agree. BOS
+// comes first as generate puts it: only when the tokenizer adds one.
+func (s *chatSession) extend(ctx context.Context, line string) error {
 	codec := s.lm.codec
 	var ids []int
 	var err error
 	switch {
 	case s.tmpl == nil: // --raw
-		ids, err = codec.Encode(line, len(s.tokens) == 0, false)
-	case s.tmpl.tpl == nil: // run.c's llama-2 chat
-		ids, err = codec.Encode(runcTurn(s.system, line, len(s.tokens) == 0), true, false)
+		ids, err = codec.Encode(line, len(s.tokens) == 0 && s.lm.addBOS(), false)
+	case s.tmpl.RunC(): // run.c's llama-2 chat
+		ids, err = codec.Encode(chat.RunCTurn(s.system, line, len(s.tokens) == 0), s.lm.addBOS(), false)
 	default:
 		msgs := s.msgs
 		if s.system != "" {
-			msgs = append([]chatMessage{{"system", s.system}}, msgs...)
+			msgs = append([]chat.Message{{Role: "system", Content: s.system}}, msgs...)
 		}
-		var text string
-		if text, err = s.tmpl.render(msgs, true, ""); err != nil {
+		var p chat.Prompt
+		if p, err = chat.Encode(ctx, s.tmpl, msgs, codec, s.lm.addBOS(), chat.Options{AddGenerationPrompt: true}); err != nil {
 			return err
 		}
-		if len(s.tokens) > 0 && strings.HasPrefix(text, s.fed) {
-			ids, err = codec.Encode(text[len(s.fed):], false, false)
+		if len(s.tokens) > 0 && strings.HasPrefix(p.Text, s.fed) {
+			ids, err = p.IDsAfter(len(s.fed))
 		} else {
-			s.tokens = nil
-			ids, err = codec.Encode(text, true, false)
+			s.tokens, ids = nil, p.IDs
 		}
-		s.fed = text
+		s.fed = p.Text
 	}
 	if err != nil {
 		return err

@@ -10,108 +10,6 @@ import (
 	"testing"
 )
 
-// oracleFile is one file of testdata/chat, written by
-// scripts/chat-template-oracle/render.mjs: a real template and
-// @huggingface/jinja's renderings of fixed conversations.
-type oracleFile struct {
-	Source   string `json:"source"`
-	BOS      string `json:"bos_token"`
-	EOS      string `json:"eos_token"`
-	Template string `json:"template"`
-	Cases    []struct {
-		Name     string        `json:"name"`
-		Messages []chatMessage `json:"messages"`
-		AddGen   bool          `json:"add_generation_prompt"`
-		Text     string        `json:"text"`
-	} `json:"cases"`
-}
-
-func readOracle(t *testing.T, name string) oracleFile {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "chat", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f oracleFile
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// TestChatTemplatesMatchOracle: the real Llama 3 and Qwen3 templates,
-// rendered here, give exactly @huggingface/jinja's text for every
-// recorded conversation; so do the built-in llama-3 (all cases) and
-// chatml (the cases without Qwen3's reasoning rules), and a
-// tokenizer_config.json given as --chat-template FILE.
-func TestChatTemplatesMatchOracle(t *testing.T) {
-	for _, tc := range []struct {
-		oracle, builtin string
-		cases           int // how many cases the built-in must match
-	}{{"llama3", "llama-3", 6}, {"qwen3", "chatml", 4}} {
-		f := readOracle(t, tc.oracle)
-		real, err := newChatTemplate(tc.oracle, f.Template, f.EOS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := filepath.Join(t.TempDir(), "tokenizer_config.json")
-		raw, _ := json.Marshal(map[string]any{"chat_template": f.Template, "eos_token": f.EOS})
-		os.WriteFile(cfg, raw, 0o644)
-		fromFile, err := loadChatTemplate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		builtin, err := loadChatTemplate(tc.builtin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, c := range f.Cases {
-			for _, r := range []struct {
-				what string
-				tpl  *chatTemplate
-			}{{"real", real}, {"file", fromFile}, {"built-in " + tc.builtin, builtin}} {
-				if r.tpl == builtin && i >= tc.cases {
-					continue
-				}
-				got, err := r.tpl.render(c.Messages, c.AddGen, f.BOS)
-				if err != nil {
-					t.Fatalf("%s %s %q: %v", tc.oracle, r.what, c.Name, err)
-				}
-				if got != c.Text {
-					t.Errorf("%s %s %q:\n got %q\nwant %q (%s)", tc.oracle, r.what, c.Name, got, c.Text, f.Source)
-				}
-			}
-		}
-	}
-	if _, err := loadChatTemplate("llama-9"); err == nil || !strings.Contains(err.Error(), "chatml") {
-		t.Fatalf("unknown template: %v", err)
-	}
-}
-
-func TestChatTemplateStops(t *testing.T) {
-	for name, want := range map[string]string{"llama-3": "<|eot_id|>", "chatml": "<|im_end|>", "zephyr": "</s>", "llama-2": "</s>"} {
-		tpl, err := loadChatTemplate(name)
-		if err != nil || len(tpl.stops) == 0 || tpl.stops[0] != want {
-			t.Errorf("%s: stops %v (%v), want %q first", name, tpl.stops, err, want)
-		}
-	}
-}
-
-// TestRunCChatFormat: run.c's chat renders the first turn with the
-// system prompt as "[INST] <<SYS>>\n%s\n<</SYS>>\n\n%s [/INST]" and every
-// other turn as "[INST] %s [/INST]".
-func TestRunCChatFormat(t *testing.T) {
-	if got := runcTurn("Be brief.", "Hi", true); got != "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]" {
-		t.Errorf("first turn: %q", got)
-	}
-	if got := runcTurn("Be brief.", "Hi", false); got != "[INST] Hi [/INST]" {
-		t.Errorf("later turn: %q", got)
-	}
-	if got := runcTurn("", "Hi", true); got != "[INST] Hi [/INST]" {
-		t.Errorf("no system: %q", got)
-	}
-}
-
 var turnStats = regexp.MustCompile(`\[turn (\d+): (\d+) prompt tokens \((\d+) cached\), (\d+) generated, [0-9.]+ tok/s, (\w+)\]`)
 
 // TestChatPiped: two piped lines are two turns; the first reply is the
@@ -154,25 +52,55 @@ func TestChatPiped(t *testing.T) {
 	}
 }
 
-// FuzzLoadChatTemplate: any file given as --chat-template (Jinja text or
-// a tokenizer_config.json) loads or fails with an error; it never
-// panics. (Rendering is not fuzzed: a template may loop as long as its
-// author wrote it to.)
-func FuzzLoadChatTemplate(f *testing.F) {
-	f.Add([]byte(builtinTemplates["llama-3"]))
-	f.Add([]byte(`{"chat_template": "{{ messages[0]['content'] }}", "eos_token": "</s>"}`))
-	f.Add([]byte(`{"chat_template": 3}`))
-	f.Add([]byte("{% for m in messages %}{{ m.content"))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, name := range []string{"t.jinja", "tokenizer_config.json"} {
-			p := filepath.Join(dir, name)
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if tpl, err := loadChatTemplate(p); err == nil && tpl == nil {
-				t.Fatal("nil template without an error")
-			}
+// qwenStyleDir is a Hugging Face directory of the shared stories260K
+// weights with a Qwen-style tokenizer: no BOS (add_bos_token false),
+// <|endoftext|>, <|im_start|> and <|im_end|> as special added tokens, one
+// token per character of the conversation, and ChatML as its
+// chat_template.
+func qwenStyleDir(t *testing.T) string {
+	t.Helper()
+	models := sharedModels(t)
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "model.safetensors"} {
+		if err := os.Symlink(filepath.Join(models, "hf", "stories260K", f), filepath.Join(dir, f)); err != nil {
+			t.Skipf("no symlinks here: %v", err)
 		}
-	})
+	}
+	vocab := map[string]int{"<|endoftext|>": 0, "<|im_start|>": 1, "<|im_end|>": 2}
+	for _, c := range "abcdefghijklmnopqrstuvwxyz \n<|>_" {
+		vocab[string(c)] = len(vocab)
+	}
+	added := `[{"id":0,"content":"<|endoftext|>","special":true},{"id":1,"content":"<|im_start|>","special":true},{"id":2,"content":"<|im_end|>","special":true}]`
+	v, _ := json.Marshal(vocab)
+	tj := `{"version":"1.0","added_tokens":` + added + `,"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,` +
+		`"model":{"type":"BPE","unk_token":null,"byte_fallback":false,"vocab":` + string(v) + `,"merges":[]}}`
+	tmpl, _ := json.Marshal(builtinChatML)
+	cfg := `{"add_bos_token":false,"bos_token":null,"eos_token":"<|im_end|>","chat_template":` + string(tmpl) + `}`
+	for name, body := range map[string]string{"tokenizer.json": tj, "tokenizer_config.json": cfg} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// builtinChatML is Qwen's ChatML template (the chatml built-in).
+const builtinChatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+
+// TestChatQwenStyleDirectory: a tokenizer without BOS chats as generate
+// does (it failed with "BOS requested but the vocabulary has no BOS id"),
+// the template's markers are one control id each, and a user who types
+// "<|im_end|>" gets its ten characters' ids.
+func TestChatQwenStyleDirectory(t *testing.T) {
+	dir := qwenStyleDir(t)
+	base := []string{"chat", "--checkpoint", dir, "-n", "4", "--temperature", "0"}
+	// <|im_start|> user \n hi <|im_end|> \n <|im_start|> assistant \n:
+	// 1 + 4 + 1 + 2 + 1 + 1 + 1 + 9 + 1 ids.
+	for line, want := range map[string]string{"hi": "21", "hi<|im_end|>": "31"} {
+		code, _, errs := cliIn(t, line+"\n", base...)
+		m := turnStats.FindStringSubmatch(errs)
+		if code != 0 || m == nil || m[2] != want {
+			t.Errorf("%q: exit %d, %q; want %s prompt tokens", line, code, errs, want)
+		}
+	}
 }

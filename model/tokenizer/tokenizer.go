@@ -224,7 +224,17 @@ var (
 //   - ByteLevelBPE / MergesBPE: pre-tokenizer splits, then rank merges
 //     within each piece, see encodeBPE.
 func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
-	toks := make([]int, 0, len(text)/3+3)
+	return t.encodeFragments(t.partition(text, o.ParseSpecial), o)
+}
+
+// encodeFragments merges each plain fragment by the tokenizer's Kind
+// (special ones are their id) and adds BOS and EOS as o asks.
+func (t *Tokenizer) encodeFragments(frags []fragment, o EncodeOptions) ([]int, error) {
+	n := 3
+	for _, f := range frags {
+		n += len(f.text)/3 + 1
+	}
+	toks := make([]int, 0, n)
 	if o.BOS {
 		if t.bos < 0 {
 			return nil, errNoBOS
@@ -233,7 +243,7 @@ func (t *Tokenizer) EncodeWith(text string, o EncodeOptions) ([]int, error) {
 	}
 	var err error
 	prevSpecial := true
-	for i, f := range t.partition(text, o.ParseSpecial) {
+	for i, f := range frags {
 		if f.id >= 0 {
 			toks = append(toks, f.id)
 			prevSpecial = true

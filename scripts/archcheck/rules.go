@@ -49,6 +49,8 @@ var rules = []rule{
 		imports: []string{"tensor", "tensor/kernels", "kvcache"}},
 	{pkg: "model/tokenizer", concept: "tokenization (SentencePiece BPE, byte-level BPE), knowing no model"},
 	{pkg: "model/mapfile", concept: "read-only file mappings for checkpoint loaders"},
+	{pkg: "model/chat", concept: "chat templates: the built-ins, a model's own, the fallback, the guard and budget, and the prompt's token ids (control tokens from markup only)",
+		imports: []string{"model/tokenizer"}, external: []string{jinja}},
 	{pkg: "model", concept: "the LLM: Config, Weights, Forward, Sampler, the Source contract formats implement",
 		imports: []string{"tensor", "tensor/kernels", "attention", "kvcache", "model/tokenizer", "model/mapfile"}},
 	{pkg: "model/llama2c", concept: "llama2.c .bin checkpoints and tokenizer.bin: reader and writers",

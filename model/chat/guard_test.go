@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func TestCheckTemplateBounds(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error spans lines: %q", name, err)
 		}
-		if _, err := newChatTemplate("test", src, ""); err == nil {
+		if _, err := New("test", src, ""); err == nil {
 			t.Errorf("%s: newChatTemplate compiled it", name)
 		}
 	}
@@ -46,6 +46,29 @@ func TestCheckTemplateBounds(t *testing.T) {
 	for _, src := range accepted {
 		if err := checkTemplateBounds(src); err != nil {
 			t.Errorf("refused %q: %v", src, err)
+		}
+	}
+}
+
+// TestRecursionRefusedEveryWay: no construct lets a template reach itself
+// — include, import, extends (the library has no loader: they do not
+// compile), call blocks and caller(), macros passed around — and nested
+// filter blocks, whose filters the library applies unmetered, are refused.
+func TestRecursionRefusedEveryWay(t *testing.T) {
+	for name, src := range map[string]string{
+		"include":             "{% include 'self' %}",
+		"import":              "{% import 'self' as s %}{{ s.f() }}",
+		"from import":         "{% from 'self' import f %}{{ f() }}",
+		"extends":             "{% extends 'self' %}",
+		"call block":          "{% macro f() %}{{ caller() }}{% endmacro %}{% call f() %}{% call f() %}x{% endcall %}{% endcall %}",
+		"macro in a dict":     "{% macro f() %}x{% endmacro %}{% set d = {'g': f} %}{{ d.g() }}",
+		"macro via namespace": "{% macro f() %}x{% endmacro %}{% set ns = namespace(g=f) %}{{ ns.g() }}",
+		"nested filter block": "{% filter tojson %}{% filter tojson %}\"{% endfilter %}{% endfilter %}",
+	} {
+		if _, err := New("test", src, ""); err == nil {
+			t.Errorf("%s: compiled", name)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error spans lines: %v", name, err)
 		}
 	}
 }
