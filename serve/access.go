@@ -36,7 +36,7 @@ func (s *Server) logAccess(r *http.Request, status int, e *accessEntry) {
 	defer e.mu.Unlock()
 	s.cfg.Logger.Info("request", "id", e.id, "method", r.Method, "path", r.URL.Path, "status", status,
 		"prompt_tokens", e.promptTokens, "cached_tokens", e.cached, "generated_tokens", e.generated,
-		"ttft_ms", e.ttft.Milliseconds(), "total_ms", time.Since(e.start).Milliseconds(),
+		"ttft_ms", ms(e.ttft), "total_ms", ms(time.Since(e.start)),
 		"finish_reason", e.finish)
 }
 
@@ -85,3 +85,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -67,6 +67,9 @@ type Generation struct {
 	// Logprobs is -1 for none, else the number of alternatives reported
 	// beside each sampled token's own logprob.
 	Logprobs int
+	// Chat marks a prompt rendered by TokenizeChat: the sequence also
+	// ends at the template's end-of-turn markers.
+	Chat bool
 }
 
 // Stream is one submitted sequence's output.
@@ -127,8 +130,8 @@ type Stats struct {
 	// Cumulative counters.
 	PrefixQueries, PrefixHits, Preemptions int64
 	DraftTokens, AcceptedTokens, CoWCopies int64
-	// BytesCopied is the ledger's bytes copied by the forward passes.
-	BytesCopied int64
+	// CoWBytes are the bytes those copies on write moved.
+	CoWBytes int64
 	// AttentionPath names the attention path ("fused", "naive").
 	AttentionPath string
 }

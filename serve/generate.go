@@ -177,7 +177,7 @@ func (s *Server) submit(ctx context.Context, j *job) ([]Stream, error) {
 			smp := g.sampling
 			smp.Seed += int64(k)
 			st, err := s.b.Submit(ctx, Generation{Prompt: ids, MaxTokens: j.max[p], Sampling: smp,
-				Stop: g.stop, StopTokenIDs: g.stopTokenIDs, IgnoreEOS: g.ignoreEOS, Logprobs: g.logprobs})
+				Stop: g.stop, StopTokenIDs: g.stopTokenIDs, IgnoreEOS: g.ignoreEOS, Logprobs: g.logprobs, Chat: g.chat})
 			if err != nil {
 				return out, badParam("", "%v", err)
 			}

@@ -94,7 +94,7 @@ var engineMetrics = [][2]string{
 	{"stride_kv_blocks_total", "KV cache blocks in the pool."},
 	{"stride_kv_blocks_shared", "KV cache blocks held by more than one sequence."},
 	{"stride_kv_cow_copies_total", "KV blocks copied on write."},
-	{"stride_bytes_copied_total", "Bytes the forward passes copied (the Ledger)."},
+	{"stride_kv_cow_bytes_total", "Bytes the copies on write moved."},
 	{"stride_attention_path_info", "The attention path, as its label."},
 }
 
@@ -140,7 +140,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		{"stride_kv_blocks_total", gauge, float64(st.BlocksTotal)},
 		{"stride_kv_blocks_shared", gauge, float64(st.BlocksShared)},
 		{"stride_kv_cow_copies_total", counter, float64(st.CoWCopies)},
-		{"stride_bytes_copied_total", counter, float64(st.BytesCopied)},
+		{"stride_kv_cow_bytes_total", counter, float64(st.CoWBytes)},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[v.name], v.t, v.x)
 	}

@@ -263,3 +263,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		ID: s.cfg.ModelName, Object: "model", Created: s.created, OwnedBy: "stride",
 		MaxModelLen: s.b.MaxModelLen()}}})
 }
+
+// Loading is the handler of a server whose model is still loading: 503
+// with Retry-After on every route, /health included, as an error object.
+func Loading() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, overloaded("the model is loading", 5))
+	})
+}
