@@ -53,13 +53,13 @@ func (c *collector) token(i int, t Token) (chat *chatLogprobs, text *textLogprob
 		}
 	}
 	st.text.WriteString(t.Text)
-	piece := c.s.b.TokenBytes(st.prev, t.ID)
+	piece := c.piece(st.prev, t.ID)
 	if t.Logprob != nil {
 		if c.j.g.chat {
 			e := chatTokenLogprob{Token: string(piece), Logprob: t.Logprob.Logprob, Bytes: byteInts(piece),
 				TopLogprobs: []chatTopItem{}}
 			for _, alt := range t.Logprob.Top {
-				b := c.s.b.TokenBytes(st.prev, alt.ID)
+				b := c.piece(st.prev, alt.ID)
 				e.TopLogprobs = append(e.TopLogprobs, chatTopItem{Token: string(b), Logprob: alt.Logprob, Bytes: byteInts(b)})
 			}
 			st.chatLP = append(st.chatLP, e)
@@ -73,12 +73,21 @@ func (c *collector) token(i int, t Token) (chat *chatLogprobs, text *textLogprob
 	return chat, text
 }
 
+// piece is how logprobs name token id after prev: its bytes, or
+// "token_id:<id>" when the request asked for ids.
+func (c *collector) piece(prev, id int) []byte {
+	if c.j.g.tokenIDs {
+		return []byte("token_id:" + itoa(id))
+	}
+	return c.s.b.TokenBytes(prev, id)
+}
+
 // textLogprob appends a token to the legacy completions form and returns
 // the one-token form of a chunk.
 func (c *collector) textLogprob(st *choiceState, piece []byte, t Token) *textLogprobs {
 	top := map[string]float64{string(piece): t.Logprob.Logprob}
 	for _, alt := range t.Logprob.Top {
-		top[string(c.s.b.TokenBytes(st.prev, alt.ID))] = alt.Logprob
+		top[string(c.piece(st.prev, alt.ID))] = alt.Logprob
 	}
 	lp := st.textLP
 	lp.Tokens = append(lp.Tokens, string(piece))

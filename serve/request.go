@@ -54,6 +54,9 @@ type genRequest struct {
 	stream       bool
 	includeUsage bool
 	user         string
+	// tokenIDs writes logprobs' tokens as "token_id:<id>" (vLLM's
+	// return_tokens_as_token_ids), for clients that need the ids.
+	tokenIDs bool
 }
 
 // commonFields are the fields chat and completion requests share.
@@ -74,6 +77,7 @@ type commonFields struct {
 	Stream              *bool           `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	User                *string         `json:"user"`
+	TokensAsIDs         *bool           `json:"return_tokens_as_token_ids"`
 	PresencePenalty     *float64        `json:"presence_penalty"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	unsupportedField
@@ -232,6 +236,7 @@ func (c *commonFields) apply(g *genRequest) *apiError {
 	if c.User != nil {
 		g.user = *c.User
 	}
+	g.tokenIDs = c.TokensAsIDs != nil && *c.TokensAsIDs
 	return nil
 }
 
