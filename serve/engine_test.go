@@ -253,7 +253,10 @@ func TestSameBytesUnderLoad(t *testing.T) {
 	if compared < len(reqs)/2 {
 		t.Errorf("only %d of %d answers completed", compared, len(reqs))
 	}
-	waitFor(t, func() bool { st := b.Stats(); return st.Running == 0 && st.Waiting == 0 && st.BlocksFree == st.BlocksTotal })
+	waitFor(t, func() bool {
+		st := b.Stats()
+		return st.Running == 0 && st.Waiting == 0 && st.BlocksFree == st.BlocksTotal
+	})
 }
 
 // A client that disconnects mid-stream frees its sequence: /metrics shows
