@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -280,5 +282,66 @@ func TestServeDrainOnSIGTERM(t *testing.T) {
 	}
 	if code := p.wait(30 * time.Second); code != 0 {
 		t.Errorf("exit code %d after draining, want 0; stderr %s", code, p.err())
+	}
+}
+
+// The npm openai client (scripts/openai-node, `npm ci` there) streams a
+// chat and a completion; what it assembles equals the whole answers.
+// Skipped where node or the installed package is missing.
+func TestServeNodeClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	dir := filepath.Join("..", "..", "scripts", "openai-node")
+	node, err := exec.LookPath("node")
+	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil || statErr != nil {
+		t.Skip("needs node and `npm ci` in scripts/openai-node")
+	}
+	_, base := startServe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "stream.mjs", base)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct {
+		Chat struct {
+			Text, Role, Finish string
+			IDs                int
+			Usage              struct {
+				CompletionTokens int `json:"completion_tokens"`
+			}
+		}
+		Completion struct{ Text, Finish string }
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	whole := func(path, body string) string {
+		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var c struct {
+			Choices []struct {
+				Text    string
+				Message struct{ Content string }
+			}
+		}
+		if err := json.NewDecoder(res.Body).Decode(&c); err != nil || len(c.Choices) != 1 {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return c.Choices[0].Text + c.Choices[0].Message.Content
+	}
+	chat := whole("/v1/chat/completions", `{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":16,"temperature":0}`)
+	text := whole("/v1/completions", `{"prompt":"Once upon a time","max_tokens":16,"temperature":0}`)
+	if got.Chat.Text != chat || got.Chat.Role != "assistant" || got.Chat.IDs != 1 || got.Chat.Finish == "" || got.Chat.Usage.CompletionTokens == 0 {
+		t.Errorf("node chat %+v; whole answer %q", got.Chat, chat)
+	}
+	if got.Completion.Text != text || got.Completion.Finish == "" {
+		t.Errorf("node completion %+v; whole answer %q", got.Completion, text)
 	}
 }
