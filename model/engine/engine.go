@@ -153,6 +153,7 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec, chunkAlign: align * opts.BlockSize}
+	e.loop.wake, e.loop.done = make(chan struct{}, 1), make(chan struct{})
 	for l := 0; l < c.NLayers; l++ {
 		k, v := cache.Layer(l)
 		e.caches = append(e.caches, model.LayerCache{K: k, V: v})

@@ -18,9 +18,6 @@ const DefaultMaxBatchedTokens = 256
 // ErrClosed is the error of a Submit after Close.
 var ErrClosed = errors.New("engine: closed")
 
-// errOnlineRun is Run's error while the online loop owns the scheduler.
-var errOnlineRun = errors.New("engine: Run called while the online loop runs (use Submit)")
-
 // loopState is the online loop's side of the Engine: requests submitted
 // since the loop last looked, and the signals that wake and stop it.
 type loopState struct {
@@ -29,8 +26,8 @@ type loopState struct {
 	closing   bool
 	arrived   []*seqState
 	nextSeq   int
-	wake      chan struct{} // capacity 1: a pending wake-up is never lost
-	done      chan struct{} // closed when the loop goroutine has returned
+	wake      chan struct{} // capacity 1: a pending wake-up is never lost (made by New)
+	done      chan struct{} // closed when the loop goroutine has returned (made by New)
 	closeOnce sync.Once
 }
 
@@ -72,9 +69,9 @@ func (st *Stream) finish(r Result) {
 }
 
 // Start starts the online loop on its own goroutine: from then on
-// requests are given with Submit, and Run refuses to run. The loop
-// sleeps while there is nothing to do and wakes on a submission or a
-// cancellation. Start is called by the first Submit if not before; later
+// requests are given with Submit, and Run's requests join the loop too.
+// The loop sleeps while there is nothing to do and wakes on a submission
+// or a cancellation. Start is called by the first Submit if not before; later
 // calls do nothing. Close stops it.
 func (e *Engine) Start() {
 	l := &e.loop
@@ -84,8 +81,6 @@ func (e *Engine) Start() {
 		return
 	}
 	l.started = true
-	l.wake = make(chan struct{}, 1)
-	l.done = make(chan struct{})
 	go e.serve()
 }
 
@@ -102,23 +97,85 @@ func (e *Engine) Submit(ctx context.Context, r Request) (*Stream, error) {
 	if len(r.Stop) > 0 && e.opts.Tokenizer == nil {
 		return nil, errors.New("engine: stop strings need Options.Tokenizer")
 	}
+	st := &Stream{events: make(chan Event, r.Steps+1), done: make(chan struct{})}
+	q := &seqState{req: r, res: &st.res, out: st, cancelled: st.cancelled.Load}
+	st.stopWatch = context.AfterFunc(ctx, func() {
+		st.cancelled.Store(true)
+		e.wakeLoop()
+	})
+	if ctx.Err() != nil { // AfterFunc's call may come after the loop took q
+		st.cancelled.Store(true)
+	}
+	seq, err := e.enqueue(q, true)
+	if err != nil {
+		st.stopWatch()
+		return nil, err
+	}
+	st.Seq = seq
+	return st, nil
+}
+
+// enqueue hands q to the online loop (starting it if needed), numbering
+// it when number is set, and returns its number.
+func (e *Engine) enqueue(q *seqState, number bool) (int, error) {
 	e.Start()
 	l := &e.loop
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closing {
-		return nil, ErrClosed
+		return 0, ErrClosed
 	}
-	st := &Stream{Seq: l.nextSeq, events: make(chan Event, r.Steps+1), done: make(chan struct{})}
-	l.nextSeq++
-	q := &seqState{idx: st.Seq, req: r, res: &st.res, out: st, cancelled: st.cancelled.Load}
-	st.stopWatch = context.AfterFunc(ctx, func() {
-		st.cancelled.Store(true)
-		e.wakeLoop()
-	})
+	if number {
+		q.idx = l.nextSeq
+		l.nextSeq++
+	}
 	l.arrived = append(l.arrived, q)
 	e.wakeLoop()
-	return st, nil
+	return q.idx, nil
+}
+
+// runOnline is Run while the online loop runs: the requests join it,
+// their events and results go to hooks on the loop's goroutine, and Run
+// returns when all have finished. The Stats returned are the loop's over
+// the call, steps shared with other requests included.
+func (e *Engine) runOnline(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, Stats, error) {
+	results := make([]Result, len(reqs))
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		cancelled.Store(true)
+		e.wakeLoop()
+	})
+	defer stop()
+	if ctx.Err() != nil {
+		cancelled.Store(true)
+	}
+	before := e.totals()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		q := &seqState{idx: i, req: r, res: &results[i], out: doneSink{hookSink{hooks, i}, wg.Done}, cancelled: cancelled.Load}
+		if _, err := e.enqueue(q, false); err != nil {
+			wg.Done() // q never reached the loop
+			wg.Wait()
+			for j := i; j < len(reqs); j++ {
+				results[j] = Result{Err: err, FinishReason: FinishError}
+			}
+			return results, e.totals().since(before), err
+		}
+	}
+	wg.Wait()
+	return results, e.totals().since(before), ctx.Err()
+}
+
+// doneSink is a sink that also calls done after the result.
+type doneSink struct {
+	sink
+	done func()
+}
+
+func (d doneSink) finish(r Result) {
+	d.sink.finish(r)
+	d.done()
 }
 
 // wakeLoop wakes the loop if it sleeps, or makes its next sleep return
@@ -147,6 +204,10 @@ func (e *Engine) serve() {
 	for {
 		arrived, closing := e.takeArrived()
 		for _, q := range arrived {
+			if q.cancelled() {
+				s.finish(q, FinishInterrupted) // cancelled before it was queued
+				continue
+			}
 			s.accept(q)
 		}
 		if closing {
@@ -192,9 +253,12 @@ func (e *Engine) stopLoop() {
 }
 
 // reap finishes the cancelled sequences: a waiting one never starts, a
-// running one gives its blocks back now.
+// running one gives its blocks back now. The counts Stats reads are
+// published before their streams end, so a caller whose stream has ended
+// no longer sees it running or waiting.
 func (s *scheduler) reap() error {
 	var err error
+	var gone []*seqState
 	keep := func(qs []*seqState, running bool) []*seqState {
 		kept := qs[:0]
 		for _, q := range qs {
@@ -207,13 +271,17 @@ func (s *scheduler) reap() error {
 					err = fmt.Errorf("scheduler: %w", ferr)
 				}
 			}
-			s.finish(q, FinishInterrupted)
+			gone = append(gone, q)
 		}
 		clear(qs[len(kept):])
 		return kept
 	}
 	s.waiting = keep(s.waiting, false)
 	s.running = keep(s.running, true)
+	s.e.publish(s)
+	for _, q := range gone {
+		s.finish(q, FinishInterrupted)
+	}
 	return err
 }
 
@@ -286,6 +354,22 @@ func (e *Engine) retireScheduler(s *scheduler) {
 	l.base, l.cur = addStats(l.base, s.st), Stats{}
 	l.running, l.waiting = 0, 0
 	l.mu.Unlock()
+}
+
+// totals is the engine's Stats over its life so far.
+func (e *Engine) totals() Stats {
+	e.live.mu.Lock()
+	defer e.live.mu.Unlock()
+	return addStats(e.live.base, e.live.cur)
+}
+
+// since is the counters of s less those of earlier (MaxBatch: s's).
+func (s Stats) since(earlier Stats) Stats {
+	return Stats{Steps: s.Steps - earlier.Steps, PrefillTokens: s.PrefillTokens - earlier.PrefillTokens,
+		DecodeTokens: s.DecodeTokens - earlier.DecodeTokens, PrefillTime: s.PrefillTime - earlier.PrefillTime,
+		DecodeTime: s.DecodeTime - earlier.DecodeTime, MaxBatch: s.MaxBatch,
+		Preemptions: s.Preemptions - earlier.Preemptions, DraftTokens: s.DraftTokens - earlier.DraftTokens,
+		AcceptedTokens: s.AcceptedTokens - earlier.AcceptedTokens, VerifySteps: s.VerifySteps - earlier.VerifySteps}
 }
 
 // addStats sums the counters of a and b (MaxBatch: the larger).

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/stride-lm/stride/model"
 	"go.uber.org/goleak"
 )
 
@@ -33,8 +35,17 @@ func noLeaks(t *testing.T) {
 func TestOnlineMatchesRun(t *testing.T) {
 	noLeaks(t)
 	m := tinyGQA(t)
+	for _, opts := range []Options{
+		{Tokenizer: tinyPieces(), NumBlocks: 24},
+		{Tokenizer: tinyPieces(), MaxBatchedTokens: 20, Speculation: Speculation{Method: "ngram"}},
+	} {
+		onlineMatchesRun(t, m, opts)
+	}
+}
+
+// onlineMatchesRun is TestOnlineMatchesRun for one engine configuration.
+func onlineMatchesRun(t *testing.T, m *model.Model, opts Options) {
 	specs := mixedRequests()
-	opts := Options{Tokenizer: tinyPieces(), NumBlocks: 24}
 	reqs := build(specs, m.Config.VocabSize)
 	for i := range reqs {
 		reqs[i].Logprobs, reqs[i].Stop = true, []string{"€!"}
@@ -47,20 +58,22 @@ func TestOnlineMatchesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stats is read from another goroutine while the loop runs (-race).
+	// Stats is read from another goroutine while the loop runs (-race),
+	// and is always consistent.
 	stop := make(chan struct{})
-	polled := make(chan int)
+	bad := make(chan string, 1)
 	go func() {
-		n := 0
 		for {
+			s := e.Stats()
+			if s.Running+s.Waiting > len(specs) || s.KVUsage < 0 || s.KVUsage > 1 || s.KV.UsedBlocks+s.KV.FreeBlocks != s.KV.NumBlocks {
+				bad <- fmt.Sprintf("%+v", s)
+				return
+			}
 			select {
 			case <-stop:
-				polled <- n
+				bad <- ""
 				return
 			default:
-				if s := e.Stats(); s.Running > 0 {
-					n++
-				}
 			}
 		}
 	}()
@@ -91,8 +104,8 @@ func TestOnlineMatchesRun(t *testing.T) {
 		}
 	}
 	close(stop)
-	if n := <-polled; n == 0 {
-		t.Error("Stats never saw a running sequence")
+	if s := <-bad; s != "" {
+		t.Errorf("inconsistent live stats: %s", s)
 	}
 	e.Close()
 }
@@ -144,8 +157,8 @@ func TestOnlineCancel(t *testing.T) {
 
 // TestOnlineIdleAndClose: an idle loop takes no steps (it sleeps, not
 // spins); a request still running at Close ends interrupted; Submit after
-// Close is ErrClosed; an invalid request is refused at once; Run is
-// refused while the loop owns the scheduler.
+// Close is ErrClosed; an invalid request is refused at once; Run's requests
+// join the loop.
 func TestOnlineIdleAndClose(t *testing.T) {
 	noLeaks(t)
 	m := tinyGQA(t)
@@ -164,13 +177,24 @@ func TestOnlineIdleAndClose(t *testing.T) {
 	if s := e.Stats().Steps; s != steps {
 		t.Errorf("idle loop took %d steps", s-steps)
 	}
-	if _, _, err := e.Run(context.Background(), reqs[:1], Hooks{}); err == nil {
-		t.Error("Run while the online loop runs: no error")
+	// Run joins the loop and gives what Submit gave.
+	again := build([]reqSpec{{prompt: []int{1, 5}, steps: 6}}, m.Config.VocabSize)
+	var streamed []int
+	res, _, err := e.Run(context.Background(), again, Hooks{Token: func(ev Event) { streamed = append(streamed, ev.Token) }})
+	if err != nil || !slices.Equal(res[0].Tokens, st.Result().Tokens) || !slices.Equal(streamed, res[0].Tokens) {
+		t.Errorf("Run on the online loop: %v (%v), streamed %v; Submit gave %v", res[0].Tokens, err, streamed, st.Result().Tokens)
+	}
+	// A cancelled Run on the loop ends its requests interrupted.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, _, err = e.Run(done, build([]reqSpec{{prompt: []int{1, 5}, steps: 60}}, m.Config.VocabSize), Hooks{})
+	if !errors.Is(err, context.Canceled) || res[0].FinishReason != FinishInterrupted {
+		t.Errorf("cancelled Run on the loop: %v, %s", err, res[0].FinishReason)
 	}
 	bad := reqs[0]
 	bad.Steps = 1000
-	if _, err := e.Submit(context.Background(), bad); err == nil {
-		t.Error("steps beyond seq_len: no error")
+	if _, err := e.Submit(context.Background(), bad); !errors.Is(err, ErrContextLength) {
+		t.Errorf("steps beyond seq_len: %v, want ErrContextLength", err)
 	}
 	reqs[1].IgnoreEOS = true
 	long, err := e.Submit(context.Background(), reqs[1])
@@ -184,5 +208,23 @@ func TestOnlineIdleAndClose(t *testing.T) {
 	}
 	if _, err := e.Submit(context.Background(), reqs[0]); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestOnlineSubmitDoneContext: a request whose context is already done
+// when it is submitted to a fresh engine (the loop not yet started)
+// never starts.
+func TestOnlineSubmitDoneContext(t *testing.T) {
+	noLeaks(t)
+	m := tinyGQA(t)
+	e := newEngine(t, m, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := e.Submit(ctx, build([]reqSpec{{prompt: []int{1, 5}, steps: 40}}, m.Config.VocabSize)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Result(); r.FinishReason != FinishInterrupted || len(r.Tokens) != 0 {
+		t.Errorf("%s with %v, want interrupted before it started", r.FinishReason, r.Tokens)
 	}
 }

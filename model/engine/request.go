@@ -167,6 +167,17 @@ type Stats struct {
 	DraftTokens, AcceptedTokens, VerifySteps int
 }
 
+// ErrContextLength is what the error of a request that does not fit the
+// model's context (prompt or Steps beyond seq_len) matches with
+// errors.Is: a server answers it as OpenAI's context_length_exceeded.
+var ErrContextLength = errors.New("engine: request longer than the context")
+
+// contextError is a request's error that matches ErrContextLength.
+type contextError string
+
+func (e contextError) Error() string        { return string(e) }
+func (e contextError) Is(target error) bool { return target == ErrContextLength }
+
 // validate returns why request i cannot run on an engine for config c
 // whose cache holds at most what fits reports, or nil.
 func validate(i int, r Request, c model.Config, fits func(n int) error) error {
@@ -191,9 +202,9 @@ func checkRequest(r Request, c model.Config, fits func(n int) error) error {
 	case r.Steps < 1:
 		return fmt.Errorf("steps must be >= 1 (got %d)", r.Steps)
 	case len(r.Prompt) > c.SeqLen:
-		return fmt.Errorf("prompt of %d tokens is longer than seq_len %d", len(r.Prompt), c.SeqLen)
+		return contextError(fmt.Sprintf("prompt of %d tokens is longer than seq_len %d", len(r.Prompt), c.SeqLen))
 	case r.Steps > c.SeqLen:
-		return fmt.Errorf("steps %d exceed seq_len %d", r.Steps, c.SeqLen)
+		return contextError(fmt.Sprintf("steps %d exceed seq_len %d", r.Steps, c.SeqLen))
 	}
 	if err := fits(r.Steps); err != nil {
 		return err

@@ -3,11 +3,14 @@ package engine
 // retire finishes the step: each running sequence commits the positions
 // it computed (registering full blocks for prefix sharing), samples its
 // next token from its row of logits and streams it, and a sequence that
-// sampled BOS or reached its Steps frees its blocks and finishes.
+// sampled BOS or reached its Steps frees its blocks and finishes. The
+// counts Stats reads are published before the finished sequences'
+// results are reported.
 func (s *scheduler) retire(logits []float32) error {
 	V := s.e.m.Config.VocabSize
 	kept := s.running[:0]
-	for _, q := range s.running {
+	s.done = s.done[:0]
+	for i, q := range s.running {
 		if q.chunk == 0 && len(q.spec.drafts) == 0 {
 			kept = append(kept, q) // waited for the token budget this step
 			continue
@@ -20,21 +23,38 @@ func (s *scheduler) retire(logits []float32) error {
 		} else {
 			done, why, err = s.advance(q, logits[q.logitRow*V:(q.logitRow+1)*V])
 		}
+		if err == nil && done {
+			err = s.e.cache.Free(q.id)
+		}
 		if err != nil {
+			// Keep q and the sequences after it running, so whoever
+			// handles the error (Run returns, the online loop fails them)
+			// sees each sequence exactly once.
+			s.settle(append(kept, s.running[i:]...))
 			return err
 		}
 		if !done {
 			kept = append(kept, q)
 			continue
 		}
-		if err := s.e.cache.Free(q.id); err != nil {
-			return err
-		}
-		s.finish(q, why)
+		q.res.FinishReason = why
+		s.done = append(s.done, q)
 	}
-	clear(s.running[len(kept):]) // drop retired sequences' pointers
-	s.running = kept
+	s.settle(kept)
 	return nil
+}
+
+// settle makes running the running set, publishes the counts Stats
+// reads, then reports the results of the sequences retire finished.
+func (s *scheduler) settle(running []*seqState) {
+	clear(s.running[len(running):]) // drop retired sequences' pointers
+	s.running = running
+	s.e.publish(s)
+	for _, q := range s.done {
+		s.finish(q, q.res.FinishReason)
+	}
+	clear(s.done)
+	s.done = s.done[:0]
 }
 
 // advance commits q's step and samples its next token from row, reporting

@@ -80,6 +80,7 @@ type scheduler struct {
 	waiting, running []*seqState
 	spec             Speculation // normalized: Method is "off" or "ngram"
 	proposer         ngramProposer
+	done             []*seqState // the step's finished sequences (retire)
 }
 
 // newScheduler returns an idle scheduler over e's cache and forward.
@@ -104,7 +105,6 @@ func (s *scheduler) cycle() error {
 	if err := s.retire(logits); err != nil {
 		return err
 	}
-	s.e.publish(s)
 	if s.e.afterStep != nil {
 		return s.e.afterStep(s)
 	}
@@ -131,12 +131,14 @@ func (e *Engine) Generate(reqs []Request, emit func(Event)) ([]Result, Stats, er
 // cancelled, the run stops at the next step boundary: every sequence not
 // yet finished keeps the tokens it has, gets FinishInterrupted and is
 // reported to hooks.Finish, and Run returns ctx's error beside the
-// results.
+// results. Once Start has started the online loop, Run's requests join
+// it (the hooks are then called on the loop's goroutine) instead of
+// running a scheduler of their own.
 //
 // A run is validate → (admit → step → retire)*: see the package doc.
 func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result, Stats, error) {
 	if e.online() {
-		return nil, Stats{}, errOnlineRun
+		return e.runOnline(ctx, reqs, hooks)
 	}
 	s := newScheduler(e)
 	defer e.retireScheduler(s)
