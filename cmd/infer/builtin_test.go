@@ -35,4 +35,10 @@ func TestGenerateDefaultIsBuiltInStories260K(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "107 108 ") {
 		t.Fatalf("synthetic: exit %d, ids %q, %s", code, out, errs)
 	}
+	// Its vocabulary beyond the bytes is its own choice, not a checkpoint
+	// missing its tokenizer: no hint.
+	code, _, errs = cli(t, "generate", "--checkpoint", "synthetic", "--synthetic.vocab_size", "300", "--steps", "3")
+	if code != 0 || strings.Contains(errs, "--tokenizer") {
+		t.Fatalf("synthetic vocab 300: exit %d, stderr %q", code, errs)
+	}
 }

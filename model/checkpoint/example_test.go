@@ -52,3 +52,21 @@ func Example() {
 	// Output:
 	// Once upon a time, there was a little girl named Lily. She loved to play outside in the park.
 }
+
+// What Open reports besides the tensors: the tokenizer and the generation
+// settings a front end needs, whatever the format. (The built-in model is
+// a llama2.c checkpoint: BOS 1 added to every prompt, and run.c's rule of
+// stopping at BOS, which nil stop ids mean.)
+func ExampleOpen() {
+	ck, err := checkpoint.Open("", checkpoint.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ck.Close() // not loaded: Close releases the file
+	g := ck.Generation
+	fmt.Println(ck.Source.Name(), ck.Kind, ck.Tokenizer.VocabSize())
+	fmt.Println(g.BOS, g.AddBOS, g.StopTokens == nil, g.ChatTemplate == "")
+	// Output:
+	// stories260K (built in) llama2c 512
+	// 1 true true true
+}
