@@ -103,4 +103,17 @@ func TestChatQwenStyleDirectory(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want %s prompt tokens", line, code, errs, want)
 		}
 	}
+	// A second turn extends the first: its prompt holds the first one's
+	// ids (cached), the reply and the new turn's markup as control ids.
+	code, _, errs := cliIn(t, "hi\nhi\n", base...)
+	m := turnStats.FindAllStringSubmatch(errs, -1)
+	if code != 0 || len(m) != 2 {
+		t.Fatalf("two turns: exit %d, %q", code, errs)
+	}
+	p1, _ := strconv.Atoi(m[0][2])
+	p2, _ := strconv.Atoi(m[1][2])
+	cached, _ := strconv.Atoi(m[1][3])
+	if p2 <= p1 || cached == 0 {
+		t.Errorf("turn 2: %d prompt tokens (%d cached) after turn 1's %d", p2, cached, p1)
+	}
 }

@@ -11,8 +11,10 @@ import (
 // the Jinja renderer has no limits of its own: a macro that calls itself
 // overflows the goroutine stack, which Go cannot recover (the process dies
 // with a stack trace), and range(10**9) or 'x' * 10**9 allocate without
-// bound. checkTemplateBounds refuses, before compiling, the templates that
-// can do either by construction, so that rendering always ends:
+// bound. checkTemplateBounds refuses, before compiling, what the source
+// shows: the templates that can recurse, nest too deep or spell a huge
+// literal count. What depends on values (a computed bound) is the
+// Budget's, checked while rendering (meter.go):
 //
 //   - a macro that calls a macro, calls one of its parameters or caller()
 //     (the only ways one can reach itself), or a macro used as a value

@@ -20,15 +20,17 @@ import (
 //   - the operands of `+` and `~`, the input of every filter, the
 //     receiver of every method call, and the results of calls and filters
 //     pass through __stride_sized, which checks their size;
-//   - `s.replace(a, b)` becomes __stride_replace(s, a, b), sized exactly
-//     before it runs;
+//   - `s.replace(a, b)`, `s.format(…)` and `s.split(…)` become
+//     __stride_replace(s, a, b), __stride_format(s, …) and
+//     __stride_split(s, …), sized exactly before they run;
 //   - `{% for x in it %}` iterates __stride_loop(it, text): the loop's
 //     length counts against the iteration cap, and its body's literal
 //     text times that length against the output cap;
 //   - `{{ e }}` prints __stride_out(e), which counts the printed bytes.
 //
 // range() is replaced through the render's data, which shadows the
-// builtins, and the amplifying filters (join, replace, indent, map) are
+// builtins, and the amplifying filters (join, replace, indent, map,
+// tojson, list) are
 // renamed to the meter's. Each
 // callback also checks the context, so a cancelled render stops at its
 // next step. The rewrite depends on the library's tree shapes (v1.8.0);
@@ -85,7 +87,7 @@ func (sh *shapes) nestedFilterBlocks(v reflect.Value, in bool) bool {
 
 // meteredFilters are the filters that can multiply their input, which
 // the meter runs with their result's size checked first.
-var meteredFilters = map[string]bool{"replace": true, "join": true, "indent": true, "map": true}
+var meteredFilters = map[string]bool{"replace": true, "join": true, "indent": true, "map": true, "tojson": true, "list": true}
 
 // shapes are the library's node types, taken from a compiled probe.
 type shapes struct {
@@ -213,13 +215,13 @@ func (sh *shapes) transform(p reflect.Value) (reflect.Value, bool) {
 		fn := field(p, "fn")
 		if !fn.IsNil() && fn.Elem().Type() == sh.attr {
 			obj := field(fn.Elem(), "obj")
-			if field(fn.Elem(), "attr").String() == "replace" {
+			if attr := field(fn.Elem(), "attr").String(); attr == "replace" || attr == "format" || attr == "split" {
 				args := field(p, "args")
 				vals := []reflect.Value{obj}
 				for i := 0; i < args.Len(); i++ {
 					vals = append(vals, args.Index(i))
 				}
-				return sh.callOf("__stride_replace", vals...), true
+				return sh.callOf("__stride_"+attr, vals...), true
 			}
 			sh.wrap(obj, "__stride_sized")
 		}

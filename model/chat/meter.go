@@ -38,13 +38,23 @@ func (m *meter) data() map[string]jinja.Value {
 		"__stride_join":           jinja.NewCallable("join", m.join),
 		"__stride_indent":         jinja.NewCallable("indent", m.indent),
 		"__stride_map":            jinja.NewCallable("map", m.mapFilter),
+		"__stride_format":         jinja.NewCallable("__stride_format", m.formatMethod),
+		"__stride_split":          jinja.NewCallable("__stride_split", m.splitMethod),
+		"__stride_list":           jinja.NewCallable("list", m.list),
+		"__stride_tojson":         jinja.NewCallable("tojson", m.tojson),
 	}
 }
 
 // step checks the context: every callback starts with it.
 func (m *meter) step() error { return m.ctx.Err() }
 
-// size is v's printed size, counted no further than past limit.
+// itemBytes is what one list or dict item weighs beside its value: its
+// separators when printed, and about what it takes in memory, so that a
+// list of small values cannot grow far past the cap in memory either.
+const itemBytes = 16
+
+// size is v's printed size (an upper bound for lists and dicts), counted
+// no further than past limit.
 func size(v jinja.Value, limit int) int {
 	switch {
 	case v.IsString():
@@ -52,7 +62,7 @@ func size(v jinja.Value, limit int) int {
 	case v.IsList():
 		n := 2
 		for _, it := range v.AsList().Items {
-			if n += size(it, limit-n) + 2; n > limit {
+			if n += size(it, limit-n) + itemBytes; n > limit {
 				return n
 			}
 		}
@@ -62,7 +72,7 @@ func size(v jinja.Value, limit int) int {
 		n := 2
 		for _, k := range d.OrderedKeys() {
 			it, _ := d.Get(k)
-			if n += len(k) + size(it, limit-n) + 4; n > limit {
+			if n += len(k) + size(it, limit-n) + itemBytes; n > limit {
 				return n
 			}
 		}
@@ -217,6 +227,137 @@ func (m *meter) replaceMethod(args []jinja.Value, _ map[string]jinja.Value) (jin
 	return jinja.NewString(strings.Replace(s, old, new, count)), nil
 }
 
+// formatMethod is s.format(args...) as the library runs it: each
+// argument replaces every "{i}" and the first "{}", each step sized
+// before it runs.
+func (m *meter) formatMethod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if !args[0].IsString() {
+		return jinja.Undefined(), fmt.Errorf("format() called on a value that is not a string")
+	}
+	s := args[0].AsString()
+	for i, a := range args[1:] {
+		p, ph := printed(a), fmt.Sprintf("{%d}", i)
+		if err := m.checkReplace(s, ph, p, -1); err != nil {
+			return jinja.Undefined(), err
+		}
+		s = strings.ReplaceAll(s, ph, p)
+		if err := m.checkReplace(s, "{}", p, 1); err != nil {
+			return jinja.Undefined(), err
+		}
+		s = strings.Replace(s, "{}", p, 1)
+	}
+	return jinja.NewString(s), nil
+}
+
+// checkItems refuses building a list of n items past the string cap (a
+// list's items weigh itemBytes each).
+func (m *meter) checkItems(what string, n int) error {
+	if err := m.step(); err != nil {
+		return err
+	}
+	if n > m.b.StringBytes/itemBytes {
+		return fmt.Errorf("%s of %d items is over the cap of %d bytes at %d bytes an item (Budget.StringBytes)", what, n, m.b.StringBytes, itemBytes)
+	}
+	return nil
+}
+
+// splitMethod is s.split([sep]) as the library runs it, its part count
+// checked first.
+func (m *meter) splitMethod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if !args[0].IsString() {
+		return jinja.Undefined(), fmt.Errorf("split() called on a value that is not a string")
+	}
+	s := args[0].AsString()
+	var parts []string
+	if len(args) == 1 {
+		parts = strings.Fields(s) // at most half as many parts as bytes
+		if err := m.checkItems("split()", len(parts)); err != nil {
+			return jinja.Undefined(), err
+		}
+	} else {
+		sep := printed(args[1])
+		n := strings.Count(s, sep) + 1
+		if sep == "" {
+			n = utf8.RuneCountInString(s)
+		}
+		if err := m.checkItems("split()", n); err != nil {
+			return jinja.Undefined(), err
+		}
+		parts = strings.Split(s, sep)
+	}
+	items := make([]jinja.Value, len(parts))
+	for i, p := range parts {
+		items[i] = jinja.NewString(p)
+	}
+	return jinja.NewList(items), nil
+}
+
+// list is the list filter, a string's character count checked first.
+func (m *meter) list(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) > 0 && args[0].IsString() {
+		if err := m.checkItems("list", utf8.RuneCountInString(args[0].AsString())); err != nil {
+			return jinja.Undefined(), err
+		}
+	}
+	return builtin("list").Fn(args, kw)
+}
+
+// tojson is the tojson filter with a bound on its result checked first:
+// escaping grows a string at most 6 times, and each item adds its
+// separators and, indented, a line of depth × indent spaces.
+func (m *meter) tojson(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if err := m.step(); err != nil {
+		return jinja.Undefined(), err
+	}
+	if len(args) > 0 {
+		items, depth := shape(args[0], 0, m.b.StringBytes)
+		per := int64(4)
+		if seps, ok := kw["separators"]; ok {
+			per += int64(size(seps, m.b.StringBytes))
+		}
+		if ind, ok := kw["indent"]; ok && !ind.IsNone() && !ind.IsUndefined() {
+			n := toInt(ind)
+			if n < 0 || n > int64(m.b.StringBytes) {
+				return jinja.Undefined(), fmt.Errorf("tojson indent %d is over the cap of %d bytes (Budget.StringBytes)", n, m.b.StringBytes)
+			}
+			per += 1 + int64(depth)*n
+		}
+		bound := 6*int64(size(args[0], m.b.StringBytes)) + int64(items+1)*per
+		if bound > int64(m.b.StringBytes) {
+			return jinja.Undefined(), fmt.Errorf("tojson() result of up to %d bytes is over the cap of %d bytes (Budget.StringBytes)", bound, m.b.StringBytes)
+		}
+	}
+	return builtin("tojson").Fn(args, kw)
+}
+
+// shape counts v's list and dict items and its nesting depth, stopping
+// once the count passes limit.
+func shape(v jinja.Value, depth, limit int) (items, maxDepth int) {
+	maxDepth = depth
+	visit := func(it jinja.Value) {
+		n, d := shape(it, depth+1, limit-items)
+		items += n + 1
+		maxDepth = max(maxDepth, d)
+	}
+	switch {
+	case v.IsList():
+		for _, it := range v.AsList().Items {
+			if visit(it); items > limit {
+				break
+			}
+		}
+	case v.IsDict():
+		d := v.AsDict()
+		for _, k := range d.OrderedKeys() {
+			it, _ := d.Get(k)
+			if visit(it); items > limit {
+				break
+			}
+		}
+	}
+	return items, maxDepth
+}
+
 // replaceFilter is the replace filter with its result's size checked.
 func (m *meter) replaceFilter(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) >= 3 {
@@ -306,7 +447,7 @@ func builtin(name string) *jinja.Callable {
 			}
 			return jinja.NewString(""), nil
 		})
-		tpl, err := jinja.Compile("{{ grab(__filter_replace, __filter_join, __filter_indent, __filter_map) }}")
+		tpl, err := jinja.Compile("{{ grab(__filter_replace, __filter_join, __filter_indent, __filter_map, __filter_tojson, __filter_list) }}")
 		if err == nil {
 			_, err = tpl.RenderValues(map[string]jinja.Value{"grab": grab})
 		}
