@@ -44,9 +44,6 @@ func client(base, key string) openai.Client {
 // completion, whole and streamed, include_usage, n = 2, logprobs, stop
 // strings across tokens, max_completion_tokens, the errors and the key.
 func TestServeOpenAIClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server process")
-	}
 	_, base := startServe(t, "--api-key", "k1", "--max-body", "64KiB")
 	c := client(base, "k1")
 	ctx := context.Background()
@@ -254,9 +251,6 @@ func serveGolden(t *testing.T, base string) {
 // SIGTERM drains: the running stream finishes with [DONE], new requests
 // get 503, and the process exits 0.
 func TestServeDrainOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server process")
-	}
 	p, base := startServe(t, "--drain-timeout", "20s")
 	res, err := http.Post(base+"/v1/completions", "application/json",
 		strings.NewReader(`{"prompt":[1],"max_tokens":500,"n":8,"ignore_eos":true,"stream":true}`))
@@ -289,9 +283,6 @@ func TestServeDrainOnSIGTERM(t *testing.T) {
 // chat and a completion; what it assembles equals the whole answers.
 // Skipped where node or the installed package is missing.
 func TestServeNodeClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server process")
-	}
 	dir := filepath.Join("..", "..", "scripts", "openai-node")
 	node, err := exec.LookPath("node")
 	if _, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil || statErr != nil {
