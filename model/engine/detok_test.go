@@ -14,8 +14,10 @@ type pieceCodec []string
 func (c pieceCodec) Encode(string, bool, bool) ([]int, error) { return nil, nil }
 func (c pieceCodec) Decode(_, tok int) string                 { return c[tok%len(c)] }
 func (c pieceCodec) VocabSize() int                           { return len(c) }
-func (c pieceCodec) BOS() int                                 { return -1 }
-func (c pieceCodec) AddBOS() bool                             { return false }
+
+// BOS and AddBOS complete tokenizer.Codec: the test vocabulary has no BOS.
+func (c pieceCodec) BOS() int     { return -1 }
+func (c pieceCodec) AddBOS() bool { return false }
 
 // cutAtStop is the brute-force reference: after each piece, decode
 // everything so far and cut at the leftmost stop string; the first piece

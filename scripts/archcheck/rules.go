@@ -33,6 +33,7 @@ const (
 	cobra   = "github.com/spf13/cobra"
 	pflag   = "github.com/spf13/pflag"
 	viper   = "github.com/spf13/viper"
+	prom    = "github.com/prometheus/client_golang/"
 )
 
 // formatImports is what a checkpoint format package may import: the model
@@ -87,6 +88,8 @@ var rules = []rule{
 	// list never has it: planned keeps its row without requiring it.
 	{pkg: "web/wasm", concept: "the layout explorer's WebAssembly main (js/wasm only): installs strideLayout for the page",
 		imports: []string{"web/wasm/explain"}, planned: true},
+	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
+		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer"}, external: []string{prom}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/kvcache"
+	"github.com/stride-lm/stride/model/chat"
+	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/serve"
+)
+
+func init() {
+	registerKeys(
+		configKey{Name: "serve.host", Kind: kindString, Default: "127.0.0.1", Help: "address infer serve listens on"},
+		configKey{Name: "serve.port", Kind: kindInt, Default: 8080, Range: inRange(0, 65535), Help: "port infer serve listens on; 0 = any free port"},
+		configKey{Name: "serve.max_queue", Kind: kindInt, Default: 64, Range: atLeast(1), Help: "most sequences waiting for the engine; beyond, 503 with Retry-After"},
+		configKey{Name: "serve.request_timeout", Kind: kindDuration, Default: 10 * time.Minute, Help: "longest a request may queue and generate"},
+		configKey{Name: "serve.drain_timeout", Kind: kindDuration, Default: 30 * time.Second, Help: "on SIGTERM, how long running requests may finish before they are cancelled"},
+		configKey{Name: "serve.max_body", Kind: kindString, Default: "4MiB", Help: "largest request body; beyond, 413"},
+		configKey{Name: "serve.max_tokens", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "generated-token cap of a request that sets none; 0 = the rest of the context (vLLM)"},
+		configKey{Name: "serve.served_model_name", Kind: kindString, Default: "", Help: "the model's name in the API; empty = the checkpoint's file name"},
+		configKey{Name: "api_key", Kind: kindStrings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health then needs one"},
+		configKey{Name: "max_batched_tokens", Kind: kindInt, Default: engine.DefaultMaxBatchedTokens, Range: atLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
+	)
+	register(newServeCmd)
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the model over an OpenAI-compatible HTTP API",
+		Long: `serve answers OpenAI's /v1/chat/completions, /v1/completions and /v1/models
+(streamed or not), with /tokenize, /detokenize, /health and /metrics
+(Prometheus, under vLLM's metric names), on one continuous-batching engine:
+requests that arrive while others run join the next step.
+
+The same request gives the same bytes whatever else runs: the engine's
+results do not depend on batching (docs/serving.md).
+
+SIGTERM or SIGINT drains: new requests get 503 with Retry-After, running
+ones finish within --drain-timeout, then the server exits 0. A second
+signal exits at once. Each request logs one JSON line on stderr.`,
+		Example: `  infer serve --port 8080
+  curl -s localhost:8080/v1/completions -d '{"prompt":"Once upon a time","max_tokens":32,"temperature":0}'
+  INFER_API_KEY=secret infer serve -m model.gguf --host 0.0.0.0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runServe(a, cmd) },
+	}
+	modelFlags(a, cmd)
+	for _, f := range [][3]string{
+		{"host", "serve.host", "listen address"},
+		{"port", "serve.port", "listen port; 0 = any free port"},
+		{"max-queue", "serve.max_queue", "most waiting sequences"},
+		{"request-timeout", "serve.request_timeout", "longest queueing plus generation"},
+		{"drain-timeout", "serve.drain_timeout", "time running requests get on shutdown"},
+		{"max-body", "serve.max_body", "largest request body"},
+		{"max-tokens", "serve.max_tokens", "default cap on generated tokens; 0 = the rest of the context"},
+		{"served-model-name", "serve.served_model_name", "the model's name in the API"},
+		{"api-key", "api_key", "accepted bearer key (repeatable)"},
+		{"max-batched-tokens", "max_batched_tokens", "tokens per step (chunked prefill); 0 = off"},
+		{"chat-template", "chat.template", "chat template name or file"},
+	} {
+		a.flag(cmd, f[0], f[1], f[2])
+	}
+	a.flagP(cmd, "ctx-size", "c", "ctx_size", "context served (positions); 0 = min(seq_len, 4096)")
+	return cmd
+}
+
+// runServe listens at once (answering 503 while the model loads), loads
+// the model, serves until the command's context ends, then drains.
+func runServe(a *app, cmd *cobra.Command) error {
+	maxBody, err := kvcache.ParseBytes(a.getString("serve.max_body"))
+	if err != nil || maxBody < 1 {
+		return fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.getString("serve.max_body"))
+	}
+	addr := net.JoinHostPort(a.getString("serve.host"), strconv.Itoa(a.getInt("serve.port")))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	var handler atomic.Pointer[http.Handler]
+	loading := serve.Loading()
+	handler.Store(&loading)
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) })}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	defer hs.Close()
+	srv, closeEngine, err := newServer(a, cmd, maxBody)
+	if err != nil {
+		return err
+	}
+	defer closeEngine()
+	var h http.Handler = srv
+	handler.Store(&h)
+	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: listening on http://%s\n", ln.Addr())
+	select {
+	case err := <-served:
+		return err
+	case <-cmd.Context().Done():
+	}
+	return drain(a, cmd, srv, hs)
+}
+
+// drain stops taking requests, lets the running ones finish within the
+// drain timeout, cancels the rest and closes the listener.
+func drain(a *app, cmd *cobra.Command, srv *serve.Server, hs *http.Server) error {
+	timeout := a.getDuration("serve.drain_timeout")
+	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: draining (up to %v)\n", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Drain(ctx); err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "infer serve: drain timeout reached; cancelled what still ran")
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// newServer loads the model and builds the engine and the server.
+func newServer(a *app, cmd *cobra.Command, maxBody int64) (*serve.Server, func(), error) {
+	stderr := cmd.ErrOrStderr()
+	lm, err := loadModel(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctxLen := contextSize(a, lm.m.Config, stderr)
+	opts, err := engineOptions(a, nil)
+	if err != nil {
+		lm.m.Close()
+		return nil, nil, err
+	}
+	poolForContext(&opts, ctxLen)
+	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
+	e, err := newEngine(lm.m, opts)
+	if err != nil {
+		lm.m.Close()
+		return nil, nil, err
+	}
+	closeAll := func() { e.Close(); lm.m.Close() }
+	tmpl, err := serveTemplate(a, lm)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	b := serve.NewEngineBackend(e, serve.EngineConfig{Tokenizer: lm.codec, Template: tmpl,
+		StopTokens: lm.stop, MaxModelLen: ctxLen})
+	name := a.getString("serve.served_model_name")
+	if name == "" {
+		name = servedName(lm.name)
+	}
+	srv := serve.New(b, serve.Config{ModelName: name, APIKeys: a.getStrings("api_key"),
+		MaxQueue: a.getInt("serve.max_queue"), RequestTimeout: a.getDuration("serve.request_timeout"),
+		MaxBody: maxBody, MaxTokens: a.getInt("serve.max_tokens"),
+		Logger: slog.New(slog.NewJSONHandler(stderr, nil))})
+	return srv, closeAll, nil
+}
+
+// serveTemplate is the chat template: --chat-template, else the model's
+// own, else run.c's llama-2 format (as infer chat chooses).
+func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
+	switch spec := a.getString("chat.template"); {
+	case spec != "":
+		return chat.Load(spec)
+	case lm.chatTemplate != "":
+		return chat.New("of the model", lm.chatTemplate, lm.eosText)
+	}
+	return chat.Fallback(), nil
+}
+
+// servedName is the checkpoint's file name without its extension
+// (stories260K.bin → stories260K), as /v1/models lists it.
+func servedName(path string) string {
+	path = strings.TrimSuffix(path, " (built in)")
+	base := filepath.Base(strings.TrimRight(path, "/"))
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}

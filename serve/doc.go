@@ -1,0 +1,53 @@
+// Package serve is Stride's OpenAI-compatible HTTP server: the routes
+// /v1/chat/completions, /v1/completions, /v1/models, /tokenize,
+// /detokenize, /health and /metrics over an inference Backend.
+//
+// # How a request travels
+//
+// A Server is an http.Handler. ServeHTTP wraps every request the same
+// way: one structured access-log line when it ends (log/slog), a recover
+// that turns a panic into a logged 500 while the server keeps serving,
+// and the API-key check (every route but /health, the key compared in
+// constant time). The mux then picks the route.
+//
+// A generation request (chat or completion) goes through four stages,
+// each in its own file:
+//
+//  1. decode.go and request.go: the body, capped at Config.MaxBody (413
+//     beyond), is decoded into a genRequest. Every field of the wrong
+//     type or out of range is a 400 whose param names it; unknown fields
+//     are ignored, as OpenAI's clients send extras; fields Stride cannot
+//     honour (tools, response_format, logit_bias, ...) are a 400 that
+//     says so rather than being dropped.
+//  2. generate.go: the prompt is tokenized (a chat through the model's
+//     template, by the Backend), each prompt's token cap is set (the
+//     request's max_tokens, else Config.MaxTokens, else the rest of the
+//     context) and checked against the context (400
+//     context_length_exceeded), and the queue is checked (503 with
+//     Retry-After when Config.MaxQueue sequences wait).
+//  3. The n choices of each prompt are submitted to the Backend with
+//     one context: the client's, bounded by Config.RequestTimeout and
+//     cancelled by a drain that runs out of time. A client that goes away
+//     cancels it, and the engine frees the sequences' KV blocks at its
+//     next step. fanIn merges the choices' token streams.
+//  4. collect.go and stream.go: the collector accumulates text, logprobs
+//     and usage; whole answers one JSON object, stream answers
+//     server-sent events (`data: <json>\n\n`, the role first, the same
+//     id and created on every chunk, `data: [DONE]` last; an error after
+//     the start is a `data: {"error": ...}` event before [DONE]).
+//
+// # The Backend
+//
+// The server knows nothing of tensors or schedulers: Backend is the small
+// interface it needs (tokenize, submit, stats), and tests drive the whole
+// HTTP surface with a fake one. The guarantee that makes Stride's server
+// unusual lives below that interface: the engine computes the same bits
+// for a sequence however it is batched, so the same request gives the
+// same bytes whatever the load (docs/serving.md).
+//
+// # Shutting down
+//
+// Drain stops accepting generation requests (503 with Retry-After, and
+// /health answers 503), waits for those in flight, and cancels what is
+// left when its context ends. `infer serve` calls it on SIGTERM.
+package serve
