@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,7 +118,15 @@ func onlineMatchesRun(t *testing.T, m *model.Model, opts Options) {
 func TestOnlineCancel(t *testing.T) {
 	noLeaks(t)
 	m := tinyGQA(t)
-	e, err := New(m, Options{MaxBatch: 1})
+	// The loop pauses at a's first sampled token until both requests are
+	// cancelled, so a cannot run to its end first however the machine
+	// schedules this goroutine (without it, a loaded machine let a finish
+	// its 90 steps before cancelA).
+	sampling, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e, err := New(m, Options{MaxBatch: 1, OnLogits: func(seq, pos int, _ []float32) {
+		once.Do(func() { close(sampling); <-release })
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +143,11 @@ func TestOnlineCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ev := range a.Events() {
-		if !ev.Prompt {
-			break // a runs
-		}
-	}
+	<-sampling // a runs, b waits
 	cancelB()
-	<-b.Done()
 	cancelA()
+	close(release)
+	<-b.Done()
 	ra, rb := a.Result(), b.Result()
 	if rb.FinishReason != FinishInterrupted || len(rb.Tokens) != 0 || len(collect(b)) != 0 {
 		t.Errorf("queued request: %s with %v; want interrupted before it started", rb.FinishReason, rb.Tokens)
