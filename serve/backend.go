@@ -61,7 +61,8 @@ type Generation struct {
 	// text, which then never holds any part of it.
 	Stop []string
 	// StopTokenIDs end the sequence at one of these ids (not emitted),
-	// besides the model's EOS unless IgnoreEOS.
+	// besides the model's EOS unless IgnoreEOS. IgnoreEOS ignores the
+	// model's EOS only, never StopTokenIDs (vLLM's rule).
 	StopTokenIDs []int
 	IgnoreEOS    bool
 	// Logprobs is -1 for none, else the number of alternatives reported

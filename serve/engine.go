@@ -141,6 +141,11 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 		if base == nil {
 			base = []int{model.BOSID}
 		}
+		if g.IgnoreEOS {
+			// ignore_eos drops the model's EOS ids only: the request's
+			// own stop_token_ids still end it, as in vLLM.
+			base, r.IgnoreEOS = nil, false
+		}
 		r.StopTokens = append(append([]int(nil), base...), g.StopTokenIDs...)
 	}
 	if g.Chat && b.tmpl != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -285,4 +286,33 @@ func TestEngineDisconnectFreesBlocks(t *testing.T) {
 			bytes.Contains(m.body, []byte(`vllm:request_success_total{finished_reason="abort",model_name="m"} 1`)) &&
 			bytes.Contains(m.body, []byte(fmt.Sprintf(`stride_kv_blocks_free{model_name="m"} %d`, st.BlocksTotal)))
 	})
+}
+
+// TestIgnoreEOSKeepsStopTokenIDs: ignore_eos drops only the model's EOS;
+// a stop_token_ids id still ends the sequence there, as in vLLM. The
+// stop id is the 6th token of the same request's greedy run without it.
+func TestIgnoreEOSKeepsStopTokenIDs(t *testing.T) {
+	b := engineBackend(t)
+	run := func(g Generation) ([]int, Finish) {
+		st, err := b.Submit(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int
+		for tok := range st.Tokens() {
+			ids = append(ids, tok.ID)
+		}
+		return ids, st.Wait()
+	}
+	g := Generation{Prompt: []int{1}, MaxTokens: 40, IgnoreEOS: true, Logprobs: -1}
+	plain, _ := run(g)
+	if len(plain) < 6 {
+		t.Fatalf("greedy run gave %d tokens, want at least 6", len(plain))
+	}
+	cut := slices.Index(plain, plain[5]) // its first appearance
+	g.StopTokenIDs = []int{plain[5]}
+	ids, fin := run(g)
+	if fin.Reason != "stop" || !slices.Equal(ids, plain[:cut]) {
+		t.Fatalf("ignore_eos with stop_token_ids [%d]: %v (%s), want %v (stop)", plain[5], ids, fin.Reason, plain[:cut])
+	}
 }
