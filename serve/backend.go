@@ -133,6 +133,10 @@ type Stats struct {
 	DraftTokens, AcceptedTokens, CoWCopies int64
 	// CoWBytes are the bytes those copies on write moved.
 	CoWBytes int64
+	// Steps are the engine's forward passes, and BytesCopied and CopyOps
+	// what its activations and cache copied (the Ledger that `infer
+	// compare` prints): their rates' ratio is the bytes copied per step.
+	Steps, BytesCopied, CopyOps int64
 	// AttentionPath names the attention path ("fused", "naive").
 	AttentionPath string
 }

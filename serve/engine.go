@@ -128,7 +128,8 @@ func (b *EngineBackend) Stats() Stats {
 		BlocksTotal: ls.KV.NumBlocks, BlocksFree: ls.KV.FreeBlocks, BlocksShared: ls.KV.SharedBlocks,
 		PrefixQueries: ls.KV.PromptTokens, PrefixHits: ls.KV.PrefixHitTokens, Preemptions: int64(ls.Preemptions),
 		DraftTokens: int64(ls.DraftTokens), AcceptedTokens: int64(ls.AcceptedTokens),
-		CoWCopies: ls.KV.CopyOnWriteBlocks, CoWBytes: ls.KV.CopyOnWriteBytes, AttentionPath: b.e.PathName()}
+		CoWCopies: ls.KV.CopyOnWriteBlocks, CoWBytes: ls.KV.CopyOnWriteBytes, AttentionPath: b.e.PathName(),
+		Steps: int64(ls.Steps), BytesCopied: ls.Ledger.BytesCopied, CopyOps: ls.Ledger.CopyOps}
 }
 
 // Submit implements Backend.
