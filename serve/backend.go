@@ -61,7 +61,8 @@ type Generation struct {
 	// text, which then never holds any part of it.
 	Stop []string
 	// StopTokenIDs end the sequence at one of these ids (not emitted),
-	// besides the model's EOS unless IgnoreEOS.
+	// besides the model's EOS unless IgnoreEOS. IgnoreEOS ignores the
+	// model's EOS only, never StopTokenIDs (vLLM's rule).
 	StopTokenIDs []int
 	IgnoreEOS    bool
 	// Logprobs is -1 for none, else the number of alternatives reported
@@ -132,6 +133,10 @@ type Stats struct {
 	DraftTokens, AcceptedTokens, CoWCopies int64
 	// CoWBytes are the bytes those copies on write moved.
 	CoWBytes int64
+	// Steps are the engine's forward passes, and BytesCopied and CopyOps
+	// what its activations and cache copied (the Ledger that `infer
+	// compare` prints): their rates' ratio is the bytes copied per step.
+	Steps, BytesCopied, CopyOps int64
 	// AttentionPath names the attention path ("fused", "naive").
 	AttentionPath string
 }

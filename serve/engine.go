@@ -128,7 +128,8 @@ func (b *EngineBackend) Stats() Stats {
 		BlocksTotal: ls.KV.NumBlocks, BlocksFree: ls.KV.FreeBlocks, BlocksShared: ls.KV.SharedBlocks,
 		PrefixQueries: ls.KV.PromptTokens, PrefixHits: ls.KV.PrefixHitTokens, Preemptions: int64(ls.Preemptions),
 		DraftTokens: int64(ls.DraftTokens), AcceptedTokens: int64(ls.AcceptedTokens),
-		CoWCopies: ls.KV.CopyOnWriteBlocks, CoWBytes: ls.KV.CopyOnWriteBytes, AttentionPath: b.e.PathName()}
+		CoWCopies: ls.KV.CopyOnWriteBlocks, CoWBytes: ls.KV.CopyOnWriteBytes, AttentionPath: b.e.PathName(),
+		Steps: int64(ls.Steps), BytesCopied: ls.Ledger.BytesCopied, CopyOps: ls.Ledger.CopyOps}
 }
 
 // Submit implements Backend.
@@ -140,6 +141,11 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 		base := b.stop
 		if base == nil {
 			base = []int{model.BOSID}
+		}
+		if g.IgnoreEOS {
+			// ignore_eos drops the model's EOS ids only: the request's
+			// own stop_token_ids still end it, as in vLLM.
+			base, r.IgnoreEOS = nil, false
 		}
 		r.StopTokens = append(append([]int(nil), base...), g.StopTokenIDs...)
 	}

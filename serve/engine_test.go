@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/stride-lm/stride/tensor"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +287,71 @@ func TestEngineDisconnectFreesBlocks(t *testing.T) {
 		return bytes.Contains(m.body, []byte(`vllm:num_requests_running{model_name="m"} 0`)) &&
 			bytes.Contains(m.body, []byte(`vllm:request_success_total{finished_reason="abort",model_name="m"} 1`)) &&
 			bytes.Contains(m.body, []byte(fmt.Sprintf(`stride_kv_blocks_free{model_name="m"} %d`, st.BlocksTotal)))
+	})
+}
+
+// TestIgnoreEOSKeepsStopTokenIDs: ignore_eos drops only the model's EOS;
+// a stop_token_ids id still ends the sequence there, as in vLLM. The
+// stop id is the 6th token of the same request's greedy run without it.
+func TestIgnoreEOSKeepsStopTokenIDs(t *testing.T) {
+	b := engineBackend(t)
+	run := func(g Generation) ([]int, Finish) {
+		st, err := b.Submit(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int
+		for tok := range st.Tokens() {
+			ids = append(ids, tok.ID)
+		}
+		return ids, st.Wait()
+	}
+	g := Generation{Prompt: []int{1}, MaxTokens: 40, IgnoreEOS: true, Logprobs: -1}
+	plain, _ := run(g)
+	if len(plain) < 6 {
+		t.Fatalf("greedy run gave %d tokens, want at least 6", len(plain))
+	}
+	cut := slices.Index(plain, plain[5]) // its first appearance
+	g.StopTokenIDs = []int{plain[5]}
+	ids, fin := run(g)
+	if fin.Reason != "stop" || !slices.Equal(ids, plain[:cut]) {
+		t.Fatalf("ignore_eos with stop_token_ids [%d]: %v (%s), want %v (stop)", plain[5], ids, fin.Reason, plain[:cut])
+	}
+}
+
+// TestMetricsCarryTheLedger: /metrics reports the engine's steps and the
+// bytes its Ledger saw copied, the same figures the Ledger itself holds
+// once the request is done.
+func TestMetricsCarryTheLedger(t *testing.T) {
+	ck, err := checkpoint.Open("", checkpoint.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ck.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := tensor.NewLedger()
+	e, err := engine.New(m, engine.Options{Tokenizer: ck.Tokenizer, Ledger: led, Path: "naive", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(); m.Close() })
+	b := NewEngineBackend(e, EngineConfig{Tokenizer: ck.Tokenizer, Template: chat.Fallback(), StopTokens: ck.Generation.StopTokens})
+	_, ts := startServer(t, b, Config{ModelName: "m"}, nil)
+	if r := do(t, "POST", ts.URL+"/v1/completions", `{"prompt":"Once upon a time","max_tokens":8,"temperature":0}`); r.status != 200 {
+		t.Fatalf("completion: %d %s", r.status, r.body)
+	}
+	// The loop publishes its counts between steps, so a reading taken
+	// just as the response returns may be one step behind: compare the
+	// two until they agree (waitFor is bounded).
+	waitFor(t, func() bool {
+		st, copied := e.Stats(), led.Stats().BytesCopied
+		if st.Steps == 0 || copied == 0 {
+			return false
+		}
+		body := do(t, "GET", ts.URL+"/metrics", "").body
+		return bytes.Contains(body, []byte(fmt.Sprintf(`stride_steps_total{model_name="m"} %d`, st.Steps))) &&
+			bytes.Contains(body, []byte(fmt.Sprintf(`stride_bytes_copied_total{model_name="m"} %s`, strconv.FormatFloat(float64(copied), 'g', -1, 64))))
 	})
 }

@@ -95,6 +95,9 @@ var engineMetrics = [][2]string{
 	{"stride_kv_blocks_shared", "KV cache blocks held by more than one sequence."},
 	{"stride_kv_cow_copies_total", "KV blocks copied on write."},
 	{"stride_kv_cow_bytes_total", "Bytes the copies on write moved."},
+	{"stride_steps_total", "Forward passes (scheduler steps) the engine ran."},
+	{"stride_bytes_copied_total", "Bytes the attention path and the cache copied (the Ledger); divide its rate by stride_steps_total's for bytes copied per step."},
+	{"stride_copy_ops_total", "Copy operations the attention path and the cache made (the Ledger)."},
 	{"stride_attention_path_info", "The attention path, as its label."},
 }
 
@@ -141,6 +144,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		{"stride_kv_blocks_shared", gauge, float64(st.BlocksShared)},
 		{"stride_kv_cow_copies_total", counter, float64(st.CoWCopies)},
 		{"stride_kv_cow_bytes_total", counter, float64(st.CoWBytes)},
+		{"stride_steps_total", counter, float64(st.Steps)},
+		{"stride_bytes_copied_total", counter, float64(st.BytesCopied)},
+		{"stride_copy_ops_total", counter, float64(st.CopyOps)},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.descs[v.name], v.t, v.x)
 	}

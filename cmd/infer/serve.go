@@ -19,6 +19,7 @@ import (
 	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/serve"
+	"github.com/stride-lm/stride/tensor"
 )
 
 func init() {
@@ -147,6 +148,9 @@ func newServer(a *app, cmd *cobra.Command, maxBody int64) (*serve.Server, func()
 	}
 	poolForContext(&opts, ctxLen)
 	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
+	// The Ledger feeds /metrics' stride_bytes_copied_total: what the
+	// attention path copies per step is what Stride exists to show.
+	opts.Ledger = tensor.NewLedger()
 	e, err := newEngine(lm.m, opts)
 	if err != nil {
 		lm.m.Close()

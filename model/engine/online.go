@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stride-lm/stride/kvcache"
+	"github.com/stride-lm/stride/tensor"
 )
 
 // DefaultMaxBatchedTokens is the token budget per step that servers use
@@ -314,6 +315,10 @@ type LiveStats struct {
 	// speculative tokens drafted and accepted.
 	Steps, PrefillTokens, DecodeTokens, Preemptions int
 	DraftTokens, AcceptedTokens                     int
+	// Ledger is Options.Ledger's account of the activations and the
+	// cache (bytes copied, copy operations, bytes allocated); zero
+	// without a Ledger. BytesCopied over Steps is what a step copies.
+	Ledger tensor.Stats
 }
 
 // liveCounters are what Stats reads besides the cache, written by the
@@ -333,6 +338,9 @@ func (e *Engine) Stats() LiveStats {
 		DecodeTokens: t.DecodeTokens, Preemptions: t.Preemptions, DraftTokens: t.DraftTokens, AcceptedTokens: t.AcceptedTokens}
 	l.mu.Unlock()
 	ls.KV = e.cache.Stats()
+	if e.opts.Ledger != nil {
+		ls.Ledger = e.opts.Ledger.Stats()
+	}
 	if ls.KV.NumBlocks > 0 {
 		ls.KVUsage = float64(ls.KV.UsedBlocks) / float64(ls.KV.NumBlocks)
 	}
