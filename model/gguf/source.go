@@ -101,21 +101,17 @@ func (s *Source) GGML() bool { return true }
 // Close unmaps the file.
 func (s *Source) Close() error { return s.f.Close() }
 
-// storageTypes maps the ggml types Stride runs to model's names.
-var storageTypes = map[kernels.GGMLType]model.StorageType{
-	kernels.TypeF32: model.StorageF32, kernels.TypeF16: model.StorageF16, kernels.TypeBF16: model.StorageBF16,
-	kernels.TypeQ8_0: model.StorageQ8_0, kernels.TypeQ4_0: model.StorageQ4_0, kernels.TypeQ4_K: model.StorageQ4_K, kernels.TypeQ6_K: model.StorageQ6_K,
-	kernels.TypeQ4_1: model.StorageQ4_1, kernels.TypeQ5_0: model.StorageQ5_0, kernels.TypeQ5_1: model.StorageQ5_1, kernels.TypeQ5_K: model.StorageQ5_K,
-}
-
-// StorageType returns model's name for a ggml type, or an error naming the
-// type when Stride does not run it.
+// StorageType returns model's storage type for a ggml type, or an error
+// naming the type when Stride does not run it.
 func StorageType(t kernels.GGMLType) (model.StorageType, error) {
-	st, ok := storageTypes[t]
-	if !ok {
-		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are)", t)
+	if !t.Supported() {
+		names := make([]string, len(kernels.SupportedGGMLTypes))
+		for i, s := range kernels.SupportedGGMLTypes {
+			names[i] = s.String()
+		}
+		return 0, fmt.Errorf("ggml type %s is not supported (%s are)", t, strings.Join(names, ", "))
 	}
-	return st, nil
+	return model.StorageType(t), nil
 }
 
 // Tensor returns the named tensor as stored: its bytes are a view of the
