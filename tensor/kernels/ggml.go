@@ -144,18 +144,6 @@ func supportedList() string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ParseGGMLType maps a ggml type name (any letter case; model.StorageType
-// values such as "Q4_K") to its GGMLType. Only the types Stride runs are
-// accepted.
-func ParseGGMLType(name string) (GGMLType, error) {
-	for _, t := range SupportedGGMLTypes {
-		if strings.EqualFold(strings.TrimSpace(name), t.String()) {
-			return t, nil
-		}
-	}
-	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want %s)", name, supportedList())
-}
-
 // Known reports whether the type's block layout is known, so that a
 // tensor of that type has a size, whether or not Stride runs it.
 func (t GGMLType) Known() bool { _, ok := ggmlTraits[t]; return ok }

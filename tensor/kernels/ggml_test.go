@@ -461,12 +461,12 @@ func TestNewGGMLMatrixErrors(t *testing.T) {
 			t.Errorf("NewGGMLMatrix(%v, %d, %d, %d bytes) = %v, want error containing %q", c.typ, c.rows, c.cols, c.n, err, c.want)
 		}
 	}
-	if _, err := ParseGGMLType("q3_k"); err == nil {
-		t.Error("ParseGGMLType(q3_k) accepted an unsupported type")
+	if _, err := parseGGMLType("q3_k"); err == nil {
+		t.Error("parseGGMLType(q3_k) accepted an unsupported type")
 	}
 	for _, typ := range SupportedGGMLTypes {
-		if got, err := ParseGGMLType(strings.ToLower(typ.String())); err != nil || got != typ {
-			t.Errorf("ParseGGMLType(%q) = %v, %v", typ.String(), got, err)
+		if got, err := parseGGMLType(strings.ToLower(typ.String())); err != nil || got != typ {
+			t.Errorf("parseGGMLType(%q) = %v, %v", typ.String(), got, err)
 		}
 	}
 	// A Matrix whose Blocks were cut short fails Validate, so MatMul
