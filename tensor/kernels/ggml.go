@@ -172,28 +172,27 @@ func (t GGMLType) RowBytes(cols int) (int, error) {
 	return cols / l.blockSize * l.blockBytes, nil
 }
 
+// blockFormats maps each Format that stores raw ggml blocks in
+// Matrix.Blocks to its ggml type. It is derived from ggmlTraits (the rows
+// that run with more than one weight per block), so a new block type is
+// one table row.
+var blockFormats = func() (m [256]struct {
+	typ GGMLType
+	ok  bool
+}) {
+	for t, tr := range ggmlTraits {
+		if tr.runs && tr.blockSize > 1 {
+			m[tr.format].typ, m[tr.format].ok = t, true
+		}
+	}
+	return m
+}()
+
 // ggmlBlocks reports whether f stores raw ggml blocks in Matrix.Blocks,
 // and returns their ggml type.
 func (f Format) ggmlBlocks() (GGMLType, bool) {
-	switch f {
-	case GGMLQ8_0:
-		return TypeQ8_0, true
-	case Q4_0:
-		return TypeQ4_0, true
-	case Q4_K:
-		return TypeQ4_K, true
-	case Q6_K:
-		return TypeQ6_K, true
-	case Q4_1:
-		return TypeQ4_1, true
-	case Q5_0:
-		return TypeQ5_0, true
-	case Q5_1:
-		return TypeQ5_1, true
-	case Q5_K:
-		return TypeQ5_K, true
-	}
-	return 0, false
+	b := blockFormats[f]
+	return b.typ, b.ok
 }
 
 // NewGGMLMatrix wraps the raw bytes of a ggml tensor of type typ, a
