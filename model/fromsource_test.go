@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // memSource is a Source over tensors held in memory, as a format package
@@ -213,7 +214,7 @@ func TestFromSourceErrors(t *testing.T) {
 		}, "tensors blk.0.attn_q.weight (F32) and blk.0.attn_v.weight (BF16) have different storage types"},
 		{"unknown type", func(s *memSource) {
 			rt := s.tensors["token_embd.weight"]
-			rt.Type = "IQ2_XXS"
+			rt.Type = StorageType(kernels.TypeIQ2_XXS)
 			s.tensors["token_embd.weight"] = rt
 		}, "unsupported storage type IQ2_XXS for tensor token_embd.weight"},
 		{"bad config", func(s *memSource) { s.cfg.NKVHeads = 3 }, "divisible by n_kv_heads"},
@@ -250,7 +251,7 @@ func TestFromSourceErrors(t *testing.T) {
 			t.Fatalf("%s: ffn_up is not kept as a ggml matrix", typ)
 		}
 	}
-	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: "Q3_K", Shape: []int{256, 256}, Data: make([]byte, 110*256)}
+	src.tensors["blk.0.ffn_up.weight"] = RawTensor{Name: "blk.0.ffn_up.weight", Type: StorageType(kernels.TypeQ3_K), Shape: []int{256, 256}, Data: make([]byte, 110*256)}
 	if _, err := FromSource(src, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "unsupported storage type Q3_K for tensor blk.0.ffn_up.weight") {
 		t.Fatalf("Q3_K: got %v", err)
 	}

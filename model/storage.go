@@ -12,79 +12,71 @@ import (
 
 // This file is the storage types a Source may hand to FromSource: their
 // sizes, what each becomes at load, and the one switch where a block type
-// plugs in (blockMatrix). A new ggml block type, once tensor/kernels runs
-// it, needs a constant here and a case in StorageType.Bytes and in
-// blockMatrix, and nothing else in package model.
+// plugs in (blockMatrix). A ggml type's name, block size and kernels come
+// from tensor/kernels' traits table, so a new ggml block type, once that
+// table and its kernels run it, needs nothing in package model.
 
-// StorageType names how a tensor's elements are stored. The values are
-// ggml's type names, so an error or a bench row reads like llama.cpp's.
-type StorageType string
+// StorageType names how a tensor's elements are stored: a ggml type
+// (kernels.GGMLType, numbered as ggml numbers it) or llama2.c's Q8, which
+// is not one. String is ggml's type name, so an error or a bench row reads
+// like llama.cpp's.
+type StorageType uint32
 
 // The storage types formats may hand to FromSource.
 const (
-	StorageF32  StorageType = "F32"
-	StorageF16  StorageType = "F16"
-	StorageBF16 StorageType = "BF16"
-	StorageQ8_0 StorageType = "Q8_0" // ggml: blocks of 32 int8 with one fp16 scale
-	StorageQ4_0 StorageType = "Q4_0" // ggml: blocks of 32 4-bit values with one fp16 scale
-	StorageQ4_1 StorageType = "Q4_1" // ggml: blocks of 32 4-bit values with an fp16 scale and offset
-	StorageQ5_0 StorageType = "Q5_0" // ggml: blocks of 32 5-bit values with one fp16 scale
-	StorageQ5_1 StorageType = "Q5_1" // ggml: blocks of 32 5-bit values with an fp16 scale and offset
-	StorageQ4_K StorageType = "Q4_K" // ggml: super-blocks of 256, 6-bit sub-block scales and mins
-	StorageQ5_K StorageType = "Q5_K" // ggml: Q4_K's super-blocks with 5-bit values
-	StorageQ6_K StorageType = "Q6_K" // ggml: super-blocks of 256, 6-bit values, 8-bit sub-block scales
+	StorageF32  = StorageType(kernels.TypeF32)
+	StorageF16  = StorageType(kernels.TypeF16)
+	StorageBF16 = StorageType(kernels.TypeBF16)
+	StorageQ8_0 = StorageType(kernels.TypeQ8_0) // ggml: blocks of 32 int8 with one fp16 scale
+	StorageQ4_0 = StorageType(kernels.TypeQ4_0) // ggml: blocks of 32 4-bit values with one fp16 scale
+	StorageQ4_1 = StorageType(kernels.TypeQ4_1) // ggml: blocks of 32 4-bit values with an fp16 scale and offset
+	StorageQ5_0 = StorageType(kernels.TypeQ5_0) // ggml: blocks of 32 5-bit values with one fp16 scale
+	StorageQ5_1 = StorageType(kernels.TypeQ5_1) // ggml: blocks of 32 5-bit values with an fp16 scale and offset
+	StorageQ4_K = StorageType(kernels.TypeQ4_K) // ggml: super-blocks of 256, 6-bit sub-block scales and mins
+	StorageQ5_K = StorageType(kernels.TypeQ5_K) // ggml: Q4_K's super-blocks with 5-bit values
+	StorageQ6_K = StorageType(kernels.TypeQ6_K) // ggml: super-blocks of 256, 6-bit values, 8-bit sub-block scales
 
 	// StorageLlama2cQ8 is llama2.c's version-2 (runq.c) quantization, not
-	// a ggml type: all rows·cols int8 values of the matrix, then one
-	// little-endian float32 scale per RawTensor.GroupSize consecutive
-	// values (weight k is q[k]·s[k/GroupSize]). GroupSize divides the row
-	// length, so no group straddles two rows. kernels.Q8_0 runs it as is.
-	StorageLlama2cQ8 StorageType = "llama2c_Q8"
+	// a ggml type (its number is outside ggml's): all rows·cols int8
+	// values of the matrix, then one little-endian float32 scale per
+	// RawTensor.GroupSize consecutive values (weight k is
+	// q[k]·s[k/GroupSize]). GroupSize divides the row length, so no group
+	// straddles two rows. kernels.Q8_0 runs it as is.
+	StorageLlama2cQ8 StorageType = 1 << 31
 )
+
+// GGML returns the ggml type t names, or false for StorageLlama2cQ8.
+func (t StorageType) GGML() (kernels.GGMLType, bool) {
+	return kernels.GGMLType(t), t != StorageLlama2cQ8
+}
+
+// String is ggml's name of the type ("Q4_K"), or "llama2c_Q8".
+func (t StorageType) String() string {
+	if g, ok := t.GGML(); ok {
+		return g.String()
+	}
+	return "llama2c_Q8"
+}
 
 // Bytes returns how many bytes a tensor of type t with n elements
 // occupies (groupSize is RawTensor.GroupSize), or false when t is not a
-// type FromSource knows the size of or n does not fill whole blocks. The
-// ggml block types are sized here so that a format can validate its
-// offsets before their kernels exist.
+// type FromSource runs or n does not fill whole blocks. ggml types are
+// sized by kernels' traits table.
 func (t StorageType) Bytes(n int64, groupSize int) (int64, bool) {
 	if n < 0 || n > math.MaxInt64/8 {
 		return 0, false
 	}
-	block := func(elems, bytes int64) (int64, bool) {
-		if n%elems != 0 {
-			return 0, false
-		}
-		return n / elems * bytes, true
-	}
-	switch t {
-	case StorageF32:
-		return 4 * n, true
-	case StorageF16, StorageBF16:
-		return 2 * n, true
-	case StorageQ8_0:
-		return block(32, 2+32) // fp16 d, 32 int8
-	case StorageQ4_0:
-		return block(32, 2+16) // fp16 d, 32 nibbles
-	case StorageQ4_1:
-		return block(32, 2+2+16) // fp16 d, m, 32 nibbles
-	case StorageQ5_0:
-		return block(32, 2+4+16) // fp16 d, 32 high bits, 32 nibbles
-	case StorageQ5_1:
-		return block(32, 2+2+4+16) // fp16 d, m, 32 high bits, 32 nibbles
-	case StorageQ4_K:
-		return block(256, 2+2+12+128) // fp16 d, dmin, 12 bytes of 6-bit scales/mins, 256 nibbles
-	case StorageQ5_K:
-		return block(256, 2+2+12+32+128) // Q4_K's, plus 256 high bits
-	case StorageQ6_K:
-		return block(256, 128+64+16+2) // ql, qh, int8 scales, fp16 d
-	case StorageLlama2cQ8:
+	if t == StorageLlama2cQ8 {
 		if groupSize <= 0 || n%int64(groupSize) != 0 {
 			return 0, false
 		}
 		return n + 4*(n/int64(groupSize)), true
 	}
-	return 0, false
+	g, _ := t.GGML()
+	if !g.Supported() || n%int64(g.BlockSize()) != 0 {
+		return 0, false
+	}
+	return n / int64(g.BlockSize()) * int64(g.BlockBytes()), true
 }
 
 // hostLittleEndian reports whether the host stores numbers as the
@@ -130,8 +122,8 @@ func (b *builder) ggmlHalf(t StorageType) bool {
 
 // blockMatrix wraps a block-quantized tensor as a kernel matrix, without
 // copying where alignment allows. This is where a block type plugs in:
-// one case per StorageType, each returning the kernels.Matrix that runs
-// it (it must implement Row, for dequantization and export).
+// llama2.c's Q8, or any ggml block type kernels runs (its Matrix must
+// implement Row, for dequantization and export).
 func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, error) {
 	switch rt.Type {
 	case StorageLlama2cQ8:
@@ -154,14 +146,11 @@ func (b *builder) blockMatrix(rt RawTensor, rows, cols int) (*kernels.Matrix, er
 			}
 		}
 		return kernels.NewQ8_0(rows, cols, q, s, rt.GroupSize)
-	case StorageQ8_0, StorageQ4_0, StorageQ4_1, StorageQ5_0, StorageQ5_1, StorageQ4_K, StorageQ5_K, StorageQ6_K:
+	}
+	if g, ok := rt.Type.GGML(); ok && g.Supported() && g.BlockSize() > 1 {
 		// ggml's blocks, run in place: a decode token streams exactly
 		// the file's bytes.
-		typ, err := kernels.ParseGGMLType(string(rt.Type))
-		if err != nil {
-			return nil, err
-		}
-		return kernels.NewGGMLMatrix(typ, rows, cols, rt.Data)
+		return kernels.NewGGMLMatrix(g, rows, cols, rt.Data)
 	}
 	return nil, unsupported(rt)
 }

@@ -158,7 +158,10 @@ func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Wr
 // (llama2.c), else the tokenizer keys of the GGUF being re-exported.
 // llama.cpp does not load a model file without one.
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
-	typ := map[string]gguf.GGMLType{"f32": gguf.TypeF32, "f16": gguf.TypeF16, "q8_0": gguf.TypeQ8_0}[a.getString("export.type")]
+	typ, ok := gguf.ExportType(a.getString("export.type"))
+	if !ok {
+		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16 or q8_0", a.getString("export.type"))
+	}
 	opts := gguf.ExportOptions{Type: typ}
 	if path := a.getPath("tokenizer"); path != "" && isGGUF(path) {
 		// Copied as they are: rebuilt from the codec's pieces and scores,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // The Q4_1, Q5_0 and Q5_1 figures: llama.cpp's perplexity of
@@ -36,7 +37,7 @@ func TestPerplexityMatchesLlamaCppPureQuants(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	types := map[string]gguf.GGMLType{"Q4_1": gguf.TypeQ4_1, "Q5_0": gguf.TypeQ5_0, "Q5_1": gguf.TypeQ5_1}
+	types := map[string]kernels.GGMLType{"Q4_1": kernels.TypeQ4_1, "Q5_0": kernels.TypeQ5_0, "Q5_1": kernels.TypeQ5_1}
 	n := 0
 	for _, rec := range o.Files {
 		typ, ok := types[strings.TrimPrefix(rec.Name, "pure-")]

@@ -12,6 +12,7 @@ import (
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
@@ -85,7 +86,7 @@ func TestParamsCountsStoredTensors(t *testing.T) {
 		}
 		m.Config.QKVBias = true
 		var buf bytes.Buffer
-		if err := gguf.WriteModel(&buf, m, gguf.ExportOptions{Type: gguf.TypeF32}); err != nil {
+		if err := gguf.WriteModel(&buf, m, gguf.ExportOptions{Type: kernels.TypeF32}); err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(t.TempDir(), "qwen2.gguf")

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // everyType is metadata holding each value type, scalar and array,
@@ -30,9 +32,9 @@ func everyType() []KV {
 func TestWriteReadEveryValueType(t *testing.T) {
 	kvs := everyType()
 	tensors := []WriterTensor{
-		{Name: "a", Type: TypeF32, Shape: []int{2, 3}, Data: make([]byte, 24)},
-		{Name: "b", Type: TypeQ8_0, Shape: []int{1, 64}, Data: bytes.Repeat([]byte{7}, 68)},
-		{Name: "c", Type: TypeF16, Shape: []int{5}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+		{Name: "a", Type: kernels.TypeF32, Shape: []int{2, 3}, Data: make([]byte, 24)},
+		{Name: "b", Type: kernels.TypeQ8_0, Shape: []int{1, 64}, Data: bytes.Repeat([]byte{7}, 68)},
+		{Name: "c", Type: kernels.TypeF16, Shape: []int{5}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 	}
 	var buf bytes.Buffer
 	if err := Write(&buf, kvs, tensors); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // Vocab is the tokenizer a written GGUF embeds (tokenizer.ggml.model
@@ -74,11 +75,11 @@ func isBytePiece(p string) bool {
 
 // ExportOptions choose what WriteModel writes.
 type ExportOptions struct {
-	// Type is the storage type of the weight matrices: TypeF32, TypeF16 or
-	// TypeQ8_0. A Q8_0 matrix whose row length is not a multiple of 32
+	// Type is the storage type of the weight matrices: kernels.TypeF32, kernels.TypeF16 or
+	// kernels.TypeQ8_0. A Q8_0 matrix whose row length is not a multiple of 32
 	// falls back to F16, as llama-quantize does; vectors (norms, biases,
 	// rope_freqs) are always F32.
-	Type GGMLType
+	Type kernels.GGMLType
 	// Name is general.name ("llama" when empty, as llama.cpp's llama2.c
 	// converter writes).
 	Name string
@@ -91,7 +92,18 @@ type ExportOptions struct {
 }
 
 // fileType is general.file_type (llama_ftype) for each export type.
-var fileType = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 7}
+var fileType = map[kernels.GGMLType]uint32{kernels.TypeF32: 0, kernels.TypeF16: 1, kernels.TypeQ8_0: 7}
+
+// ExportType is the export type named name (ggml's spelling in any letter
+// case: "f32", "f16", "q8_0"), or false when WriteModel cannot write it.
+func ExportType(name string) (kernels.GGMLType, bool) {
+	for t := range fileType {
+		if strings.EqualFold(name, t.String()) {
+			return t, true
+		}
+	}
+	return 0, false
+}
 
 // WriteModel writes m as a GGUF (version 3) that llama.cpp loads:
 // architecture llama (or qwen2 for a NEOX model with q/k/v biases), the
@@ -169,10 +181,10 @@ func exportMetadata(c model.Config, arch string, ft uint32, opts ExportOptions) 
 		kvs.add("tokenizer.ggml.padding_token_id", uint32(math.MaxUint32))
 	}
 	hyperparamKVs(&kvs, c, arch)
-	if opts.Type != TypeF32 {
+	if opts.Type != kernels.TypeF32 {
 		kvs.add("general.file_type", ft)
 	}
-	if opts.Type == TypeQ8_0 {
+	if opts.Type == kernels.TypeQ8_0 {
 		kvs.add("general.quantization_version", uint32(2))
 	}
 	return kvs, nil
@@ -226,7 +238,7 @@ func hyperparamKVs(kvs *kvList, c model.Config, arch string) {
 // (later calls do nothing once one failed).
 type tensorExport struct {
 	m   *model.Model
-	typ GGMLType
+	typ kernels.GGMLType
 	ts  []WriterTensor
 	err error
 }
@@ -254,12 +266,12 @@ func (e *tensorExport) vec(gname string, t *tensor.Tensor, lo, n int) {
 		e.err = fmt.Errorf("gguf: export %s: %w", gname, err)
 		return
 	}
-	e.ts = append(e.ts, WriterTensor{Name: gname, Type: TypeF32, Shape: []int{n}, Data: f32Bytes(f[lo : lo+n])})
+	e.ts = append(e.ts, WriterTensor{Name: gname, Type: kernels.TypeF32, Shape: []int{n}, Data: f32Bytes(f[lo : lo+n])})
 }
 
 // exportTensors encodes m's weights under llama.cpp's names, in the order
 // of its llama2.c converter: the globals, then block by block.
-func exportTensors(m *model.Model, typ GGMLType) ([]WriterTensor, error) {
+func exportTensors(m *model.Model, typ kernels.GGMLType) ([]WriterTensor, error) {
 	c := m.Config
 	e := &tensorExport{m: m, typ: typ}
 	W := &m.Weights
@@ -300,7 +312,7 @@ func (e *tensorExport) layer(l int, L *model.Layer) {
 
 // encodeMatrix encodes rows [r0, r0+rows) of the weight t (dequantized
 // through its kernel form when m keeps it quantized) as typ.
-func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, typ GGMLType) (WriterTensor, error) {
+func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, typ kernels.GGMLType) (WriterTensor, error) {
 	if t == nil {
 		return WriterTensor{}, fmt.Errorf("missing")
 	}
@@ -309,8 +321,8 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 		return WriterTensor{}, fmt.Errorf("shape %v", sh)
 	}
 	cols := sh[1]
-	if typ == TypeQ8_0 && cols%32 != 0 {
-		typ = TypeF16 // llama-quantize's fallback for rows that are not whole blocks
+	if typ == kernels.TypeQ8_0 && cols%32 != 0 {
+		typ = kernels.TypeF16 // llama-quantize's fallback for rows that are not whole blocks
 	}
 	row := make([]float32, cols)
 	var all []float32
@@ -328,11 +340,11 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 	}
 	var out []byte
 	switch typ {
-	case TypeF32:
+	case kernels.TypeF32:
 		out = make([]byte, 0, rows*cols*4)
-	case TypeF16:
+	case kernels.TypeF16:
 		out = make([]byte, 0, rows*cols*2)
-	case TypeQ8_0:
+	case kernels.TypeQ8_0:
 		out = make([]byte, 0, rows*cols/32*34)
 	}
 	for i := 0; i < rows; i++ {
@@ -341,13 +353,13 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 			return WriterTensor{}, err
 		}
 		switch typ {
-		case TypeF32:
+		case kernels.TypeF32:
 			out = append(out, f32Bytes(r)...)
-		case TypeF16:
+		case kernels.TypeF16:
 			for _, v := range r {
 				out = binary.LittleEndian.AppendUint16(out, float16.Fromfloat32(v).Bits())
 			}
-		case TypeQ8_0:
+		case kernels.TypeQ8_0:
 			out = QuantizeQ8_0(out, r)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // stories260K loads the llama2.c checkpoint and its tokenizer's GGUF vocab.
@@ -45,7 +46,7 @@ func TestExportF32IsLlamaCppsConversion(t *testing.T) {
 	}
 	m, v := stories260K(t)
 	var buf bytes.Buffer
-	if err := WriteModel(&buf, m, ExportOptions{Type: TypeF32, Vocab: v}); err != nil {
+	if err := WriteModel(&buf, m, ExportOptions{Type: kernels.TypeF32, Vocab: v}); err != nil {
 		t.Fatal(err)
 	}
 	if got := buf.Bytes(); !bytes.Equal(got, want) {
@@ -68,7 +69,7 @@ func TestExportQ8_0IsLlamaQuantize(t *testing.T) {
 	defer ref.Close()
 	m, v := stories260K(t)
 	var buf bytes.Buffer
-	if err := WriteModel(&buf, m, ExportOptions{Type: TypeQ8_0, Vocab: v}); err != nil {
+	if err := WriteModel(&buf, m, ExportOptions{Type: kernels.TypeQ8_0, Vocab: v}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Parse(buf.Bytes(), "export")
@@ -103,7 +104,7 @@ func TestExportQ8_0IsLlamaQuantize(t *testing.T) {
 // re-exporting what was read gives the same bytes again, and it runs.
 func TestExportRoundTrip(t *testing.T) {
 	m, v := stories260K(t)
-	for _, typ := range []GGMLType{TypeF32, TypeF16, TypeQ8_0} {
+	for _, typ := range []kernels.GGMLType{kernels.TypeF32, kernels.TypeF16, kernels.TypeQ8_0} {
 		var first bytes.Buffer
 		if err := WriteModel(&first, m, ExportOptions{Type: typ, Vocab: v, Name: "stories260K"}); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // The stories260K GGUF was written by llama.cpp's converter from
@@ -72,7 +74,7 @@ func TestOpenStories260K(t *testing.T) {
 	if !ok {
 		t.Fatal("no token_embd.weight")
 	}
-	if emb.Type != TypeF32 || !reflect.DeepEqual(emb.Shape, []int{512, 64}) || !reflect.DeepEqual(emb.Ne, []uint64{64, 512}) {
+	if emb.Type != kernels.TypeF32 || !reflect.DeepEqual(emb.Shape, []int{512, 64}) || !reflect.DeepEqual(emb.Ne, []uint64{64, 512}) {
 		t.Fatalf("token_embd: %s %v (ne %v)", emb.Type, emb.Shape, emb.Ne)
 	}
 	data, err := f.Data(emb)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stride-lm/stride/tensor/kernels"
 	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
@@ -21,8 +22,8 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		seeds[name] = buf.Bytes()
 	}
 	write("every-type", everyType(), []WriterTensor{
-		{Name: "q", Type: TypeQ8_0, Shape: []int{2, 32}, Data: make([]byte, 68)},
-		{Name: "k", Type: TypeQ4_K, Shape: []int{256}, Data: make([]byte, 144)},
+		{Name: "q", Type: kernels.TypeQ8_0, Shape: []int{2, 32}, Data: make([]byte, 68)},
+		{Name: "k", Type: kernels.TypeQ4_K, Shape: []int{256}, Data: make([]byte, 144)},
 	})
 	write("vocab-only", []KV{
 		{Key: "general.architecture", Value: MustValue("llama")},

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // validFile is a small well-formed file for the corruption tests.
@@ -17,7 +19,7 @@ func validFile(t testing.TB) []byte {
 		{Key: "tokenizer.ggml.tokens", Value: MustValue([]string{"a", "b"})},
 		{Key: "x.nested", Value: MustValue([]Value{MustValue([]uint8{1})})},
 	}
-	ts := []WriterTensor{{Name: "w", Type: TypeF32, Shape: []int{2, 2}, Data: make([]byte, 16)}}
+	ts := []WriterTensor{{Name: "w", Type: kernels.TypeF32, Shape: []int{2, 2}, Data: make([]byte, 16)}}
 	if err := Write(&buf, kvs, ts); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/internal/formattest"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // readSafetensors reads the float32 tensors of a small safetensors file
@@ -42,7 +43,7 @@ func readSafetensors(t *testing.T, path string) map[string]WriterTensor {
 			t.Fatalf("%s: %v %s", name, err, ti.Dtype)
 		}
 		base := 8 + int64(n)
-		out[name] = WriterTensor{Type: TypeF32, Shape: ti.Shape, Data: raw[base+ti.Offsets[0] : base+ti.Offsets[1]]}
+		out[name] = WriterTensor{Type: kernels.TypeF32, Shape: ti.Shape, Data: raw[base+ti.Offsets[0] : base+ti.Offsets[1]]}
 	}
 	return out
 }
@@ -89,9 +90,9 @@ func TestNeoxOnHuggingFaceWeightsGivesGoldenIDs(t *testing.T) {
 			get(p+"mlp.gate_proj.weight", b+"ffn_gate.weight"),
 			get(p+"mlp.up_proj.weight", b+"ffn_up.weight"),
 			get(p+"mlp.down_proj.weight", b+"ffn_down.weight"),
-			WriterTensor{Name: b + "attn_q.bias", Type: TypeF32, Shape: []int{64}, Data: make([]byte, 4*64)},
-			WriterTensor{Name: b + "attn_k.bias", Type: TypeF32, Shape: []int{32}, Data: make([]byte, 4*32)},
-			WriterTensor{Name: b + "attn_v.bias", Type: TypeF32, Shape: []int{32}, Data: make([]byte, 4*32)})
+			WriterTensor{Name: b + "attn_q.bias", Type: kernels.TypeF32, Shape: []int{64}, Data: make([]byte, 4*64)},
+			WriterTensor{Name: b + "attn_k.bias", Type: kernels.TypeF32, Shape: []int{32}, Data: make([]byte, 4*32)},
+			WriterTensor{Name: b + "attn_v.bias", Type: kernels.TypeF32, Shape: []int{32}, Data: make([]byte, 4*32)})
 	}
 	var buf bytes.Buffer
 	if err := Write(&buf, kvs, ts); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/stride-lm/stride/tensor/kernels"
 	"github.com/x448/float16"
 )
 
@@ -77,18 +78,18 @@ func QuantizeQ5_1(dst []byte, x []float32) []byte {
 
 // QuantizeBlocks appends x quantized to typ by the reference quantizer
 // (Q8_0, Q4_1, Q5_0 or Q5_1); x must be a whole number of blocks.
-func QuantizeBlocks(dst []byte, typ GGMLType, x []float32) ([]byte, error) {
+func QuantizeBlocks(dst []byte, typ kernels.GGMLType, x []float32) ([]byte, error) {
 	if len(x)%32 != 0 {
 		return nil, fmt.Errorf("gguf: %d values are not a whole number of %s blocks", len(x), typ)
 	}
 	switch typ {
-	case TypeQ8_0:
+	case kernels.TypeQ8_0:
 		return QuantizeQ8_0(dst, x), nil
-	case TypeQ4_1:
+	case kernels.TypeQ4_1:
 		return QuantizeQ4_1(dst, x), nil
-	case TypeQ5_0:
+	case kernels.TypeQ5_0:
 		return QuantizeQ5_0(dst, x), nil
-	case TypeQ5_1:
+	case kernels.TypeQ5_1:
 		return QuantizeQ5_1(dst, x), nil
 	}
 	return nil, fmt.Errorf("gguf: no quantizer for %s (Q8_0, Q4_1, Q5_0 and Q5_1 have one)", typ)
@@ -141,7 +142,7 @@ func appendF16(dst []byte, v float32) []byte {
 
 // fileTypes is general.file_type (llama_ftype) of a file whose matrices
 // are all of one type.
-var fileTypes = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ4_1: 3, TypeQ8_0: 7, TypeQ5_0: 8, TypeQ5_1: 9}
+var fileTypes = map[kernels.GGMLType]uint32{kernels.TypeF32: 0, kernels.TypeF16: 1, kernels.TypeQ4_1: 3, kernels.TypeQ8_0: 7, kernels.TypeQ5_0: 8, kernels.TypeQ5_1: 9}
 
 // QuantizePure is `llama-quantize --pure` for an F32 file: it returns f's
 // metadata (general.file_type set to typ's) and its tensors, with every
@@ -149,9 +150,9 @@ var fileTypes = map[GGMLType]uint32{TypeF32: 0, TypeF16: 1, TypeQ4_1: 3, TypeQ8_
 // (norms) copied as stored. Write(w, kvs, tensors) then writes the file.
 // A matrix that is not F32, or whose rows are not whole blocks, is an
 // error naming it (llama-quantize would fall back to another type).
-func QuantizePure(f *File, typ GGMLType) ([]KV, []WriterTensor, error) {
+func QuantizePure(f *File, typ kernels.GGMLType) ([]KV, []WriterTensor, error) {
 	ft, ok := fileTypes[typ]
-	if !ok || typ == TypeF32 || typ == TypeF16 {
+	if !ok || typ == kernels.TypeF32 || typ == kernels.TypeF16 {
 		return nil, nil, fmt.Errorf("gguf: no quantizer for %s (Q8_0, Q4_1, Q5_0 and Q5_1 have one)", typ)
 	}
 	kvs := make([]KV, 0, len(f.Metadata)+1)
@@ -173,7 +174,7 @@ func QuantizePure(f *File, typ GGMLType) ([]KV, []WriterTensor, error) {
 		}
 		wt := WriterTensor{Name: ti.Name, Type: ti.Type, Shape: ti.Shape, Data: data}
 		if len(ti.Shape) == 2 && len(ti.Name) > 7 && ti.Name[len(ti.Name)-7:] == ".weight" {
-			if ti.Type != TypeF32 {
+			if ti.Type != kernels.TypeF32 {
 				return nil, nil, fmt.Errorf("gguf: %s: tensor %q is %s, not F32", f.name, ti.Name, ti.Type)
 			}
 			if ti.Shape[1]%32 != 0 {

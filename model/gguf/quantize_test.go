@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // llama_quantize.json is written by scripts/ggml-oracle/record.py: stock
@@ -41,7 +43,7 @@ func loadLlamaQuantize(t *testing.T) *llamaQuantizeOracle {
 	return &o
 }
 
-var typeByName = map[string]GGMLType{"Q4_1": TypeQ4_1, "Q5_0": TypeQ5_0, "Q5_1": TypeQ5_1}
+var typeByName = map[string]kernels.GGMLType{"Q4_1": kernels.TypeQ4_1, "Q5_0": kernels.TypeQ5_0, "Q5_1": kernels.TypeQ5_1}
 
 // TestQuantizeMatchesGGUFPy: the Go quantizers give gguf-py's blocks
 // (bit-exact with ggml's quantize_row_*_ref) byte for byte.
@@ -114,14 +116,14 @@ func TestQuantizePureMatchesLlamaQuantize(t *testing.T) {
 // TestQuantizePureErrors: types without a Go quantizer, and matrices that
 // are not F32, are one clear error.
 func TestQuantizePureErrors(t *testing.T) {
-	f := writeParse(t, nil, []WriterTensor{{Name: "a.weight", Type: TypeF16, Shape: []int{1, 32}, Data: make([]byte, 64)}})
-	if _, _, err := QuantizePure(f, TypeQ4_K); err == nil || !strings.Contains(err.Error(), "no quantizer for Q4_K") {
+	f := writeParse(t, nil, []WriterTensor{{Name: "a.weight", Type: kernels.TypeF16, Shape: []int{1, 32}, Data: make([]byte, 64)}})
+	if _, _, err := QuantizePure(f, kernels.TypeQ4_K); err == nil || !strings.Contains(err.Error(), "no quantizer for Q4_K") {
 		t.Errorf("Q4_K: %v", err)
 	}
-	if _, _, err := QuantizePure(f, TypeQ5_0); err == nil || !strings.Contains(err.Error(), `tensor "a.weight" is F16, not F32`) {
+	if _, _, err := QuantizePure(f, kernels.TypeQ5_0); err == nil || !strings.Contains(err.Error(), `tensor "a.weight" is F16, not F32`) {
 		t.Errorf("F16 source: %v", err)
 	}
-	if _, err := QuantizeBlocks(nil, TypeQ5_1, make([]float32, 33)); err == nil || !strings.Contains(err.Error(), "33 values") {
+	if _, err := QuantizeBlocks(nil, kernels.TypeQ5_1, make([]float32, 33)); err == nil || !strings.Contains(err.Error(), "33 values") {
 		t.Errorf("33 values: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // Architectures is the list of general.architecture values that load as a
@@ -100,21 +101,17 @@ func (s *Source) GGML() bool { return true }
 // Close unmaps the file.
 func (s *Source) Close() error { return s.f.Close() }
 
-// storageTypes maps the ggml types Stride runs to model's names.
-var storageTypes = map[GGMLType]model.StorageType{
-	TypeF32: model.StorageF32, TypeF16: model.StorageF16, TypeBF16: model.StorageBF16,
-	TypeQ8_0: model.StorageQ8_0, TypeQ4_0: model.StorageQ4_0, TypeQ4_K: model.StorageQ4_K, TypeQ6_K: model.StorageQ6_K,
-	TypeQ4_1: model.StorageQ4_1, TypeQ5_0: model.StorageQ5_0, TypeQ5_1: model.StorageQ5_1, TypeQ5_K: model.StorageQ5_K,
-}
-
-// StorageType returns model's name for a ggml type, or an error naming the
-// type when Stride does not run it.
-func StorageType(t GGMLType) (model.StorageType, error) {
-	st, ok := storageTypes[t]
-	if !ok {
-		return "", fmt.Errorf("ggml type %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are)", t)
+// StorageType returns model's storage type for a ggml type, or an error
+// naming the type when Stride does not run it.
+func StorageType(t kernels.GGMLType) (model.StorageType, error) {
+	if !t.Supported() {
+		names := make([]string, len(kernels.SupportedGGMLTypes))
+		for i, s := range kernels.SupportedGGMLTypes {
+			names[i] = s.String()
+		}
+		return 0, fmt.Errorf("ggml type %s is not supported (%s are)", t, strings.Join(names, ", "))
 	}
-	return st, nil
+	return model.StorageType(t), nil
 }
 
 // Tensor returns the named tensor as stored: its bytes are a view of the
@@ -336,7 +333,7 @@ func (s *Source) checkTensors() error {
 		if _, err := StorageType(ti.Type); err != nil {
 			return fmt.Errorf("gguf: %s: tensor %q: %w", s.f.name, w.name, err)
 		}
-		if len(w.shape) == 1 && ti.Type != TypeF32 {
+		if len(w.shape) == 1 && ti.Type != kernels.TypeF32 {
 			return fmt.Errorf("gguf: %s: tensor %q is %s; norms, biases and rope_freqs must be F32", s.f.name, w.name, ti.Type)
 		}
 	}
@@ -385,8 +382,8 @@ func (s *Source) wantedTensors() []want {
 // file whose ffn_down fell back to F16, "Q4_K+Q6_K" for a Q4_K_M one.
 // infer bench reports it as the weights column.
 func (s *Source) StoredTypes() string {
-	count := map[GGMLType]int{}
-	var order []GGMLType
+	count := map[kernels.GGMLType]int{}
+	var order []kernels.GGMLType
 	for _, t := range s.f.Tensors {
 		if len(t.Shape) != 2 {
 			continue
@@ -396,7 +393,7 @@ func (s *Source) StoredTypes() string {
 		}
 		count[t.Type]++
 	}
-	slices.SortStableFunc(order, func(a, b GGMLType) int { return count[b] - count[a] })
+	slices.SortStableFunc(order, func(a, b kernels.GGMLType) int { return count[b] - count[a] })
 	names := make([]string, len(order))
 	for i, t := range order {
 		names[i] = t.String()

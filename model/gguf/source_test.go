@@ -12,6 +12,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/llama2c"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // The GGUF converted from stories260K.bin declares the legacy file's
@@ -147,7 +148,7 @@ func tinyModel(t *testing.T, arch string, mod func(kvs *[]KV, ts *[]WriterTensor
 		for _, d := range shape {
 			n *= d
 		}
-		return WriterTensor{Name: name, Type: TypeF32, Shape: shape, Data: make([]byte, 4*n)}
+		return WriterTensor{Name: name, Type: kernels.TypeF32, Shape: shape, Data: make([]byte, 4*n)}
 	}
 	ts := []WriterTensor{f32("token_embd.weight", vocab, dim), f32("output_norm.weight", dim)}
 	for l := 0; l < 2; l++ {
@@ -243,7 +244,7 @@ func TestSourceUnsupportedType(t *testing.T) {
 	p := tinyModel(t, "llama", func(_ *[]KV, ts *[]WriterTensor) {
 		for i := range *ts {
 			if (*ts)[i].Name == "output_norm.weight" {
-				(*ts)[i] = WriterTensor{Name: "output_norm.weight", Type: TypeI16, Shape: []int{16}, Data: make([]byte, 32)}
+				(*ts)[i] = WriterTensor{Name: "output_norm.weight", Type: kernels.TypeI16, Shape: []int{16}, Data: make([]byte, 32)}
 			}
 		}
 	})

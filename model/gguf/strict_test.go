@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // setKVs replaces (or adds) one metadata key of a tinyModel.
@@ -31,7 +33,7 @@ func TestSourceStrict(t *testing.T) {
 			for _, d := range shape {
 				n *= d
 			}
-			*ts = append(*ts, WriterTensor{Name: name, Type: TypeF32, Shape: shape, Data: make([]byte, 4*n)})
+			*ts = append(*ts, WriterTensor{Name: name, Type: kernels.TypeF32, Shape: shape, Data: make([]byte, 4*n)})
 		}
 	}
 	tokens := func(n int) []string {
@@ -86,7 +88,7 @@ func TestSourceStrict(t *testing.T) {
 
 // rawTensorFile writes a GGUF by hand with two F32 tensors of n floats at
 // the given data offsets, which the writer would never produce.
-func rawTensorFile(t *testing.T, n uint64, offA, offB uint64, typeB GGMLType) []byte {
+func rawTensorFile(t *testing.T, n uint64, offA, offB uint64, typeB kernels.GGMLType) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	le := binary.LittleEndian
@@ -96,8 +98,8 @@ func rawTensorFile(t *testing.T, n uint64, offA, offB uint64, typeB GGMLType) []
 	binary.Write(&b, le, uint64(0)) // metadata
 	for i, ti := range []struct {
 		off uint64
-		typ GGMLType
-	}{{offA, TypeF32}, {offB, typeB}} {
+		typ kernels.GGMLType
+	}{{offA, kernels.TypeF32}, {offB, typeB}} {
 		name := []string{"a", "b"}[i]
 		binary.Write(&b, le, uint64(len(name)))
 		b.WriteString(name)
@@ -116,7 +118,7 @@ func rawTensorFile(t *testing.T, n uint64, offA, offB uint64, typeB GGMLType) []
 // Issue 25 row 8: overlapping ranges, a range past the file, and a type
 // whose byte size does not fit the bytes stored for it.
 func TestParseTensorRanges(t *testing.T) {
-	if _, err := Parse(rawTensorFile(t, 8, 0, 32, TypeF32), "ok.gguf"); err != nil {
+	if _, err := Parse(rawTensorFile(t, 8, 0, 32, kernels.TypeF32), "ok.gguf"); err != nil {
 		t.Fatalf("disjoint tensors: %v", err)
 	}
 	for _, c := range []struct {
@@ -124,11 +126,11 @@ func TestParseTensorRanges(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"overlap", rawTensorFile(t, 8, 0, 0, TypeF32), `overlaps tensor`},
-		{"partial overlap", rawTensorFile(t, 16, 0, 32, TypeF32), `tensor "a" (F32, 64 bytes at data offset 0) overlaps tensor "b" at data offset 32`},
-		{"past the file", rawTensorFile(t, 8, 0, 64, TypeF32), `tensor "b" (F32, 32 bytes at data offset 64) ends at byte`},
+		{"overlap", rawTensorFile(t, 8, 0, 0, kernels.TypeF32), `overlaps tensor`},
+		{"partial overlap", rawTensorFile(t, 16, 0, 32, kernels.TypeF32), `tensor "a" (F32, 64 bytes at data offset 0) overlaps tensor "b" at data offset 32`},
+		{"past the file", rawTensorFile(t, 8, 0, 64, kernels.TypeF32), `tensor "b" (F32, 32 bytes at data offset 64) ends at byte`},
 		// b's 8 elements as F64 claim 64 bytes: more than were stored.
-		{"type larger than its bytes", rawTensorFile(t, 8, 32, 0, TypeF64), `tensor "b" (F64, 64 bytes at data offset 0) overlaps tensor "a"`},
+		{"type larger than its bytes", rawTensorFile(t, 8, 32, 0, kernels.TypeF64), `tensor "b" (F64, 64 bytes at data offset 0) overlaps tensor "a"`},
 	} {
 		_, err := Parse(c.data, "bad.gguf")
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,6 +1,10 @@
 package gguf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stride-lm/stride/tensor/kernels"
+)
 
 // maxDims is ggml's GGML_MAX_DIMS: a tensor has at most 4 extents.
 const maxDims = 4
@@ -13,7 +17,7 @@ const maxExtent = 1 << 62
 // TensorInfo describes one tensor as the file's header lists it.
 type TensorInfo struct {
 	Name string
-	Type GGMLType
+	Type kernels.GGMLType
 	// Ne is the extents as stored, innermost (contiguous) first.
 	Ne []uint64
 	// Shape is Ne reversed: PyTorch order, outermost first. A weight
@@ -77,7 +81,7 @@ func (c *cursor) tensorInfo(i int) (TensorInfo, error) {
 	if err != nil {
 		return TensorInfo{}, fmt.Errorf("tensor %q: %w", name, err)
 	}
-	ti.Type = GGMLType(t)
+	ti.Type = kernels.GGMLType(t)
 	off, err := c.u64()
 	if err != nil {
 		return TensorInfo{}, fmt.Errorf("tensor %q: %w", name, err)
@@ -131,18 +135,18 @@ func shapeOf(ne []uint64) []int {
 // ggml type, under maxExtent. It is 0 for a type this reader does not know
 // (Data refuses such tensors).
 func tensorSize(ti TensorInfo, elems uint64) (int64, error) {
-	tr, ok := ggmlTraits[ti.Type]
-	if !ok {
+	tr := ti.Type
+	if !tr.Known() {
 		return 0, nil
 	}
-	if ti.Ne[0]%uint64(tr.block) != 0 {
-		return 0, fmt.Errorf("tensor %q (%s): row length %d is not a multiple of the block size %d", ti.Name, ti.Type, ti.Ne[0], tr.block)
+	if ti.Ne[0]%uint64(tr.BlockSize()) != 0 {
+		return 0, fmt.Errorf("tensor %q (%s): row length %d is not a multiple of the block size %d", ti.Name, ti.Type, ti.Ne[0], tr.BlockSize())
 	}
-	blocks := elems / uint64(tr.block)
-	if blocks > maxExtent/uint64(tr.size) {
+	blocks := elems / uint64(tr.BlockSize())
+	if blocks > maxExtent/uint64(tr.BlockBytes()) {
 		return 0, fmt.Errorf("tensor %q: size overflows", ti.Name)
 	}
-	return int64(blocks * uint64(tr.size)), nil
+	return int64(blocks * uint64(tr.BlockBytes())), nil
 }
 
 // Tensor returns the info of the named tensor.

@@ -6,13 +6,15 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // Tensor infos whose extents, type, offset or size do not fit the file.
 func TestCorruptTensorInfos(t *testing.T) {
 	build := func(mod func(*[]KV, *[]WriterTensor)) []byte {
 		kvs := []KV{{Key: "general.architecture", Value: MustValue("llama")}}
-		ts := []WriterTensor{{Name: "w", Type: TypeF32, Shape: []int{2, 32}, Data: make([]byte, 256)}}
+		ts := []WriterTensor{{Name: "w", Type: kernels.TypeF32, Shape: []int{2, 32}, Data: make([]byte, 256)}}
 		if mod != nil {
 			mod(&kvs, &ts)
 		}
@@ -47,7 +49,7 @@ func TestCorruptTensorInfos(t *testing.T) {
 		{"n_dims 5", patch32(base, nDims, 5), "5 dimensions"},
 		{"extent overflow", patch64(patch64(base, ne0, 1<<40), ne1, 1<<40), "overflow"},
 		{"too big for file", patch64(base, ne1, 1000), "beyond the file"},
-		{"block multiple", patch32(patch64(base, ne0, 33), typ, uint32(TypeQ8_0)), "not a multiple of the block size 32"},
+		{"block multiple", patch32(patch64(base, ne0, 33), typ, uint32(kernels.TypeQ8_0)), "not a multiple of the block size 32"},
 		{"misaligned", patch64(base, off, 4), "not a multiple of the alignment"},
 		{"offset beyond", patch64(base, off, 1<<20), "beyond the file"},
 		{"offset huge", patch64(base, off, math.MaxUint64-31), "beyond any file"},
@@ -62,12 +64,12 @@ func TestCorruptTensorInfos(t *testing.T) {
 	}
 	// Duplicates and a bad alignment. Write refuses duplicates itself:
 	var buf bytes.Buffer
-	if err := Write(&buf, nil, []WriterTensor{{Name: "w", Type: TypeF32, Shape: []int{1}, Data: make([]byte, 4)}, {Name: "w", Type: TypeF32, Shape: []int{1}, Data: make([]byte, 4)}}); err == nil {
+	if err := Write(&buf, nil, []WriterTensor{{Name: "w", Type: kernels.TypeF32, Shape: []int{1}, Data: make([]byte, 4)}, {Name: "w", Type: kernels.TypeF32, Shape: []int{1}, Data: make([]byte, 4)}}); err == nil {
 		t.Error("Write accepted a duplicate tensor name")
 	}
 	// A second tensor named like the first, patched in by renaming "v".
 	two := build(func(_ *[]KV, ts *[]WriterTensor) {
-		*ts = append(*ts, WriterTensor{Name: "v", Type: TypeF32, Shape: []int{1}, Data: make([]byte, 4)})
+		*ts = append(*ts, WriterTensor{Name: "v", Type: kernels.TypeF32, Shape: []int{1}, Data: make([]byte, 4)})
 	})
 	i := bytes.Index(two[infoStart+20:], []byte{1, 0, 0, 0, 0, 0, 0, 0, 'v'})
 	two[infoStart+20+i+8] = 'w'
@@ -87,7 +89,7 @@ func TestCorruptTensorInfos(t *testing.T) {
 // still serve as a tokenizer), but its data is an error naming it.
 func TestUnknownTensorType(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Write(&buf, nil, []WriterTensor{{Name: "w", Type: TypeF32, Shape: []int{8}, Data: make([]byte, 32)}}); err != nil {
+	if err := Write(&buf, nil, []WriterTensor{{Name: "w", Type: kernels.TypeF32, Shape: []int{8}, Data: make([]byte, 32)}}); err != nil {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()

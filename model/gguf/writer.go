@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // WriterTensor is one tensor for Write: its name, ggml type, extents in
@@ -13,7 +15,7 @@ import (
 // bytes.
 type WriterTensor struct {
 	Name  string
-	Type  GGMLType
+	Type  kernels.GGMLType
 	Shape []int
 	Data  []byte
 }
@@ -106,8 +108,8 @@ func Write(w io.Writer, kvs []KV, tensors []WriterTensor) error {
 
 // encodedSize is the byte size of t's data, from its type and shape.
 func encodedSize(t WriterTensor) (int64, error) {
-	tr, ok := ggmlTraits[t.Type]
-	if !ok {
+	tr := t.Type
+	if !tr.Known() {
 		return 0, fmt.Errorf("gguf: write: tensor %q: unknown ggml type %d", t.Name, uint32(t.Type))
 	}
 	if len(t.Shape) == 0 || len(t.Shape) > maxDims {
@@ -120,10 +122,10 @@ func encodedSize(t WriterTensor) (int64, error) {
 		}
 		n *= int64(d)
 	}
-	if inner := t.Shape[len(t.Shape)-1]; inner%tr.block != 0 {
-		return 0, fmt.Errorf("gguf: write: tensor %q (%s): row length %d is not a multiple of the block size %d", t.Name, t.Type, inner, tr.block)
+	if inner := t.Shape[len(t.Shape)-1]; inner%tr.BlockSize() != 0 {
+		return 0, fmt.Errorf("gguf: write: tensor %q (%s): row length %d is not a multiple of the block size %d", t.Name, t.Type, inner, tr.BlockSize())
 	}
-	return n / int64(tr.block) * int64(tr.size), nil
+	return n / int64(tr.BlockSize()) * int64(tr.BlockBytes()), nil
 }
 
 // binWriter writes little-endian values, keeping the first error and the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/gguf"
+	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // A directory exported as GGUF (gguf.WriteModel) reads back as the same
@@ -35,7 +36,7 @@ func TestExportGGUFReadsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := gguf.WriteModel(&buf, m, gguf.ExportOptions{Type: gguf.TypeF32, Vocab: vocab}); err != nil {
+		if err := gguf.WriteModel(&buf, m, gguf.ExportOptions{Type: kernels.TypeF32, Vocab: vocab}); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		path := filepath.Join(t.TempDir(), "m.gguf")

@@ -344,7 +344,7 @@ func storageType(ti safetensors.TensorInfo) (model.StorageType, error) {
 	case safetensors.BF16:
 		return model.StorageBF16, nil
 	}
-	return "", fmt.Errorf("tensor %s has dtype %s; F32, F16 and BF16 are supported", ti.Name, ti.DType)
+	return 0, fmt.Errorf("tensor %s has dtype %s; F32, F16 and BF16 are supported", ti.Name, ti.DType)
 }
 
 // Name is the directory's path.
@@ -472,11 +472,11 @@ func (s *Source) StoredTypes() string {
 		if count[a] != count[b] {
 			return count[b] - count[a]
 		}
-		return strings.Compare(string(a), string(b))
+		return strings.Compare(a.String(), b.String())
 	})
 	names := make([]string, len(order))
 	for i, t := range order {
-		names[i] = string(t)
+		names[i] = t.String()
 	}
 	return strings.Join(names, "+")
 }

@@ -39,41 +39,94 @@ import (
 // and F32, F16, BF16 one element per "block".
 
 // GGMLType is a ggml tensor type, numbered as ggml's enum ggml_type (the
-// number a GGUF tensor info stores). Its String is ggml's type name, which
-// is also model.StorageType's spelling.
+// number a GGUF tensor info stores). It is Stride's one weight-type enum:
+// gguf reads and writes it and model.StorageType wraps it. Its String is
+// ggml's type name, which is also model.StorageType's spelling.
 type GGMLType uint32
 
-// The ggml types Stride runs. Other values are valid GGMLTypes (String
-// prints ggml's name for the common ones) but NewGGMLMatrix rejects them.
+// The ggml tensor types, numbered as in ggml.h. Gaps are types ggml has
+// removed (Q4_2, Q4_3, and the Q4_0_4_4-style repacked types). Every one
+// has a block layout in ggmlTraits; NewGGMLMatrix runs those whose traits
+// name a Format (SupportedGGMLTypes).
 const (
-	TypeF32  GGMLType = 0
-	TypeF16  GGMLType = 1
-	TypeQ4_0 GGMLType = 2
-	TypeQ4_1 GGMLType = 3
-	TypeQ5_0 GGMLType = 6
-	TypeQ5_1 GGMLType = 7
-	TypeQ8_0 GGMLType = 8
-	TypeQ4_K GGMLType = 12
-	TypeQ5_K GGMLType = 13
-	TypeQ6_K GGMLType = 14
-	TypeBF16 GGMLType = 30
+	TypeF32     GGMLType = 0
+	TypeF16     GGMLType = 1
+	TypeQ4_0    GGMLType = 2
+	TypeQ4_1    GGMLType = 3
+	TypeQ5_0    GGMLType = 6
+	TypeQ5_1    GGMLType = 7
+	TypeQ8_0    GGMLType = 8
+	TypeQ8_1    GGMLType = 9
+	TypeQ2_K    GGMLType = 10
+	TypeQ3_K    GGMLType = 11
+	TypeQ4_K    GGMLType = 12
+	TypeQ5_K    GGMLType = 13
+	TypeQ6_K    GGMLType = 14
+	TypeQ8_K    GGMLType = 15
+	TypeIQ2_XXS GGMLType = 16
+	TypeIQ2_XS  GGMLType = 17
+	TypeIQ3_XXS GGMLType = 18
+	TypeIQ1_S   GGMLType = 19
+	TypeIQ4_NL  GGMLType = 20
+	TypeIQ3_S   GGMLType = 21
+	TypeIQ2_S   GGMLType = 22
+	TypeIQ4_XS  GGMLType = 23
+	TypeI8      GGMLType = 24
+	TypeI16     GGMLType = 25
+	TypeI32     GGMLType = 26
+	TypeI64     GGMLType = 27
+	TypeF64     GGMLType = 28
+	TypeIQ1_M   GGMLType = 29
+	TypeBF16    GGMLType = 30
+	TypeTQ1_0   GGMLType = 34
+	TypeTQ2_0   GGMLType = 35
 )
 
-// ggmlNames are ggml's names for its type numbers (ggml.c's type_traits),
-// so an unsupported type can be named in an error.
-var ggmlNames = map[GGMLType]string{
-	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
-	10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K",
-	16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S",
-	22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64",
-	29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0",
+// ggmlTrait is one row of the traits table (ggml.c's type_traits): the
+// type's name, its block geometry, and the Matrix format its kernels run
+// (runs is false for a type Stride can size but not compute with).
+type ggmlTrait struct {
+	name       string
+	blockSize  int // weights per block
+	blockBytes int // bytes per block
+	format     Format
+	runs       bool
+}
+
+// ggmlTraits is the one table of ggml types. Adding a block type is a row
+// here (with its Format) and its kernels; readers, writers and model size
+// and name tensors through it.
+var ggmlTraits = map[GGMLType]ggmlTrait{
+	TypeF32:  {"F32", 1, 4, F32, true},
+	TypeF16:  {"F16", 1, 2, F16, true},
+	TypeBF16: {"BF16", 1, 2, BF16, true},
+	TypeQ8_0: {"Q8_0", 32, 34, GGMLQ8_0, true},
+	TypeQ4_0: {"Q4_0", 32, 18, Q4_0, true},
+	TypeQ4_1: {"Q4_1", 32, 20, Q4_1, true},
+	TypeQ5_0: {"Q5_0", 32, 22, Q5_0, true},
+	TypeQ5_1: {"Q5_1", 32, 24, Q5_1, true},
+	TypeQ4_K: {"Q4_K", 256, 144, Q4_K, true},
+	TypeQ5_K: {"Q5_K", 256, 176, Q5_K, true},
+	TypeQ6_K: {"Q6_K", 256, 210, Q6_K, true},
+
+	TypeQ8_1: {name: "Q8_1", blockSize: 32, blockBytes: 36},
+	TypeQ2_K: {name: "Q2_K", blockSize: 256, blockBytes: 84}, TypeQ3_K: {name: "Q3_K", blockSize: 256, blockBytes: 110},
+	TypeQ8_K:    {name: "Q8_K", blockSize: 256, blockBytes: 292},
+	TypeIQ2_XXS: {name: "IQ2_XXS", blockSize: 256, blockBytes: 66}, TypeIQ2_XS: {name: "IQ2_XS", blockSize: 256, blockBytes: 74},
+	TypeIQ3_XXS: {name: "IQ3_XXS", blockSize: 256, blockBytes: 98}, TypeIQ1_S: {name: "IQ1_S", blockSize: 256, blockBytes: 50},
+	TypeIQ4_NL: {name: "IQ4_NL", blockSize: 32, blockBytes: 18}, TypeIQ3_S: {name: "IQ3_S", blockSize: 256, blockBytes: 110},
+	TypeIQ2_S: {name: "IQ2_S", blockSize: 256, blockBytes: 82}, TypeIQ4_XS: {name: "IQ4_XS", blockSize: 256, blockBytes: 136},
+	TypeI8: {name: "I8", blockSize: 1, blockBytes: 1}, TypeI16: {name: "I16", blockSize: 1, blockBytes: 2},
+	TypeI32: {name: "I32", blockSize: 1, blockBytes: 4}, TypeI64: {name: "I64", blockSize: 1, blockBytes: 8},
+	TypeF64: {name: "F64", blockSize: 1, blockBytes: 8}, TypeIQ1_M: {name: "IQ1_M", blockSize: 256, blockBytes: 56},
+	TypeTQ1_0: {name: "TQ1_0", blockSize: 256, blockBytes: 54}, TypeTQ2_0: {name: "TQ2_0", blockSize: 256, blockBytes: 66},
 }
 
 // String returns ggml's name of the type ("F16", "Q4_K", ...), or
 // "GGMLType(n)" for a number ggml does not define.
 func (t GGMLType) String() string {
-	if s, ok := ggmlNames[t]; ok {
-		return s
+	if tr, ok := ggmlTraits[t]; ok {
+		return tr.name
 	}
 	return fmt.Sprintf("GGMLType(%d)", uint32(t))
 }
@@ -91,57 +144,26 @@ func supportedList() string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// ParseGGMLType maps a ggml type name (any letter case; model.StorageType
-// values such as "Q4_K") to its GGMLType. Only the types Stride runs are
-// accepted.
-func ParseGGMLType(name string) (GGMLType, error) {
-	for _, t := range SupportedGGMLTypes {
-		if strings.EqualFold(strings.TrimSpace(name), t.String()) {
-			return t, nil
-		}
-	}
-	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want %s)", name, supportedList())
-}
-
-// ggmlLayout is a supported type's block geometry and the Matrix format
-// that holds it.
-type ggmlLayout struct {
-	blockSize  int // weights per block
-	blockBytes int // bytes per block
-	format     Format
-}
-
-var ggmlLayouts = map[GGMLType]ggmlLayout{
-	TypeF32:  {1, 4, F32},
-	TypeF16:  {1, 2, F16},
-	TypeBF16: {1, 2, BF16},
-	TypeQ8_0: {32, 34, GGMLQ8_0},
-	TypeQ4_0: {32, 18, Q4_0},
-	TypeQ4_1: {32, 20, Q4_1},
-	TypeQ5_0: {32, 22, Q5_0},
-	TypeQ5_1: {32, 24, Q5_1},
-	TypeQ4_K: {256, 144, Q4_K},
-	TypeQ5_K: {256, 176, Q5_K},
-	TypeQ6_K: {256, 210, Q6_K},
-}
+// Known reports whether the type's block layout is known, so that a
+// tensor of that type has a size, whether or not Stride runs it.
+func (t GGMLType) Known() bool { _, ok := ggmlTraits[t]; return ok }
 
 // Supported reports whether NewGGMLMatrix accepts the type.
-func (t GGMLType) Supported() bool { _, ok := ggmlLayouts[t]; return ok }
+func (t GGMLType) Supported() bool { return ggmlTraits[t].runs }
 
 // BlockSize is the number of weights per block (1 for F32, F16 and BF16),
-// or 0 for an unsupported type. A row's length must be a multiple of it.
-func (t GGMLType) BlockSize() int { return ggmlLayouts[t].blockSize }
+// or 0 for an unknown type. A row's length must be a multiple of it.
+func (t GGMLType) BlockSize() int { return ggmlTraits[t].blockSize }
 
-// BlockBytes is the size of one block in bytes, or 0 for an unsupported
-// type.
-func (t GGMLType) BlockBytes() int { return ggmlLayouts[t].blockBytes }
+// BlockBytes is the size of one block in bytes, or 0 for an unknown type.
+func (t GGMLType) BlockBytes() int { return ggmlTraits[t].blockBytes }
 
 // RowBytes is the storage of one row of cols weights (ggml_row_size). It
 // fails for an unsupported type or cols that is not a positive multiple of
 // the block size.
 func (t GGMLType) RowBytes(cols int) (int, error) {
-	l, ok := ggmlLayouts[t]
-	if !ok {
+	l := ggmlTraits[t]
+	if !l.runs {
 		return 0, fmt.Errorf("kernels: ggml type %v is not supported", t)
 	}
 	if cols <= 0 || cols%l.blockSize != 0 || cols > math.MaxInt32 {
@@ -150,28 +172,27 @@ func (t GGMLType) RowBytes(cols int) (int, error) {
 	return cols / l.blockSize * l.blockBytes, nil
 }
 
+// blockFormats maps each Format that stores raw ggml blocks in
+// Matrix.Blocks to its ggml type. It is derived from ggmlTraits (the rows
+// that run with more than one weight per block), so a new block type is
+// one table row.
+var blockFormats = func() (m [256]struct {
+	typ GGMLType
+	ok  bool
+}) {
+	for t, tr := range ggmlTraits {
+		if tr.runs && tr.blockSize > 1 {
+			m[tr.format].typ, m[tr.format].ok = t, true
+		}
+	}
+	return m
+}()
+
 // ggmlBlocks reports whether f stores raw ggml blocks in Matrix.Blocks,
 // and returns their ggml type.
 func (f Format) ggmlBlocks() (GGMLType, bool) {
-	switch f {
-	case GGMLQ8_0:
-		return TypeQ8_0, true
-	case Q4_0:
-		return TypeQ4_0, true
-	case Q4_K:
-		return TypeQ4_K, true
-	case Q6_K:
-		return TypeQ6_K, true
-	case Q4_1:
-		return TypeQ4_1, true
-	case Q5_0:
-		return TypeQ5_0, true
-	case Q5_1:
-		return TypeQ5_1, true
-	case Q5_K:
-		return TypeQ5_K, true
-	}
-	return 0, false
+	b := blockFormats[f]
+	return b.typ, b.ok
 }
 
 // NewGGMLMatrix wraps the raw bytes of a ggml tensor of type typ, a
@@ -189,8 +210,8 @@ func (f Format) ggmlBlocks() (GGMLType, bool) {
 // Q8_1 blocks for Q4_1 and Q5_1, to Q8_K blocks for Q4_K, Q5_K and Q6_K,
 // and rounded to F16 or BF16 for those weights.
 func NewGGMLMatrix(typ GGMLType, rows, cols int, data []byte) (*Matrix, error) {
-	l, ok := ggmlLayouts[typ]
-	if !ok {
+	l := ggmlTraits[typ]
+	if !l.runs {
 		return nil, fmt.Errorf("kernels: ggml type %v is not supported (want %s)", typ, supportedList())
 	}
 	if rows <= 0 || cols <= 0 || rows > math.MaxInt32 || cols > math.MaxInt32 {
@@ -240,7 +261,7 @@ func viewAs[E float32 | uint16](data []byte) []E {
 // rowBytes is the byte length of one row of a block-format matrix.
 func (m *Matrix) rowBytes() int {
 	t, _ := m.Format.ggmlBlocks()
-	l := ggmlLayouts[t]
+	l := ggmlTraits[t]
 	return m.Cols / l.blockSize * l.blockBytes
 }
 

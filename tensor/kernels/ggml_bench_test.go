@@ -35,7 +35,7 @@ func benchGGML(b *testing.B, typ string, rows, cols int) *Matrix {
 		}
 		return m
 	}
-	t, err := ParseGGMLType(typ)
+	t, err := parseGGMLType(typ)
 	if err != nil {
 		b.Fatal(err)
 	}

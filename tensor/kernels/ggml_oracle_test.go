@@ -65,7 +65,7 @@ func TestGGMLDequantMatchesGGUFPy(t *testing.T) {
 	o := loadGGMLOracle(t)
 	seen := map[string]bool{}
 	for _, r := range o.Dequant {
-		typ, err := ParseGGMLType(r.Type)
+		typ, err := parseGGMLType(r.Type)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ func TestGGMLQ5DotOnRecordedBlocks(t *testing.T) {
 	withImpl(t, func(t *testing.T, impl Impl) {
 		rng := rand.New(rand.NewPCG(31, 32))
 		for _, r := range o.Dequant {
-			typ, err := ParseGGMLType(r.Type)
+			typ, err := parseGGMLType(r.Type)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -461,12 +461,12 @@ func TestNewGGMLMatrixErrors(t *testing.T) {
 			t.Errorf("NewGGMLMatrix(%v, %d, %d, %d bytes) = %v, want error containing %q", c.typ, c.rows, c.cols, c.n, err, c.want)
 		}
 	}
-	if _, err := ParseGGMLType("q3_k"); err == nil {
-		t.Error("ParseGGMLType(q3_k) accepted an unsupported type")
+	if _, err := parseGGMLType("q3_k"); err == nil {
+		t.Error("parseGGMLType(q3_k) accepted an unsupported type")
 	}
 	for _, typ := range SupportedGGMLTypes {
-		if got, err := ParseGGMLType(strings.ToLower(typ.String())); err != nil || got != typ {
-			t.Errorf("ParseGGMLType(%q) = %v, %v", typ.String(), got, err)
+		if got, err := parseGGMLType(strings.ToLower(typ.String())); err != nil || got != typ {
+			t.Errorf("parseGGMLType(%q) = %v, %v", typ.String(), got, err)
 		}
 	}
 	// A Matrix whose Blocks were cut short fails Validate, so MatMul
@@ -549,3 +549,21 @@ func TestF16RoundMatchesF16FromFloat32(t *testing.T) {
 
 // abs32 is |v| by clearing the sign bit (the references' max |x|).
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// TestBlockFormatsFollowTraits: the Format→type map derived from the traits
+// table sends every block type's Format back to that type, and no plain or
+// llama2.c format claims to hold ggml blocks.
+func TestBlockFormatsFollowTraits(t *testing.T) {
+	for _, typ := range SupportedGGMLTypes {
+		f := ggmlTraits[typ].format
+		got, ok := f.ggmlBlocks()
+		if block := typ.BlockSize() > 1; ok != block || (block && got != typ) {
+			t.Errorf("%v: format %v ggmlBlocks = %v, %v", typ, f, got, ok)
+		}
+	}
+	for _, f := range []Format{F32, F16, BF16, Q8_0} {
+		if typ, ok := f.ggmlBlocks(); ok {
+			t.Errorf("format %v claims ggml blocks of %v", f, typ)
+		}
+	}
+}

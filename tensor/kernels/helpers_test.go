@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -147,4 +149,16 @@ func refMatMul(m *Matrix, x []float32, T int) (ref, mag []float64) {
 // plus the Q8_0 dequantization rounding (one more per term).
 func tol(n int, mag float64) float64 {
 	return float64(n/4+26) * 0x1p-24 * mag * 1.01
+}
+
+// parseGGMLType maps (for the oracle tables, which name types by string) a ggml type name (any letter case; model.StorageType
+// values such as "Q4_K") to its GGMLType. Only the types Stride runs are
+// accepted.
+func parseGGMLType(name string) (GGMLType, error) {
+	for _, t := range SupportedGGMLTypes {
+		if strings.EqualFold(strings.TrimSpace(name), t.String()) {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want %s)", name, supportedList())
 }
