@@ -24,6 +24,14 @@ import (
 // engineBackend is the built-in stories260K on the online engine.
 func engineBackend(t *testing.T) *EngineBackend {
 	t.Helper()
+	b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 2})
+	return b
+}
+
+// engineBackendWith is the built-in stories260K on an online engine with
+// opts (its Tokenizer filled in), and that engine.
+func engineBackendWith(t *testing.T, opts engine.Options) (*EngineBackend, *engine.Engine) {
+	t.Helper()
 	ck, err := checkpoint.Open("", checkpoint.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -32,12 +40,13 @@ func engineBackend(t *testing.T) *EngineBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(m, engine.Options{Tokenizer: ck.Tokenizer, MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 2})
+	opts.Tokenizer = ck.Tokenizer
+	e, err := engine.New(m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(); m.Close() })
-	return NewEngineBackend(e, EngineConfig{Tokenizer: ck.Tokenizer, Template: chat.Fallback(), StopTokens: ck.Generation.StopTokens})
+	return NewEngineBackend(e, EngineConfig{Tokenizer: ck.Tokenizer, Template: chat.Fallback(), StopTokens: ck.Generation.StopTokens}), e
 }
 
 // outcome is what must not depend on load: each choice's text and
@@ -323,21 +332,8 @@ func TestIgnoreEOSKeepsStopTokenIDs(t *testing.T) {
 // bytes its Ledger saw copied, the same figures the Ledger itself holds
 // once the request is done.
 func TestMetricsCarryTheLedger(t *testing.T) {
-	ck, err := checkpoint.Open("", checkpoint.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ck.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	led := tensor.NewLedger()
-	e, err := engine.New(m, engine.Options{Tokenizer: ck.Tokenizer, Ledger: led, Path: "naive", Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(); m.Close() })
-	b := NewEngineBackend(e, EngineConfig{Tokenizer: ck.Tokenizer, Template: chat.Fallback(), StopTokens: ck.Generation.StopTokens})
+	b, e := engineBackendWith(t, engine.Options{Ledger: led, Path: "naive", Threads: 1})
 	_, ts := startServer(t, b, Config{ModelName: "m"}, nil)
 	if r := do(t, "POST", ts.URL+"/v1/completions", `{"prompt":"Once upon a time","max_tokens":8,"temperature":0}`); r.status != 200 {
 		t.Fatalf("completion: %d %s", r.status, r.body)
