@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // chatBody is the JSON of POST /v1/chat/completions.
@@ -101,20 +102,23 @@ func messageText(param string, raw json.RawMessage) (string, *apiError) {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return s, checkText(param, s, maxTextBytes)
 	}
 	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", badParam(param, "%s must be a string or a list of text parts", param)
 	}
-	text := ""
+	var text strings.Builder
 	for j, p := range parts {
 		if p.Type != "text" {
 			return "", unsupported(fmt.Sprintf("%s[%d].type %q", param, j, p.Type))
 		}
-		text += p.Text
+		if text.Len()+len(p.Text) > maxTextBytes {
+			return "", checkText(param, text.String()+p.Text, maxTextBytes)
+		}
+		text.WriteString(p.Text)
 	}
-	return text, nil
+	return text.String(), nil
 }
 
 // decodeCompletion parses and checks a completion request.
@@ -152,7 +156,7 @@ func decodePrompt(raw json.RawMessage) ([]promptInput, *apiError) {
 	}
 	var one string
 	if json.Unmarshal(raw, &one) == nil {
-		return []promptInput{{text: one}}, nil
+		return []promptInput{{text: one}}, checkText("prompt", one, maxTextBytes)
 	}
 	var ids []int
 	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
@@ -165,6 +169,9 @@ func decodePrompt(raw json.RawMessage) ([]promptInput, *apiError) {
 		}
 		ps := make([]promptInput, len(texts))
 		for i, t := range texts {
+			if e := checkText(fmt.Sprintf("prompt[%d]", i), t, maxTextBytes); e != nil {
+				return nil, e
+			}
 			ps[i].text = t
 		}
 		return ps, nil

@@ -18,6 +18,14 @@ const (
 	maxTopLogprobs = 20
 	maxMessages    = 4096
 	maxPrompts     = 64
+	// maxJSONDepth caps the nesting of a body's arrays and objects: a
+	// request needs 5 levels, and deeper bodies only cost the decoder.
+	maxJSONDepth = 32
+	// maxNameBytes caps the short strings (model, user).
+	maxNameBytes = 256
+	// maxTextBytes caps one text field (a message's content, a prompt):
+	// far beyond any context, short enough that tokenizing it is cheap.
+	maxTextBytes = 1 << 20
 )
 
 // Message is one turn of a chat: its role (system, user or assistant) and
@@ -160,6 +168,9 @@ func isNoOp(name string, raw json.RawMessage) bool {
 // decodeJSON unmarshals body into v, turning the decoder's errors into a
 // 400: bad syntax names no field, a wrong type names the field's path.
 func decodeJSON(body []byte, v any) *apiError {
+	if e := checkDepth(body); e != nil {
+		return e
+	}
 	err := json.Unmarshal(body, v)
 	if err == nil {
 		return nil
@@ -177,6 +188,45 @@ func decodeJSON(body []byte, v any) *apiError {
 	e := badParam("", "the request body is not valid JSON: %v", err)
 	e.Param = nil
 	return e
+}
+
+// checkDepth refuses a body nested deeper than maxJSONDepth, before the
+// decoder sees it. Invalid JSON passes: the decoder then says what is
+// wrong with it.
+func checkDepth(body []byte) *apiError {
+	depth, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxJSONDepth {
+				e := badParam("", "the request body nests arrays and objects deeper than %d levels", maxJSONDepth)
+				e.Param = nil
+				return e
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// checkText refuses a string field over limit bytes.
+func checkText(param, s string, limit int) *apiError {
+	if len(s) > limit {
+		return badParam(param, "%s holds at most %d bytes, not %d", param, limit, len(s))
+	}
+	return nil
 }
 
 // jsonKind names a Go kind as the JSON value it decodes from.
@@ -206,6 +256,9 @@ func (c *commonFields) apply(g *genRequest) *apiError {
 		return e
 	}
 	if c.Model != nil {
+		if e := checkText("model", *c.Model, maxNameBytes); e != nil {
+			return e
+		}
 		g.model = *c.Model
 	}
 	if e := c.applyLengths(g); e != nil {
@@ -234,6 +287,9 @@ func (c *commonFields) apply(g *genRequest) *apiError {
 		g.includeUsage = c.StreamOptions.IncludeUsage != nil && *c.StreamOptions.IncludeUsage
 	}
 	if c.User != nil {
+		if e := checkText("user", *c.User, maxNameBytes); e != nil {
+			return e
+		}
 		g.user = *c.User
 	}
 	g.tokenIDs = c.TokensAsIDs != nil && *c.TokensAsIDs

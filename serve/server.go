@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -40,6 +41,12 @@ type Config struct {
 	// reading for that long is dropped and its sequence cancelled
 	// (default 1m).
 	WriteTimeout time.Duration
+	// BodyTimeout bounds reading a request's body: a client that sends
+	// it slower is answered 408 and disconnected (default 1m).
+	BodyTimeout time.Duration
+	// CORSOrigins are the browser origins allowed to call the API ("*":
+	// any). Empty, the server sends no CORS headers (cors.go).
+	CORSOrigins []string
 	// RetryAfter is the Retry-After of a 503, in seconds (default 1).
 	RetryAfter int
 	// Logger receives the access log and internal errors (default
@@ -62,6 +69,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = time.Minute
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = time.Minute
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = 1
@@ -143,6 +153,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.logAccess(r, rec.status(), entry)
 	}()
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, entry))
+	if s.cors(rec, r) {
+		return
+	}
 	if r.URL.Path != "/health" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		writeError(rec, &apiError{Status: http.StatusUnauthorized, Type: typeAuth,
@@ -184,11 +197,19 @@ func (s *Server) only(method string, h http.Handler) http.Handler {
 	})
 }
 
-// readBody reads the body up to the cap: over it is a 413.
+// readBody reads the body up to the cap (over it is a 413) within the
+// body timeout (past it is a 408).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // unsupported by a recorder: no limit
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	rc.SetReadDeadline(time.Time{})
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{Status: http.StatusRequestTimeout, Type: typeInvalid,
+			Message: "the request body was not received within " + s.cfg.BodyTimeout.String(), Code: "request_timeout"}
 	case errors.As(err, &tooBig):
 		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalid,
 			Message: "the request body is over the server's limit of " + itoa(int(tooBig.Limit)) + " bytes", Code: "request_too_large"}

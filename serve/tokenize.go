@@ -37,6 +37,9 @@ func (s *Server) tokenizeRequest(w http.ResponseWriter, r *http.Request) ([]int,
 		return nil, e
 	}
 	if b.Prompt != nil {
+		if e := checkText("prompt", *b.Prompt, maxTextBytes); e != nil {
+			return nil, e
+		}
 		add := b.AddSpecialTokens == nil || *b.AddSpecialTokens
 		ids, err := s.b.Tokenize(*b.Prompt, add)
 		if err != nil {
@@ -46,6 +49,9 @@ func (s *Server) tokenizeRequest(w http.ResponseWriter, r *http.Request) ([]int,
 	}
 	if len(b.Messages) == 0 {
 		return nil, badParam("prompt", "give prompt or messages")
+	}
+	if len(b.Messages) > maxMessages {
+		return nil, badParam("messages", "messages holds at most %d messages, not %d", maxMessages, len(b.Messages))
 	}
 	msgs := make([]Message, len(b.Messages))
 	for i, m := range b.Messages {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/serve"
@@ -76,15 +75,16 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 		a.flag(cmd, f[0], f[1], f[2])
 	}
 	a.flagP(cmd, "ctx-size", "c", "ctx_size", "context served (positions); 0 = min(seq_len, 4096)")
+	hardeningFlags(a, cmd)
 	return cmd
 }
 
 // runServe listens at once (answering 503 while the model loads), loads
 // the model, serves until the command's context ends, then drains.
 func runServe(a *app, cmd *cobra.Command) error {
-	maxBody, err := kvcache.ParseBytes(a.getString("serve.max_body"))
-	if err != nil || maxBody < 1 {
-		return fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.getString("serve.max_body"))
+	cfg, hc, err := serveConfig(a)
+	if err != nil {
+		return err
 	}
 	addr := net.JoinHostPort(a.getString("serve.host"), strconv.Itoa(a.getInt("serve.port")))
 	ln, err := net.Listen("tcp", addr)
@@ -94,12 +94,11 @@ func runServe(a *app, cmd *cobra.Command) error {
 	var handler atomic.Pointer[http.Handler]
 	loading := serve.Loading()
 	handler.Store(&loading)
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) })}
+	hs := serve.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), hc)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(serve.LimitListener(ln, hc.MaxConnections)) }()
 	defer hs.Close()
-	srv, closeEngine, err := newServer(a, cmd, maxBody)
+	srv, closeEngine, err := newServer(a, cmd, cfg)
 	if err != nil {
 		return err
 	}
@@ -134,7 +133,7 @@ func drain(a *app, cmd *cobra.Command, srv *serve.Server, hs *http.Server) error
 }
 
 // newServer loads the model and builds the engine and the server.
-func newServer(a *app, cmd *cobra.Command, maxBody int64) (*serve.Server, func(), error) {
+func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, func(), error) {
 	stderr := cmd.ErrOrStderr()
 	lm, err := loadModel(a)
 	if err != nil {
@@ -168,10 +167,8 @@ func newServer(a *app, cmd *cobra.Command, maxBody int64) (*serve.Server, func()
 	if name == "" {
 		name = servedName(lm.name)
 	}
-	srv := serve.New(b, serve.Config{ModelName: name, APIKeys: a.getStrings("api_key"),
-		MaxQueue: a.getInt("serve.max_queue"), RequestTimeout: a.getDuration("serve.request_timeout"),
-		MaxBody: maxBody, MaxTokens: a.getInt("serve.max_tokens"),
-		Logger: slog.New(slog.NewJSONHandler(stderr, nil))})
+	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
+	srv := serve.New(b, cfg)
 	return srv, closeAll, nil
 }
 
