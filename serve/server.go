@@ -203,10 +203,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) // unsupported by a recorder: no limit
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	rc.SetReadDeadline(time.Time{})
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays: net/http then reads no more of the body
+		// and closes the connection after the answer.
 		w.Header().Set("Connection", "close")
 		return nil, &apiError{Status: http.StatusRequestTimeout, Type: typeInvalid,
 			Message: "the request body was not received within " + s.cfg.BodyTimeout.String(), Code: "request_timeout"}
@@ -216,6 +217,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	case err != nil:
 		return nil, badParam("", "reading the request body: %v", err)
 	}
+	rc.SetReadDeadline(time.Time{})
 	return body, nil
 }
 
