@@ -16,14 +16,15 @@ import (
 // request's output is known whatever else runs. It holds text back
 // across token boundaries for stop strings as the engine does.
 type fakeBackend struct {
-	maxLen  int
-	slots   chan struct{} // running capacity
-	delay   time.Duration // per token
-	running atomic.Int64
-	waiting atomic.Int64
-	blocks  atomic.Int64 // "KV blocks" in use: one per running sequence
-	mu      sync.Mutex
-	gate    chan struct{} // when not nil, sequences wait for it before generating
+	maxLen   int
+	slots    chan struct{} // running capacity
+	delay    time.Duration // per token
+	running  atomic.Int64
+	waiting  atomic.Int64
+	blocks   atomic.Int64 // "KV blocks" in use: one per running sequence
+	mu       sync.Mutex
+	gate     chan struct{} // when not nil, sequences wait for it before generating
+	noFaults bool          // "PANIC" and "FAIL" are text (the handler fuzzer's fake)
 }
 
 const (
@@ -41,7 +42,7 @@ func (f *fakeBackend) MaxModelLen() int { return f.maxLen }
 func (f *fakeBackend) VocabSize() int   { return fakeVocab }
 
 func (f *fakeBackend) Tokenize(text string, addSpecial bool) ([]int, error) {
-	if strings.Contains(text, "PANIC") {
+	if strings.Contains(text, "PANIC") && !f.noFaults {
 		panic("fake: asked to panic")
 	}
 	var ids []int
@@ -159,7 +160,7 @@ func (f *fakeBackend) generate(ctx context.Context, g Generation, st *fakeStream
 		if ctx.Err() != nil {
 			return
 		}
-		if step == 2 && strings.Contains(string(f.TokenBytesAll(g.Prompt)), "FAIL") {
+		if step == 2 && !f.noFaults && strings.Contains(string(f.TokenBytesAll(g.Prompt)), "FAIL") {
 			st.fin.Err = errors.New("fake: the engine failed")
 			return
 		}

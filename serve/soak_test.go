@@ -21,7 +21,7 @@ import (
 	"github.com/stride-lm/stride/model/engine"
 )
 
-var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (go test ./serve -run TestSoak -soak=5m); 0 = the CI scale of 400 requests")
+var soakFor = flag.Duration("soak", 0, "run TestSoak for this long (go test ./serve -run TestSoak -args -soak=5m); 0 = the CI scale of 400 requests")
 
 // soakRequest is one request of the soak's pool; status is the answer
 // it must get when nothing cuts it (400 for the deliberately bad ones).
