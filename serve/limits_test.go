@@ -207,3 +207,61 @@ func TestFieldCaps(t *testing.T) {
 		t.Errorf("a body within the depth cap: %d %s", r.status, r.body)
 	}
 }
+
+// A request held past the request timeout is a 503 when its answer had
+// not begun, and an error event before [DONE] in a stream that had; its
+// sequence is cancelled either way.
+func TestRequestTimeout(t *testing.T) {
+	f := newFake(2)
+	f.gate = make(chan struct{}) // never opened: sequences wait at the gate
+	_, ts := startServer(t, f, Config{RequestTimeout: 100 * time.Millisecond, RetryAfter: 2}, nil)
+	r := post(t, ts.URL+"/v1/completions", `{"prompt":"q","max_tokens":2}`)
+	if msg, typ, _, _ := errorObject(t, r); r.status != 503 || r.header.Get("Retry-After") != "2" || !strings.Contains(msg, "request timeout") {
+		t.Errorf("whole answer: %d %s %s", r.status, typ, msg)
+	}
+	r = post(t, ts.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"q"}],"max_tokens":2,"stream":true}`)
+	ev := sseEvents(t, r.body)
+	if r.status != 200 || len(ev) < 2 || !strings.Contains(ev[len(ev)-2], `"error"`) {
+		t.Errorf("stream: %d %q", r.status, ev)
+	}
+	waitFor(t, func() bool { st := f.Stats(); return st.Running == 0 && st.Waiting == 0 && st.BlocksFree == fakeTotal })
+}
+
+// A stream whose client stops reading is dropped after the write
+// timeout: its sequences are cancelled (nothing runs, every block is
+// free). They could not have finished instead: 16 × 20,000 tokens of
+// events are far more than the socket buffers hold (the client's is set
+// to 4 KiB), and the client reads nothing.
+func TestStalledReaderDropped(t *testing.T) {
+	f := newFake(16)
+	f.maxLen = 1 << 20
+	addr := hardenedServer(t, f, Config{WriteTimeout: 200 * time.Millisecond}, HTTPConfig{})
+	c := dial(t, addr)
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"prompt":"q","max_tokens":20000,"n":16,"ignore_eos":true,"stream":true}`
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	waitFor(t, func() bool { return f.Stats().Running == 16 })
+	waitFor(t, func() bool { st := f.Stats(); return st.Running == 0 && st.BlocksFree == fakeTotal })
+}
+
+// The request's shape has fixed caps: messages (on /tokenize too),
+// prompts in a list, n and prompts × n.
+func TestShapeCaps(t *testing.T) {
+	_, ts := startServer(t, newFake(2), Config{MaxBody: 8 << 20}, nil)
+	many := func(n int, item string) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
+	msg := `{"role":"user","content":"x"}`
+	cases := []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"messages":[` + many(maxMessages+1, msg) + `]}`, "messages"},
+		{"/tokenize", `{"messages":[` + many(maxMessages+1, msg) + `]}`, "messages"},
+		{"/v1/completions", `{"prompt":[` + many(maxPrompts+1, `"a"`) + `]}`, "prompt"},
+		{"/v1/completions", `{"prompt":[` + many(maxPrompts+1, `[1]`) + `]}`, "prompt"},
+		{"/v1/completions", `{"prompt":"a","n":17}`, "n"},
+		{"/v1/completions", `{"prompt":[` + many(5, `"a"`) + `],"n":16}`, "n"},
+	}
+	for i, c := range cases {
+		r := post(t, ts.URL+c.path, c.body)
+		if _, _, param, _ := errorObject(t, r); r.status != 400 || param != c.param {
+			t.Errorf("case %d: %d param %v, want 400 %s", i, r.status, param, c.param)
+		}
+	}
+}
