@@ -46,6 +46,9 @@ type configKey struct {
 	Allowed []string // for kindString: the accepted values (nil = any)
 	Range   *bounds  // for kindInt and kindFloat: the accepted values (nil = any finite number)
 	Help    string
+	// Secret keeps the value out of every error about the key (an API
+	// key written where a list belongs must not be echoed).
+	Secret bool
 }
 
 // bounds is a numeric key's accepted interval. Lo and Hi are inclusive
@@ -164,6 +167,14 @@ func (k configKey) validate() error {
 // strings that parse; a YAML value must have the kind's type (a list or a
 // section where a number belongs is an error).
 func (k configKey) check(v any) error {
+	err := k.checkValue(v)
+	if err != nil && k.Secret {
+		return fmt.Errorf("want %v (the value is secret, so it is not shown)", k.Kind)
+	}
+	return err
+}
+
+func (k configKey) checkValue(v any) error {
 	switch k.Kind {
 	case kindString, kindPath:
 		s, ok := v.(string)

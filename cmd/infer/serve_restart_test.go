@@ -140,3 +140,14 @@ func TestServeKeyFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// A config file whose api_key list holds a number (a key YAML read as
+// one) is an error that echoes no item of the list.
+func TestAPIKeyConfigErrorHidesValue(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "infer.yaml")
+	os.WriteFile(cfg, []byte("api_key: [sekrit, 12345]\n"), 0o600)
+	code, _, errs := cli(t, "--config", cfg, "serve", "--port", "0")
+	if code == 0 || !strings.Contains(errs, "api_key") || strings.Contains(errs, "sekrit") || strings.Contains(errs, "12345") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
