@@ -36,6 +36,17 @@
 //     id and created on every chunk, `data: [DONE]` last; an error after
 //     the start is a `data: {"error": ...}` event before [DONE]).
 //
+// # Hostile clients
+//
+// Every bound is a Config or HTTPConfig field with a default:
+// NewHTTPServer sets the header and idle timeouts and the header cap,
+// LimitListener caps the connections (503 beyond), the Server bounds
+// the body's size and read time, the JSON nesting, each string field,
+// the queue and each request's time. Text is always tokenized as text,
+// so a typed control token is never the token. CORS is off unless
+// Config.CORSOrigins lists origins (cors.go). docs/serving.md's
+// guarantees table names the test that crosses each bound.
+//
 // # The Backend
 //
 // The server knows nothing of tensors or schedulers: Backend is the small
