@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -264,4 +266,33 @@ func TestShapeCaps(t *testing.T) {
 			t.Errorf("case %d: %d param %v, want 400 %s", i, r.status, param, c.param)
 		}
 	}
+}
+
+// A whole answer whose client does not read it is dropped after the
+// write timeout: the handler returns (its access-log line is written)
+// though the answer, megabytes of logprobs, cannot fit the socket
+// buffers.
+func TestStalledWholeReaderDropped(t *testing.T) {
+	f := newFake(16)
+	f.maxLen = 1 << 20
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	cfg := Config{WriteTimeout: 200 * time.Millisecond, ModelName: "fake"}
+	cfg.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := NewHTTPServer(New(f, cfg), HTTPConfig{})
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	c := dial(t, ln.Addr().String())
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	body := `{"prompt":"q","max_tokens":2000,"n":16,"ignore_eos":true,"logprobs":20}`
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return bytes.Contains(logs.Bytes(), []byte(`"path":"/v1/completions"`))
+	})
 }

@@ -37,9 +37,9 @@ type Config struct {
 	// MaxTokens is the default cap on generated tokens of a request that
 	// sets none (0: the rest of the context, as vLLM).
 	MaxTokens int
-	// WriteTimeout bounds each write of a stream: a client that stops
-	// reading for that long is dropped and its sequence cancelled
-	// (default 1m).
+	// WriteTimeout bounds each write of a stream, and the write of a
+	// whole answer: a client that stops reading for that long is dropped
+	// (a stream's sequences cancelled) (default 1m).
 	WriteTimeout time.Duration
 	// BodyTimeout bounds reading a request's body: a client that sends
 	// it slower is answered 408 and disconnected (default 1m).

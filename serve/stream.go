@@ -25,6 +25,9 @@ func (s *Server) whole(ctx context.Context, r *http.Request, w http.ResponseWrit
 		writeError(w, e)
 		return
 	}
+	// The whole answer may be megabytes: a client that does not read it
+	// within the write timeout is dropped rather than holding the handler.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if c.j.g.chat {
 		writeJSON(w, http.StatusOK, c.chatResponse())
 	} else {
