@@ -76,6 +76,9 @@ func decodeChat(body []byte) (*genRequest, *apiError) {
 func (m chatMessage) decode(i int) (Message, *apiError) {
 	param := fmt.Sprintf("messages[%d]", i)
 	role := m.Role
+	if e := checkText(param+".role", role, maxNameBytes); e != nil {
+		return Message{}, e
+	}
 	switch role {
 	case "system", "user", "assistant":
 	case "developer": // OpenAI's newer name for system
@@ -111,6 +114,9 @@ func messageText(param string, raw json.RawMessage) (string, *apiError) {
 	var text strings.Builder
 	for j, p := range parts {
 		if p.Type != "text" {
+			if e := checkText(fmt.Sprintf("%s[%d].type", param, j), p.Type, maxNameBytes); e != nil {
+				return "", e
+			}
 			return "", unsupported(fmt.Sprintf("%s[%d].type %q", param, j, p.Type))
 		}
 		if text.Len()+len(p.Text) > maxTextBytes {

@@ -188,6 +188,8 @@ func TestFieldCaps(t *testing.T) {
 	}{
 		{chat, `{"model":"` + name + `","messages":[{"role":"user","content":"hi"}]}`, "model"},
 		{chat, `{"user":"` + name + `","messages":[{"role":"user","content":"hi"}]}`, "user"},
+		{chat, `{"messages":[{"role":"` + name + `","content":"hi"}]}`, "messages[0].role"},
+		{chat, `{"messages":[{"role":"user","content":[{"type":"` + name + `"}]}]}`, "messages[0].content[0].type"},
 		{chat, `{"messages":[{"role":"user","content":"` + long + `"}]}`, "messages[0].content"},
 		{chat, `{"messages":[{"role":"user","content":[{"type":"text","text":"` + long[:maxTextBytes/2] + `"},{"type":"text","text":"` + long[:maxTextBytes/2+1] + `"}]}]}`, "messages[0].content"},
 		{chat, `{"messages":[{"role":"user","content":"hi"}],"stop":["` + long[:maxStopBytes+1] + `"]}`, "stop"},
@@ -258,6 +260,7 @@ func TestShapeCaps(t *testing.T) {
 		{"/v1/completions", `{"prompt":[` + many(maxPrompts+1, `"a"`) + `]}`, "prompt"},
 		{"/v1/completions", `{"prompt":[` + many(maxPrompts+1, `[1]`) + `]}`, "prompt"},
 		{"/v1/completions", `{"prompt":"a","n":17}`, "n"},
+		{"/v1/completions", `{"prompt":"a","stop_token_ids":[` + many(maxStopTokenIDs+1, "1") + `]}`, "stop_token_ids"},
 		{"/v1/completions", `{"prompt":[` + many(5, `"a"`) + `],"n":16}`, "n"},
 	}
 	for i, c := range cases {

@@ -21,7 +21,11 @@ const (
 	// maxJSONDepth caps the nesting of a body's arrays and objects: a
 	// request needs 5 levels, and deeper bodies only cost the decoder.
 	maxJSONDepth = 32
-	// maxNameBytes caps the short strings (model, user).
+	// maxStopTokenIDs caps stop_token_ids: the engine checks each
+	// generated token against them.
+	maxStopTokenIDs = 256
+	// maxNameBytes caps the short strings (model, user, a role, a
+	// content part's type).
 	maxNameBytes = 256
 	// maxTextBytes caps one text field (a message's content, a prompt):
 	// far beyond any context, short enough that tokenizing it is cheap.
@@ -272,6 +276,9 @@ func (c *commonFields) apply(g *genRequest) *apiError {
 		return e
 	}
 	g.stop = stops
+	if len(c.StopTokenIDs) > maxStopTokenIDs {
+		return badParam("stop_token_ids", "stop_token_ids holds at most %d ids, not %d", maxStopTokenIDs, len(c.StopTokenIDs))
+	}
 	for _, id := range c.StopTokenIDs {
 		if id < 0 {
 			return badParam("stop_token_ids", "stop_token_ids must be token ids >= 0, not %d", id)
