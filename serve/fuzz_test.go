@@ -79,10 +79,22 @@ func checkDecoded(t *testing.T, g *genRequest, e *apiError) {
 		t.Fatal("include_usage without stream accepted")
 	case g.chat && len(g.messages) == 0, !g.chat && len(g.prompts) == 0:
 		t.Fatal("a request with no prompt accepted")
+	case len(g.model) > maxNameBytes || len(g.user) > maxNameBytes:
+		t.Fatalf("model or user of %d, %d bytes accepted", len(g.model), len(g.user))
+	case len(g.stopTokenIDs) > maxStopTokenIDs || len(g.messages) > maxMessages || len(g.prompts) > maxPrompts:
+		t.Fatalf("%d stop ids, %d messages, %d prompts accepted", len(g.stopTokenIDs), len(g.messages), len(g.prompts))
 	}
 	for _, m := range g.messages {
 		if m.Role != "system" && m.Role != "user" && m.Role != "assistant" {
 			t.Fatalf("role %q accepted", m.Role)
+		}
+		if len(m.Content) > maxTextBytes {
+			t.Fatalf("content of %d bytes accepted", len(m.Content))
+		}
+	}
+	for _, p := range g.prompts {
+		if len(p.text) > maxTextBytes {
+			t.Fatalf("prompt of %d bytes accepted", len(p.text))
 		}
 	}
 }
