@@ -133,3 +133,13 @@ func (c *limitConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return err
 }
+
+// CloseWrite half-closes the connection when the one beneath can:
+// net/http does so before it closes one whose client may still be
+// sending, so that the client reads the whole answer first.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
