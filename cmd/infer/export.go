@@ -20,8 +20,8 @@ func init() {
 		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
 		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
 			Help: "checkpoint format: legacy (float32, run.c), v2 (Q8_0, runq.c) or gguf (llama.cpp)"},
-		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0"},
-			Help: "gguf weight type: f32, f16 or q8_0 (ggml blocks of 32 with an fp16 scale)"},
+		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
+			Help: "gguf weight type: f32, f16, or a ggml block type of 32 weights: q8_0, q4_1, q5_0 or q5_1"},
 		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
@@ -49,9 +49,9 @@ that no group straddles two rows; 0 picks 64 and halves it until it does
 own group size is copied byte for byte.
 
 --format gguf writes a GGUF file (version 3) that llama.cpp loads, with
---type f32, f16 or q8_0 weight matrices (Q8_0 as llama-quantize makes it,
-with its F16 fallback for rows that are not whole blocks of 32; norms stay
-F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin, or a GGUF
+--type f32, f16, q8_0, q4_1, q5_0 or q5_1 weight matrices (the block types as
+llama-quantize makes them with no importance matrix, with its F16 fallback
+for rows that are not whole blocks of 32; norms stay F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin, or a GGUF
 whose tokenizer.* keys are copied as they are: merges, pre-tokenizer and
 special token ids included) or of the GGUF being re-exported. stories260K.bin with tok512.bin as f32 is, byte for
 byte, the file llama.cpp's llama-convert-llama2c-to-ggml writes.
@@ -160,7 +160,7 @@ func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Wr
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
 	typ, ok := gguf.ExportType(a.getString("export.type"))
 	if !ok {
-		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16 or q8_0", a.getString("export.type"))
+		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.getString("export.type"))
 	}
 	opts := gguf.ExportOptions{Type: typ}
 	if path := a.getPath("tokenizer"); path != "" && isGGUF(path) {
