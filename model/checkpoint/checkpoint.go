@@ -4,7 +4,7 @@
 // and anything else is tried as a llama2.c checkpoint, the one format
 // with no magic (its header's validation then says what is wrong with
 // it). An empty path is the built-in model, stories260K (package
-// stories260k). A new format adds one case to OpenSource.
+// stories260k). A new format adds one case to openSource.
 //
 // Open returns everything a caller needs to run the model: its Source,
 // its tokenizer and its Generation settings (BOS, stop ids, chat
@@ -144,17 +144,11 @@ func (c *Checkpoint) Close() error {
 	return c.Source.Close()
 }
 
-// OpenSource opens the checkpoint at path as a model.Source, without its
-// tokenizer. The path must be a regular file or a directory: it is opened
-// non-blocking and fstat'ed, so a FIFO or a device is refused at once.
-// opts.NoMmap makes formats read instead of mapping. Errors read
-// "checkpoint <path>: <problem>".
-func OpenSource(path string, opts model.LoadOptions) (model.Source, error) {
-	src, _, err := openSource(path, opts)
-	return src, err
-}
-
-// openSource is OpenSource, which also says what kind of file it was.
+// openSource opens the checkpoint at path as a model.Source, without its
+// tokenizer, and says what kind of file it was. The path must be a regular
+// file or a directory: it is opened non-blocking and fstat'ed, so a FIFO or
+// a device is refused at once. opts.NoMmap makes formats read instead of
+// mapping. Errors read "checkpoint <path>: <problem>".
 func openSource(path string, opts model.LoadOptions) (model.Source, Kind, error) {
 	if path == "" {
 		b := stories260k.Checkpoint
@@ -191,14 +185,4 @@ func openSource(path string, opts model.LoadOptions) (model.Source, Kind, error)
 		return nil, 0, err
 	}
 	return src, Llama2c, nil
-}
-
-// Load opens the checkpoint at path and builds its model
-// (model.FromSource). The model owns the file: Model.Close releases it.
-func Load(path string, opts model.LoadOptions) (*model.Model, error) {
-	src, err := OpenSource(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return model.FromSource(src, opts)
 }

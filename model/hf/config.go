@@ -149,30 +149,6 @@ type Config struct {
 	BOS, EOS []int
 }
 
-// ParseConfig maps a config.json (its bytes) to a Config:
-//
-//	hidden_size               Dim
-//	intermediate_size         HiddenDim
-//	num_hidden_layers         NLayers
-//	num_attention_heads       NHeads
-//	num_key_value_heads       NKVHeads (default: num_attention_heads)
-//	head_dim                  must equal hidden_size/num_attention_heads
-//	vocab_size                VocabSize
-//	max_position_embeddings   SeqLen
-//	rms_norm_eps              NormEps
-//	rope_theta                RopeTheta (default 10000)
-//	rope_scaling              linear: RopeScale; llama3: RopeFreqs;
-//	                          default/null: none; others refused
-//	tie_word_embeddings       Tied (default false, as Llama's and Qwen2's configs)
-//	Qwen2ForCausalLM          QKVBias
-func ParseConfig(data []byte) (Config, error) {
-	var r rawConfig
-	if err := json.Unmarshal(data, &r); err != nil {
-		return Config{}, fmt.Errorf("config.json: %w", err)
-	}
-	return r.config()
-}
-
 // config maps the decoded config.json to a Config in steps: the
 // architecture, the shape, the variants refused, then RoPE scaling.
 func (r rawConfig) config() (Config, error) {
