@@ -94,15 +94,7 @@ func runChat(a *app, cmd *cobra.Command) error {
 	s := &chatSession{lm: lm, system: a.getString("chat.system"), stops: a.getStrings("stop"),
 		out: cmd.OutOrStdout(), log: stderr}
 	if !a.getBool("chat.raw") {
-		switch spec := a.getString("chat.template"); {
-		case spec != "":
-			s.tmpl, err = chat.Load(spec)
-		case lm.chatTemplate != "": // the model's own, when its format carries one
-			s.tmpl, err = chat.New("of the model", lm.chatTemplate, lm.eosText)
-		default: // a llama2.c checkpoint: run.c's -m chat
-			s.tmpl = chat.Fallback()
-		}
-		if err != nil {
+		if s.tmpl, err = chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
 			return err
 		}
 	}
@@ -119,9 +111,9 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	poolForContext(&opts, ctxLen)
+	opts.Context = ctxLen
 	opts.Tokenizer = lm.codec
-	if s.e, err = newEngine(lm.m, opts); err != nil {
+	if s.e, err = engine.New(lm.m, opts); err != nil {
 		return err
 	}
 	defer s.e.Close()
@@ -263,7 +255,7 @@ func (s *chatSession) request() engine.Request {
 	if s.rule.nPredict > 0 {
 		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
 	}
-	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
+	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.gen.StopTokens,
 		Stop: append(append([]string(nil), s.stops...), s.templateStops()...)}
 }
 

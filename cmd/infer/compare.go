@@ -283,7 +283,7 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []eng
 	return func() []engine.Request {
 		reqs := make([]engine.Request, len(prompts))
 		for i, p := range prompts {
-			reqs[i] = engine.Request{Prompt: p, Steps: steps, StopTokens: lm.stop, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
+			reqs[i] = engine.Request{Prompt: p, Steps: steps, StopTokens: lm.gen.StopTokens, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
 		}
 		return reqs
 	}, nil

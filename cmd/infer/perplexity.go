@@ -123,7 +123,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	// One sequence of nctx positions at a time, without prefix sharing:
 	// the pool needs its blocks only.
 	const bs = 16
-	e, err := newEngine(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
+	e, err := engine.New(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
 		KVDType: kvdt, Threads: a.getInt("threads"), DisablePrefixSharing: true})
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 // are not reproduced (ggml rounds K and V, and q and the probabilities
 // with them, to F16: up to 0.08% on stories260K-q8_0); else F32.
 func perplexityKVDType(a *app, lm *loadedModel) (tensor.DType, error) {
-	if lm.ggml && a.source("kv_dtype") == "default" {
+	if lm.gen.GGML && a.source("kv_dtype") == "default" {
 		return tensor.F16, nil
 	}
 	return tensor.ParseDType(a.getString("kv_dtype"))

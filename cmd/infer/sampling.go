@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/engine"
 )
 
 // The settings llama.cpp users bring to generate and chat: how many new
@@ -102,11 +101,6 @@ func (r stepsRule) forPrompt(n int) int {
 	}
 	return r.steps
 }
-
-// poolForContext sizes the default KV pool from the context cap instead
-// of the model's seq_len (engine.KVPool): DefaultKVSequences sequences
-// of ctx positions. An explicit num_blocks or kv_memory wins.
-func poolForContext(o *engine.Options, ctx int) { o.Context = ctx }
 
 // newSampler is run.c's sampler with the configured filters; prompt (its
 // ids) is what the repeat penalty starts from, as in llama.cpp.
