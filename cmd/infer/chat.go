@@ -117,7 +117,7 @@ func runChat(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	defer s.e.Close()
-	s.sampler = newSampler(a, c.VocabSize, samplerSeed(a), nil)
+	s.sampler = newSampler(a, lm, samplerSeed(a), nil)
 	return s.loop(cmd.Context(), cmd.InOrStdin())
 }
 

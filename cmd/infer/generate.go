@@ -177,7 +177,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		index = append(index, i)
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
 			StopTokens: lm.gen.StopTokens,
-			Sampler:    newSampler(a, c.VocabSize, seed, ids[i])}
+			Sampler:    newSampler(a, lm, seed, ids[i])}
 		r.Stop = a.getStrings("stop")
 		g.track(i, &r)
 		reqs = append(reqs, r)

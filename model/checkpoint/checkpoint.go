@@ -87,8 +87,9 @@ type Generation struct {
 	// whose defaults (an F16 KV cache) a front end may follow.
 	GGML bool
 	// Sampling is generation_config.json's sampling defaults (Hugging
-	// Face directories; all nil otherwise).
-	Sampling hf.Sampling
+	// Face directories; all nil otherwise), for a front end to apply to
+	// the settings its user leaves unset (see samplingDefaults).
+	Sampling model.SamplingDefaults
 }
 
 // Open opens the checkpoint at path (the built-in stories260K when path
@@ -108,7 +109,7 @@ func Open(path string, opts Options) (*Checkpoint, error) {
 			ck.Generation.StoredTypes = s.StoredTypes()
 		}
 	case *hf.Source:
-		ck.Generation.StopTokens, ck.Generation.Sampling = s.StopTokens(), s.Sampling()
+		ck.Generation.StopTokens, ck.Generation.Sampling = s.StopTokens(), samplingDefaults(s.Sampling())
 		ck.load.AsStored = opts.AsStored
 		if ck.load.AsStored {
 			ck.Generation.StoredTypes = s.StoredTypes()
@@ -119,6 +120,23 @@ func Open(path string, opts Options) (*Checkpoint, error) {
 		return nil, err
 	}
 	return ck, nil
+}
+
+// samplingDefaults maps generation_config.json's settings to the
+// defaults a front end applies: each value given, as vLLM's
+// --generation-config auto takes them, and do_sample: false (given, not
+// missing) as transformers reads it: greedy, whatever temperature says.
+// A missing do_sample does not make a run greedy (transformers' default
+// is false, but configs that give sampling values without it mean them,
+// and vLLM applies them).
+func samplingDefaults(s hf.Sampling) model.SamplingDefaults {
+	d := model.SamplingDefaults{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty}
+	if s.DoSample != nil && !*s.DoSample {
+		greedy := 0.0
+		d.Temperature = &greedy
+	}
+	return d
 }
 
 // Load builds the model (model.FromSource). The model then owns the file:
