@@ -170,7 +170,7 @@ func newServer(a *app, cmd *cobra.Command, maxBody int64) (*serve.Server, func()
 	}
 	srv := serve.New(b, serve.Config{ModelName: name, APIKeys: a.getStrings("api_key"),
 		MaxQueue: a.getInt("serve.max_queue"), RequestTimeout: a.getDuration("serve.request_timeout"),
-		MaxBody: maxBody, MaxTokens: a.getInt("serve.max_tokens"),
+		MaxBody: maxBody, MaxTokens: a.getInt("serve.max_tokens"), SamplingDefaults: lm.gen.Sampling,
 		Logger: slog.New(slog.NewJSONHandler(stderr, nil))})
 	return srv, closeAll, nil
 }
