@@ -100,8 +100,8 @@ func TestBatchValidateErrors(t *testing.T) {
 			for _, p := range []Path{NewFused(Options{}), NewNaive(Options{})} {
 				kc := tensor.Must(tensor.Zeros(nil, tensor.F32, c.nb, 4, 1, 2))
 				vc := tensor.Must(tensor.Zeros(nil, tensor.F32, c.nb, 4, 1, 2))
-				q := tensor.Must(tensor.Full(nil, tensor.F32, 1, c.T, 2, 2))
-				k := tensor.Must(tensor.Full(nil, tensor.F32, 1, c.T, 1, 2))
+				q := tensor.Must(full(nil, tensor.F32, 1, c.T, 2, 2))
+				k := tensor.Must(full(nil, tensor.F32, 1, c.T, 1, 2))
 				if _, err := p.Attend(q, k, k, kc, vc, b, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("%s: got %v", p.Name(), err)
 				}
@@ -152,4 +152,17 @@ func TestAttendShapeErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// full is torch.full: a contiguous tensor of shape with every element v.
+func full(led *tensor.Ledger, dt tensor.DType, v float32, shape ...int) (*tensor.Tensor, error) {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = v
+	}
+	return tensor.FromFloat32(led, dt, data, shape...)
 }

@@ -75,22 +75,6 @@ func (h residues) convolve(o residues) residues {
 	return out
 }
 
-// add accumulates o into h.
-func (h *residues) add(o residues) {
-	for i := range h {
-		h[i] += o[i]
-	}
-}
-
-// total returns the number of bases counted.
-func (h residues) total() int64 {
-	var n int64
-	for _, c := range h {
-		n += c
-	}
-	return n
-}
-
 func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b
@@ -266,11 +250,4 @@ func (f *footprint) addLayout(start uint64, ds []dim, width int64) {
 		}
 	}
 	rec(0, start)
-}
-
-// operandSectors returns the distinct sectors of o's elements.
-func operandSectors(o Operand) (int64, error) {
-	var f footprint
-	f.addLayout(o.startAddr(), byteDims(o), o.es())
-	return f.sectors()
 }

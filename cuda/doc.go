@@ -6,7 +6,7 @@
 // run at the times the simulation estimates. What is tested without a GPU
 // is the simulation (Replay against Aggregate, the traffic of every kernel
 // against hand counts) and that the device API launches exactly the grids
-// the simulation counts (NewSimDevice). The label goes when
+// the simulation counts (a simulated device in the tests). The label goes when
 // scripts/gpu-check.sh has passed on a GPU.
 //
 // # Files
@@ -117,8 +117,9 @@
 //	go build -tags cuda ./cmd/infer  # after the script
 //
 // A build without the tag offers the same API; every call answers
-// ErrNoCUDA, which says how to rebuild. NewSimDevice gives a Device that
-// runs nothing but plans and simulates every call, in any build.
+// ErrNoCUDA, which says how to rebuild. The tests' simulated device
+// (NewSimDevice in device_sim_test.go) runs nothing but plans and
+// simulates every call, in any build.
 // scripts/gpu-check.sh runs the GPU tests, compares the simulation with Nsight
 // Compute and times both paths on an NVIDIA machine.
 package cuda

@@ -52,13 +52,6 @@ type Workload struct {
 	Bandwidth float64 `json:"bandwidth"`
 }
 
-// SeedWorkload is the seed notes' MHA configuration:
-// [B, S, H, D] = [2, 4096, 32, 128], fp32, prefill, on an H200.
-func SeedWorkload() Workload {
-	return Workload{Batch: 2, Seq: 4096, Heads: 32, KVHeads: 32, HeadDim: 128, BlockSize: 16,
-		DType: tensor.F32, Phase: Prefill, Bandwidth: DefaultBandwidth}
-}
-
 // Validate checks the sizes.
 func (w Workload) Validate() error {
 	switch {

@@ -31,10 +31,3 @@ func f16Row(dst []uint16, src []float32, so, stride int) {
 		dst[j] = uint16(h + round&(sticky|lsb))
 	}
 }
-
-// f16Bits converts one float32 with f16Row (for tests).
-func f16Bits(f float32) uint16 {
-	var out [1]uint16
-	f16Row(out[:], []float32{f}, 0, 1)
-	return out[0]
-}

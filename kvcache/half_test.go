@@ -64,3 +64,10 @@ func BenchmarkF16Convert(b *testing.B) {
 		}
 	})
 }
+
+// f16Bits converts one float32 with f16Row (for tests).
+func f16Bits(f float32) uint16 {
+	var out [1]uint16
+	f16Row(out[:], []float32{f}, 0, 1)
+	return out[0]
+}

@@ -130,11 +130,11 @@ func TestReshapeAndCacheMatchesContiguousReference(t *testing.T) {
 			}
 			shape := []int{c.blocks, c.bs, c.KV, c.D}
 			// Start from nonzero garbage so skipped slots are visible.
-			kCache := tensor.Must(tensor.Full(led, c.cacheDT, -7, shape...))
-			vCache := tensor.Must(tensor.Full(led, c.cacheDT, -9, shape...))
+			kCache := tensor.Must(full(led, c.cacheDT, -7, shape...))
+			vCache := tensor.Must(full(led, c.cacheDT, -9, shape...))
 			refCtx := tensor.NewLedger()
-			kRef := tensor.Must(tensor.Full(refCtx, c.cacheDT, -7, shape...))
-			vRef := tensor.Must(tensor.Full(refCtx, c.cacheDT, -9, shape...))
+			kRef := tensor.Must(full(refCtx, c.cacheDT, -7, shape...))
+			vRef := tensor.Must(full(refCtx, c.cacheDT, -9, shape...))
 			slots := randomSlots(r, c.T, c.blocks*c.bs, c.pad)
 
 			before := led.Stats()
@@ -172,8 +172,8 @@ func TestReshapeAndCacheMatchesContiguousReference(t *testing.T) {
 // every element of both caches as it was.
 func TestReshapeAndCacheSkipsNegativeSlots(t *testing.T) {
 	led := tensor.NewLedger()
-	key := tensor.Must(tensor.Full(led, tensor.F32, 1, 3, 1, 2))
-	value := tensor.Must(tensor.Full(led, tensor.F32, 2, 3, 1, 2))
+	key := tensor.Must(full(led, tensor.F32, 1, 3, 1, 2))
+	value := tensor.Must(full(led, tensor.F32, 2, 3, 1, 2))
 	kCache := tensor.Must(tensor.Zeros(led, tensor.F32, 2, 2, 1, 2))
 	vCache := tensor.Must(tensor.Zeros(led, tensor.F32, 2, 2, 1, 2))
 	before := led.Stats()
@@ -246,4 +246,17 @@ func TestReshapeAndCacheRejectsBeforeWriting(t *testing.T) {
 	if err := ReshapeAndCache(key, value, kHalf, vHalf, ok); err != nil {
 		t.Fatalf("disjoint halves of one buffer: %v", err)
 	}
+}
+
+// full is torch.full: a contiguous tensor of shape with every element v.
+func full(led *tensor.Ledger, dt tensor.DType, v float32, shape ...int) (*tensor.Tensor, error) {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	data := make([]float32, n)
+	for i := range data {
+		data[i] = v
+	}
+	return tensor.FromFloat32(led, dt, data, shape...)
 }

@@ -8,7 +8,7 @@ import (
 // Package model's tests run llama2.c checkpoints (stories260K), but the
 // format packages import model, so these internal tests cannot import
 // them. The external test package installs the dispatcher here instead
-// (load_ext_test.go: checkpoint.Load), before any test runs.
+// (load_ext_test.go: checkpoint.Open and Load), before any test runs.
 var testLoad func(path string, opts LoadOptions) (*Model, error)
 
 // SetTestLoad installs the checkpoint loader of the tests (exported for

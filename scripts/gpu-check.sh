@@ -10,7 +10,7 @@
 #   1. runs every test of the binary: each kernel against its CPU
 #      reference (MHA/GQA/MQA, varlen batches, block sizes, fp32/fp16/bf16);
 #   2. profiles the strided-copy and reshape_and_cache launches of the
-#      profile workload (cuda/profile.go) with
+#      profile workload (cuda/profile_harness_test.go) with
 #        ncu --metrics l1tex__t_{requests,sectors}_pipe_lsu_mem_global_op_{ld,st}.sum
 #      and checks that the traffic simulation's request and sector counts agree
 #      within 5% (TestNcuAgreement);

@@ -174,7 +174,7 @@ func (s *Server) submit(ctx context.Context, j *job) ([]Stream, error) {
 	g := j.g
 	for p, ids := range j.prompts {
 		for k := 0; k < g.n; k++ {
-			smp := g.sampling
+			smp := g.withDefaults(s.cfg.SamplingDefaults)
 			smp.Seed += int64(k)
 			st, err := s.b.Submit(ctx, Generation{Prompt: ids, MaxTokens: j.max[p], Sampling: smp,
 				Stop: g.stop, StopTokenIDs: g.stopTokenIDs, IgnoreEOS: g.ignoreEOS, Logprobs: g.logprobs, Chat: g.chat})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math"
 	"strings"
+
+	"github.com/stride-lm/stride/model"
 )
 
 // Limits of the request fields. OpenAI documents stop (4 strings) and
@@ -54,8 +56,11 @@ type genRequest struct {
 	messages []Message     // chat
 	prompts  []promptInput // completion: each prompt gets n choices
 	// maxTokens is the cap on generated tokens; 0 = the server's default.
-	maxTokens    int
-	sampling     Sampling
+	maxTokens int
+	sampling  Sampling
+	// given are the sampling fields the request set (nil: omitted), under
+	// which withDefaults puts the checkpoint's defaults.
+	given        model.SamplingDefaults
 	stop         []string
 	stopTokenIDs []int
 	ignoreEOS    bool
@@ -366,7 +371,28 @@ func (c *commonFields) applySampling(g *genRequest) *apiError {
 		s.Seed, s.Seeded = *c.Seed, true
 	}
 	g.sampling = s
+	g.given = model.SamplingDefaults{Temperature: c.Temperature, TopP: c.TopP, TopK: c.TopK, MinP: c.MinP,
+		RepetitionPenalty: c.RepetitionPenalty}
 	return nil
+}
+
+// withDefaults is the request's sampling with the checkpoint's defaults d
+// (Config.SamplingDefaults) in the fields it omitted, as vLLM's
+// --generation-config auto fills them; the fields it set win.
+func (g *genRequest) withDefaults(d model.SamplingDefaults) Sampling {
+	s, m := g.sampling, d.Under(g.given)
+	for _, f := range []struct {
+		v   *float64
+		dst *float64
+	}{{m.Temperature, &s.Temperature}, {m.TopP, &s.TopP}, {m.MinP, &s.MinP}, {m.RepetitionPenalty, &s.RepetitionPenalty}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if m.TopK != nil {
+		s.TopK = max(*m.TopK, 0)
+	}
+	return s
 }
 
 // decodeStop reads stop: a string or a list of at most maxStops strings.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stride-lm/stride/model"
 )
 
 // Config is the server's settings; the zero value of a field means its
@@ -37,6 +38,12 @@ type Config struct {
 	// MaxTokens is the default cap on generated tokens of a request that
 	// sets none (0: the rest of the context, as vLLM).
 	MaxTokens int
+	// SamplingDefaults fill the sampling fields a request omits: the
+	// checkpoint's generation_config.json settings
+	// (checkpoint.Generation.Sampling), as vLLM's --generation-config auto
+	// applies them. Zero: OpenAI's defaults (temperature 1, every filter
+	// off).
+	SamplingDefaults model.SamplingDefaults
 	// WriteTimeout bounds each write of a stream, and the write of a
 	// whole answer: a client that stops reading for that long is dropped
 	// (a stream's sequences cancelled) (default 1m).

@@ -100,3 +100,16 @@ func fromInt32(tb testing.TB, led *Ledger, data []int32, shape ...int) *Tensor {
 	copy(t.st.i32, data)
 	return t
 }
+
+// Full allocates a contiguous tensor with every element v (torch.full;
+// the package's tests build their fixtures with it).
+func Full(led *Ledger, dt DType, v float32, shape ...int) (*Tensor, error) {
+	t, err := newTensor(led, dt, shape, false, "full")
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < t.st.n; i++ {
+		t.st.store(i, v)
+	}
+	return t, nil
+}

@@ -83,18 +83,6 @@ func Zeros(led *Ledger, dt DType, shape ...int) (*Tensor, error) {
 	return newTensor(led, dt, shape, false, "zeros")
 }
 
-// Full allocates a contiguous tensor with every element v.
-func Full(led *Ledger, dt DType, v float32, shape ...int) (*Tensor, error) {
-	t, err := newTensor(led, dt, shape, false, "full")
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < t.st.n; i++ {
-		t.st.store(i, v)
-	}
-	return t, nil
-}
-
 // FromFloat32 allocates a contiguous tensor of the given shape holding data
 // (converted to dt). len(data) must equal the product of shape.
 func FromFloat32(led *Ledger, dt DType, data []float32, shape ...int) (*Tensor, error) {

@@ -241,8 +241,8 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 		r.models = append(r.models, lm.m)
 		weights := w
 		switch {
-		case lm.types != "":
-			weights = lm.types // a GGUF's stored types, as it runs them
+		case lm.gen.StoredTypes != "":
+			weights = lm.gen.StoredTypes // a GGUF's stored types, as it runs them
 		case len(lm.m.Quantized) > 0:
 			weights = "q8_0" // quantized at load, or read from a version-2 file
 		}
@@ -254,7 +254,7 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 						return err
 					}
 					opts.Path, opts.Threads, opts.Speculation.Method = path, th, spec
-					e, err := newEngine(lm.m, opts)
+					e, err := engine.New(lm.m, opts)
 					if err != nil {
 						return err
 					}

@@ -61,22 +61,18 @@ Ctrl-C stops the current reply (not the session) and Ctrl-D exits.
 	return cmd
 }
 
-// chatSession is one conversation: the messages, the ids the model has
-// seen (BOS first, replies included) and the one engine whose cache
-// keeps them.
+// chatSession is one conversation (chat.Conversation: the messages and
+// the ids the model has seen) and the one engine whose cache keeps them.
 type chatSession struct {
 	lm        *loadedModel
 	e         *engine.Engine
 	tmpl      *chat.Template // nil with --raw
-	system    string
+	conv      *chat.Conversation
 	stops     []string
 	rule      stepsRule
 	limit     int // the conversation's positions: min(steps, ctx)
 	sampler   *model.Sampler
-	msgs      []chat.Message
-	tokens    []int
-	newTokens int    // how many ids the last extend added
-	fed       string // the text tokens stand for (Jinja templates)
+	newTokens int // how many ids the last user turn added
 	out, log  io.Writer
 	turns     int
 }
@@ -91,21 +87,13 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if h := tokenizerHint(a, lm); h != "" {
 		fmt.Fprintln(stderr, h)
 	}
-	s := &chatSession{lm: lm, system: a.getString("chat.system"), stops: a.getStrings("stop"),
-		out: cmd.OutOrStdout(), log: stderr}
+	s := &chatSession{lm: lm, stops: a.getStrings("stop"), out: cmd.OutOrStdout(), log: stderr}
 	if !a.getBool("chat.raw") {
-		switch spec := a.getString("chat.template"); {
-		case spec != "":
-			s.tmpl, err = chat.Load(spec)
-		case lm.chatTemplate != "": // the model's own, when its format carries one
-			s.tmpl, err = chat.New("of the model", lm.chatTemplate, lm.eosText)
-		default: // a llama2.c checkpoint: run.c's -m chat
-			s.tmpl = chat.Fallback()
-		}
-		if err != nil {
+		if s.tmpl, err = chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
 			return err
 		}
 	}
+	s.conv = chat.NewConversation(s.tmpl, lm.codec, lm.addBOS(), a.getString("chat.system"))
 	c := lm.m.Config
 	ctxLen := contextSize(a, c, stderr)
 	if s.rule, err = newStepsRule(a, ctxLen, stderr); err != nil {
@@ -119,13 +107,13 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	poolForContext(&opts, ctxLen)
+	opts.Context = ctxLen
 	opts.Tokenizer = lm.codec
-	if s.e, err = newEngine(lm.m, opts); err != nil {
+	if s.e, err = engine.New(lm.m, opts); err != nil {
 		return err
 	}
 	defer s.e.Close()
-	s.sampler = newSampler(a, c.VocabSize, samplerSeed(a), nil)
+	s.sampler = newSampler(a, lm, samplerSeed(a), nil)
 	return s.loop(cmd.Context(), cmd.InOrStdin())
 }
 
@@ -189,11 +177,11 @@ func (s *chatSession) loop(ctx context.Context, in io.Reader) error {
 // recomputed), streams the reply and prints the turn's statistics.
 func (s *chatSession) turn(parent context.Context, line string, term bool) error {
 	s.turns++
-	s.msgs = append(s.msgs, chat.Message{Role: "user", Content: line})
-	if err := s.extend(parent, line); err != nil {
+	var err error
+	if s.newTokens, err = s.conv.AddUser(parent, line); err != nil {
 		return err
 	}
-	if len(s.tokens) >= s.limit {
+	if len(s.conv.IDs()) >= s.limit {
 		return errContextFull
 	}
 	ctx, cancel := context.WithCancel(parent)
@@ -204,10 +192,11 @@ func (s *chatSession) turn(parent context.Context, line string, term bool) error
 		replyInterrupt.Store(&stop)
 		defer replyInterrupt.Store(nil)
 	}
-	rep := &chatReply{promptLen: len(s.tokens)}
+	ids := s.conv.IDs()
+	rep := &chatReply{promptLen: len(ids)}
 	req := s.request()
 	hooks := engine.Hooks{Token: rep.stream(s.out, cancel)}
-	s.sampler.Accept(s.tokens[len(s.tokens)-s.newTokens:]...)
+	s.sampler.Accept(ids[len(ids)-s.newTokens:]...)
 	res, _, err := s.e.Run(ctx, []engine.Request{req}, hooks)
 	guard.done()
 	if werr := writeErr(s.out); werr != nil {
@@ -259,11 +248,12 @@ func (g *replyGuard) done() {
 // holds its "</s>" marker: the turn stops there and EOS is fed, as in
 // run.c.)
 func (s *chatSession) request() engine.Request {
+	ids := s.conv.IDs()
 	steps := s.limit
 	if s.rule.nPredict > 0 {
-		steps = min(s.limit, len(s.tokens)-1+s.rule.nPredict)
+		steps = min(s.limit, len(ids)-1+s.rule.nPredict)
 	}
-	return engine.Request{Prompt: s.tokens, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.stop,
+	return engine.Request{Prompt: ids, Steps: steps, Sampler: s.sampler, StopTokens: s.lm.gen.StopTokens,
 		Stop: append(append([]string(nil), s.stops...), s.templateStops()...)}
 }
 
@@ -302,22 +292,15 @@ func (r *chatReply) tokensPerSecond() float64 {
 }
 
 // finishTurn writes the rest of the reply and the turn's statistics, and
-// adds the reply to the conversation: its ids, the text fed, the
-// assistant message (markers cut).
+// adds the reply to the conversation.
 func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
 	s.out.Write([]byte(r.FlushText))
 	fmt.Fprintln(s.out)
 	reply := r.Tokens[min(len(r.Tokens), rep.promptLen-1):]
 	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
 		s.turns, rep.promptLen, r.CachedTokens, len(reply), rep.tokensPerSecond(), r.FinishReason)
-	prev := s.tokens[len(s.tokens)-1]
-	s.tokens = append(s.tokens, reply...)
-	for _, id := range reply { // the text fed, markers included
-		s.fed += string(appendPiece(s.lm.codec, nil, s.lm.codec.Decode(prev, id)))
-		prev = id
-	}
-	s.msgs = append(s.msgs, chat.Message{Role: "assistant", Content: r.Text})
-	if r.FinishReason == engine.FinishLength && len(s.tokens) >= s.limit {
+	s.conv.AddReply(reply, r.Text)
+	if r.FinishReason == engine.FinishLength && len(s.conv.IDs()) >= s.limit {
 		return errContextFull
 	}
 	return nil
@@ -329,46 +312,4 @@ func (s *chatSession) templateStops() []string {
 		return nil
 	}
 	return s.tmpl.Stops()
-}
-
-// extend appends the user's turn to the conversation's ids: run.c's
-// rendering of the turn (with BOS) for llama-2, the line itself for
-// --raw, and for a Jinja template the part of the re-rendered
-// conversation after what the model has already seen, tokenized by
-// chat.Encode's rule (the template's control tokens are control ids, the
-// messages plain text). When the rendering does not extend what was fed
-// (a template that rewrites history), the whole conversation is
-// re-encoded; prefix sharing still reuses whatever blocks agree. BOS
-// comes first as generate puts it: only when the tokenizer adds one.
-func (s *chatSession) extend(ctx context.Context, line string) error {
-	codec := s.lm.codec
-	var ids []int
-	var err error
-	switch {
-	case s.tmpl == nil: // --raw
-		ids, err = codec.Encode(line, len(s.tokens) == 0 && s.lm.addBOS(), false)
-	case s.tmpl.RunC(): // run.c's llama-2 chat
-		ids, err = codec.Encode(chat.RunCTurn(s.system, line, len(s.tokens) == 0), s.lm.addBOS(), false)
-	default:
-		msgs := s.msgs
-		if s.system != "" {
-			msgs = append([]chat.Message{{Role: "system", Content: s.system}}, msgs...)
-		}
-		var p chat.Prompt
-		if p, err = chat.Encode(ctx, s.tmpl, msgs, codec, s.lm.addBOS(), chat.Options{AddGenerationPrompt: true}); err != nil {
-			return err
-		}
-		if len(s.tokens) > 0 && strings.HasPrefix(p.Text, s.fed) {
-			ids, err = p.IDsAfter(len(s.fed))
-		} else {
-			s.tokens, ids = nil, p.IDs
-		}
-		s.fed = p.Text
-	}
-	if err != nil {
-		return err
-	}
-	s.tokens = append(s.tokens, ids...)
-	s.newTokens = len(ids)
-	return nil
 }

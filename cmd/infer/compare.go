@@ -278,12 +278,11 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []eng
 		}
 	}
 	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
-	temp, topp := float32(a.getFloat("temperature")), float32(a.getFloat("topp"))
-	seed := samplerSeed(a)
+	st, seed := samplerSettings(a, lm), samplerSeed(a)
 	return func() []engine.Request {
 		reqs := make([]engine.Request, len(prompts))
 		for i, p := range prompts {
-			reqs[i] = engine.Request{Prompt: p, Steps: steps, StopTokens: lm.stop, Sampler: model.NewSampler(c.VocabSize, temp, topp, seed)}
+			reqs[i] = engine.Request{Prompt: p, Steps: steps, StopTokens: lm.gen.StopTokens, Sampler: model.NewSampler(c.VocabSize, st.temperature, st.topp, seed)}
 		}
 		return reqs
 	}, nil

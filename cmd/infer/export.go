@@ -20,8 +20,8 @@ func init() {
 		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
 		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
 			Help: "checkpoint format: legacy (float32, run.c), v2 (Q8_0, runq.c) or gguf (llama.cpp)"},
-		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0"},
-			Help: "gguf weight type: f32, f16 or q8_0 (ggml blocks of 32 with an fp16 scale)"},
+		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
+			Help: "gguf weight type: f32, f16, or a ggml block type of 32 weights: q8_0, q4_1, q5_0 or q5_1"},
 		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
@@ -49,9 +49,9 @@ that no group straddles two rows; 0 picks 64 and halves it until it does
 own group size is copied byte for byte.
 
 --format gguf writes a GGUF file (version 3) that llama.cpp loads, with
---type f32, f16 or q8_0 weight matrices (Q8_0 as llama-quantize makes it,
-with its F16 fallback for rows that are not whole blocks of 32; norms stay
-F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin, or a GGUF
+--type f32, f16, q8_0, q4_1, q5_0 or q5_1 weight matrices (the block types as
+llama-quantize makes them with no importance matrix, with its F16 fallback
+for rows that are not whole blocks of 32; norms stay F32) and the vocabulary of --tokenizer (a llama2.c tokenizer.bin, or a GGUF
 whose tokenizer.* keys are copied as they are: merges, pre-tokenizer and
 special token ids included) or of the GGUF being re-exported. stories260K.bin with tok512.bin as f32 is, byte for
 byte, the file llama.cpp's llama-convert-llama2c-to-ggml writes.
@@ -153,79 +153,17 @@ func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Wr
 	}
 }
 
-// ggufExportOptions reads --type and finds the vocabulary to embed: the
-// tokenizer keys of a GGUF --tokenizer, else the --tokenizer file
-// (llama2.c), else the tokenizer keys of the GGUF being re-exported.
-// llama.cpp does not load a model file without one.
+// ggufExportOptions reads --type and finds the vocabulary to embed
+// (checkpoint.GGUFVocab): the --tokenizer file's, else the GGUF
+// checkpoint's own.
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
 	typ, ok := gguf.ExportType(a.getString("export.type"))
 	if !ok {
-		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16 or q8_0", a.getString("export.type"))
+		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.getString("export.type"))
 	}
 	opts := gguf.ExportOptions{Type: typ}
-	if path := a.getPath("tokenizer"); path != "" && isGGUF(path) {
-		// Copied as they are: rebuilt from the codec's pieces and scores,
-		// a byte-level BPE vocabulary would become a SentencePiece one
-		// without its merges, pre-tokenizer or special token ids.
-		kvs, err := ggufTokenizerKV(path, lm.m.Config.VocabSize)
-		opts.TokenizerKV = kvs
-		return opts, err
-	}
-	if tok, ok := lm.codec.(interface {
-		VocabSize() int
-		Piece(int) string
-		Score(int) float32
-	}); ok && a.getPath("tokenizer") != "" {
-		n := tok.VocabSize()
-		pieces, scores := make([]string, n), make([]float32, n)
-		for i := range pieces {
-			pieces[i], scores[i] = tok.Piece(i), tok.Score(i)
-		}
-		v, err := gguf.VocabFromLlama2c(pieces, scores)
-		if err != nil {
-			return opts, fmt.Errorf("export: %w", err)
-		}
-		opts.Vocab = v
-		return opts, nil
-	}
-	if path := a.getPath("checkpoint"); path != "" && isGGUF(path) {
-		f, err := gguf.Open(path)
-		if err != nil {
-			return opts, fmt.Errorf("export: %w", err)
-		}
-		defer f.Close()
-		opts.TokenizerKV = f.Metadata
-		if name, err := f.String("general.name"); err == nil {
-			opts.Name = name
-		}
-		return opts, nil
-	}
-	return opts, fmt.Errorf("export: --format gguf needs a vocabulary: give --tokenizer (a llama2.c tokenizer.bin) or a GGUF --checkpoint")
-}
-
-// ggufTokenizerKV is the metadata of the GGUF at path (WriteModel keeps
-// its tokenizer.* keys), after checking that its vocabulary has one token
-// per row of the model's embedding, as llama.cpp's loader requires.
-func ggufTokenizerKV(path string, vocabSize int) ([]gguf.KV, error) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	defer f.Close()
-	tokens, err := f.Strings("tokenizer.ggml.tokens")
-	if err != nil {
-		return nil, fmt.Errorf("export: --tokenizer %s: %w", path, err)
-	}
-	if len(tokens) != vocabSize {
-		return nil, fmt.Errorf("export: --tokenizer %s has %d tokens, the model's vocab_size is %d", path, len(tokens), vocabSize)
-	}
-	return f.Metadata, nil
-}
-
-// isGGUF reports whether the file at path is a GGUF file.
-func isGGUF(path string) bool {
-	kind, err := checkpoint.Sniff(path)
-	return err == nil && kind == checkpoint.GGUF
+	err := checkpoint.GGUFVocab(&opts, a.getPath("tokenizer"), a.getPath("checkpoint"), lm.codec, lm.m.Config.VocabSize)
+	return opts, err
 }
 
 // writeCheckpoint runs write into path through package outfile (a

@@ -156,9 +156,9 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	poolForContext(&opts, ctxLen)
+	opts.Context = ctxLen
 	opts.Tokenizer = lm.codec
-	e, err := newEngine(lm.m, opts)
+	e, err := engine.New(lm.m, opts)
 	if err != nil {
 		return err
 	}
@@ -176,8 +176,8 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		}
 		index = append(index, i)
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
-			StopTokens: lm.stop,
-			Sampler:    newSampler(a, c.VocabSize, seed, ids[i])}
+			StopTokens: lm.gen.StopTokens,
+			Sampler:    newSampler(a, lm, seed, ids[i])}
 		r.Stop = a.getStrings("stop")
 		g.track(i, &r)
 		reqs = append(reqs, r)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // On the F32 GGUF, generate gives the golden ids and the llama2.c file's
@@ -81,7 +83,7 @@ func TestExportGGUF(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var r pplResult
+	var r engine.PerplexityResult
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

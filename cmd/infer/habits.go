@@ -8,13 +8,14 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/stride-lm/stride/model/tokenizer"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/stride-lm/stride/model/tokenizer"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

@@ -117,13 +117,12 @@ func TestContextSize(t *testing.T) {
 	a := newApp(defaultRegistry)
 	c := model.Config{SeqLen: 1 << 20}
 	n := contextSize(a, c, io.Discard)
-	po := engine.Options{BlockSize: 16}
-	poolForContext(&po, n)
+	po := engine.Options{BlockSize: 16, Context: n}
 	if nb := engine.KVPool(c, po).NumBlocks; n != 4096 || nb != engine.DefaultKVSequences*4096/16 {
 		t.Fatalf("default context %d, pool %d blocks: want 4096 and %d", n, nb, engine.DefaultKVSequences*4096/16)
 	}
-	po = engine.Options{BlockSize: 16, KVMemory: 1 << 20}
-	if poolForContext(&po, n); engine.KVPool(c, po).NumBlocks != 0 {
+	po = engine.Options{BlockSize: 16, KVMemory: 1 << 20, Context: n}
+	if engine.KVPool(c, po).NumBlocks != 0 {
 		t.Fatalf("an explicit kv_memory was overridden: %d blocks", engine.KVPool(c, po).NumBlocks)
 	}
 	a.v.Set("ctx_size", 100)

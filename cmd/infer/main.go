@@ -44,12 +44,6 @@ func main() {
 	os.Exit(code)
 }
 
-// run executes the CLI without signal handling (tests call it in
-// process) and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), args, stdout, stderr)
-}
-
 // runContext executes the CLI under ctx, whose cancellation is an
 // interrupt, and returns the exit code (see exitOK...). Every write to
 // stdout and stderr is checked: the first failure stops further writes

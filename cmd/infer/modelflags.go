@@ -139,24 +139,14 @@ func syntheticFlags(a *app, cmd *cobra.Command) {
 const syntheticCheckpoint = "synthetic"
 
 // loadedModel is a model with its text codec, a description for reports,
-// and what its checkpoint says about generating (checkpoint.Generation).
+// and what its checkpoint says about generating.
 type loadedModel struct {
 	m     *model.Model
 	codec tokenizer.Codec
 	name  string
-	// stop holds the ids generation stops at when the checkpoint names
-	// them (a GGUF's EOS/EOT and BOS); nil means run.c's stop at BOS.
-	stop []int
-	// types names the stored weight types when the model runs as stored
-	// (a GGUF: "Q8_0+F16"); empty otherwise.
-	types string
-	// ggml is set for a GGUF checkpoint: a model written for llama.cpp,
-	// whose defaults (an F16 KV cache) perplexity follows.
-	ggml     bool
-	maxPiece int // see maxPieceBytes; 0 until computed
-	// chatTemplate is the Jinja chat template the checkpoint carries, and
-	// eosText its eos_token's text; both empty for llama2.c checkpoints.
-	chatTemplate, eosText string
+	gen   checkpoint.Generation
+	// maxPiece is maxPieceBytes' answer; 0 until computed.
+	maxPiece int
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
@@ -216,10 +206,7 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 		ck.Close()
 		return nil, err
 	}
-	g := ck.Generation
-	lm := &loadedModel{m: m, codec: ck.Tokenizer, name: ck.Source.Name(), stop: g.StopTokens, types: g.StoredTypes,
-		ggml: g.GGML, chatTemplate: g.ChatTemplate, eosText: g.EOSText}
-	return lm, nil
+	return &loadedModel{m: m, codec: ck.Tokenizer, name: ck.Source.Name(), gen: ck.Generation}, nil
 }
 
 // syntheticKeysUnused refuses synthetic.* keys set for a run that loads
@@ -261,8 +248,7 @@ func synthesize(a *app, wdt tensor.DType) (*loadedModel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("synthetic model: %w", err)
 	}
-	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed")),
-		chatTemplate: g.ChatTemplate, eosText: g.EOSText}, nil
+	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed")), gen: g}, nil
 }
 
 // asStoredDefault reports whether weights is the default f32 that nobody
@@ -308,12 +294,6 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
 		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led, Speculation: spec,
 	}, nil
-}
-
-// newEngine is engine.New, which checks that the KV pool fits the
-// machine's physical memory before allocating it.
-func newEngine(m *model.Model, opts engine.Options) (*engine.Engine, error) {
-	return engine.New(m, opts)
 }
 
 // clampSteps applies run.c's rule: 0 or more than seq_len means seq_len,

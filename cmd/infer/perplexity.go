@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -65,16 +63,6 @@ break or space to cut at is refused.`,
 	return cmd
 }
 
-// pplResult is what perplexity reports; the JSON keys are the issue's.
-type pplResult struct {
-	PPL          float64 `json:"ppl"`
-	PPLStderr    float64 `json:"ppl_stderr"`
-	NLL          float64 `json:"nll"`
-	TokensScored int     `json:"tokens_scored"`
-	Chunks       int     `json:"chunks"`
-	Ctx          int     `json:"ctx"`
-}
-
 func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	path := a.getPath("perplexity.file")
@@ -108,11 +96,11 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	// BOS as the tokenizer's file asks (llama.cpp's add_bos): a llama2.c
 	// tokenizer always, a GGUF's per tokenizer.ggml.add_bos_token.
-	bos, addBOS := lm.codec.BOS(), lm.codec.AddBOS() && lm.codec.BOS() >= 0
+	bos, addBOS := lm.gen.BOS, lm.addBOS()
 	if !addBOS {
 		bos = -1
 	}
-	tokens, err := tokenStream(lm.codec, r, tokenizer.EncodeOptions{BOS: addBOS})
+	tokens, err := tokenizer.NewStream(lm.codec, closedIsEmpty{r}, tokenizer.EncodeOptions{BOS: addBOS})
 	if err != nil {
 		return fmt.Errorf("perplexity: %w", err)
 	}
@@ -123,16 +111,20 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	// One sequence of nctx positions at a time, without prefix sharing:
 	// the pool needs its blocks only.
 	const bs = 16
-	e, err := newEngine(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
+	e, err := engine.New(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
 		KVDType: kvdt, Threads: a.getInt("threads"), DisablePrefixSharing: true})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	res, err := perplexity(cmd.Context(), e, tokens, nctx, bos, stderr)
+	res, err := e.Perplexity(cmd.Context(), tokens, nctx, bos, func(chunk int, ppl float64) {
+		fmt.Fprintf(stderr, "[%d]%.4f,", chunk, ppl)
+	})
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(stderr, "\nperplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
+		res.Tokens, res.Chunks, nctx, nctx-1-nctx/2)
 	if a.getString("perplexity.output") == "json" {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -151,60 +143,8 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 // are not reproduced (ggml rounds K and V, and q and the probabilities
 // with them, to F16: up to 0.08% on stories260K-q8_0); else F32.
 func perplexityKVDType(a *app, lm *loadedModel) (tensor.DType, error) {
-	if lm.ggml && a.source("kv_dtype") == "default" {
+	if lm.gen.GGML && a.source("kv_dtype") == "default" {
 		return tensor.F16, nil
 	}
 	return tensor.ParseDType(a.getString("kv_dtype"))
-}
-
-// perplexity runs llama-perplexity's method (see the command's help) on
-// the tokens the stream gives, which start with BOS when bos >= 0; each
-// chunk's first token is replaced by bos, unless bos < 0 (a vocabulary
-// without add_bos, as llama.cpp does then). Only two chunks of tokens are
-// held at a time. progress receives "[i]ppl," after each chunk, and at
-// the end a newline and the count of tokens and chunks.
-func perplexity(ctx context.Context, e *engine.Engine, tokens *tokenizer.Stream, nctx, bos int, progress io.Writer) (pplResult, error) {
-	first := nctx / 2
-	win := &tokenWindow{s: tokens}
-	// The text must hold two chunks before the first is scored, so that
-	// a text too short fails before any output.
-	if err := win.fill(2 * nctx); err != nil {
-		return pplResult{}, fmt.Errorf("perplexity: %w", err)
-	}
-	if win.total < 2*nctx {
-		return pplResult{}, fmt.Errorf("perplexity: the text has %d tokens; a context of %d needs at least %d", win.total, nctx, 2*nctx)
-	}
-	chunk := make([]int, nctx)
-	var nll, nll2 float64
-	count, nChunks := 0, 0
-	for len(win.toks) >= nctx {
-		copy(chunk, win.toks[:nctx])
-		if bos >= 0 {
-			chunk[0] = bos
-		}
-		lp, err := e.Score(ctx, chunk, first)
-		if err != nil {
-			return pplResult{}, fmt.Errorf("perplexity: chunk %d: %w", nChunks+1, err)
-		}
-		for _, l := range lp {
-			nll -= l
-			nll2 += l * l
-		}
-		count += len(lp)
-		nChunks++
-		fmt.Fprintf(progress, "[%d]%.4f,", nChunks, math.Exp(nll/float64(count)))
-		win.drop(nctx)
-		if err := win.fill(nctx); err != nil {
-			return pplResult{}, fmt.Errorf("perplexity: %w", err)
-		}
-	}
-	fmt.Fprintln(progress)
-	fmt.Fprintf(progress, "perplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
-		win.total, nChunks, nctx, nctx-1-first)
-	mean, mean2 := nll/float64(count), nll2/float64(count)
-	res := pplResult{PPL: math.Exp(mean), NLL: mean, TokensScored: count, Chunks: nChunks, Ctx: nctx}
-	if v := mean2 - mean*mean; v > 0 && count > 1 {
-		res.PPLStderr = math.Sqrt(v/float64(count-1)) * res.PPL
-	}
-	return res, nil
 }

@@ -8,17 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/stride-lm/stride/model/gguf"
-	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 // The Q4_1, Q5_0 and Q5_1 figures: llama.cpp's perplexity of
 // `llama-quantize --pure` files, recorded by scripts/ggml-oracle/record.py
 // with the files' tensor hashes. The files are not fixtures; the test
-// makes them with gguf.QuantizePure from the shared F32 file (its tensors
-// are llama-quantize's byte for byte, which model/gguf's
-// TestQuantizePureMatchesLlamaQuantize checks against the same hashes).
+// makes them with infer export --format gguf --type q4_1|q5_0|q5_1 from
+// the shared F32 file (its tensors are llama-quantize's byte for byte,
+// which model/gguf's TestExportMatchesLlamaQuantize checks against the
+// same hashes).
 func TestPerplexityMatchesLlamaCppPureQuants(t *testing.T) {
 	models := sharedModels(t)
 	raw, err := os.ReadFile("../../model/gguf/testdata/llama_quantize.json")
@@ -32,16 +30,10 @@ func TestPerplexityMatchesLlamaCppPureQuants(t *testing.T) {
 	if err := json.Unmarshal(raw, &o); err != nil {
 		t.Fatal(err)
 	}
-	src, err := gguf.Open(filepath.Join(models, "gguf", o.Source))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	types := map[string]kernels.GGMLType{"Q4_1": kernels.TypeQ4_1, "Q5_0": kernels.TypeQ5_0, "Q5_1": kernels.TypeQ5_1}
 	n := 0
 	for _, rec := range o.Files {
-		typ, ok := types[strings.TrimPrefix(rec.Name, "pure-")]
-		if !strings.HasPrefix(rec.Name, "pure-") || !ok {
+		typ := strings.TrimPrefix(rec.Name, "pure-")
+		if !strings.HasPrefix(rec.Name, "pure-") || (typ != "Q4_1" && typ != "Q5_0" && typ != "Q5_1") {
 			continue
 		}
 		n++
@@ -50,20 +42,10 @@ func TestPerplexityMatchesLlamaCppPureQuants(t *testing.T) {
 			if want == nil {
 				t.Fatalf("oracle line %q", rec.Perplexity)
 			}
-			kvs, ts, err := gguf.QuantizePure(src, typ)
-			if err != nil {
-				t.Fatal(err)
-			}
 			path := filepath.Join(t.TempDir(), rec.Name+".gguf")
-			f, err := os.Create(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := gguf.Write(f, kvs, ts); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
+			if code, _, errs := cli(t, "export", "--checkpoint", filepath.Join(models, "gguf", o.Source),
+				"--format", "gguf", "--type", strings.ToLower(typ), "--out", path); code != 0 {
+				t.Fatalf("export: exit %d: %s", code, errs)
 			}
 			code, out, errs := cli(t, "perplexity", "--kv-dtype", "f16", "--checkpoint", path,
 				"--tokenizer", filepath.Join(models, "tok512.bin"), "--ctx", "128",

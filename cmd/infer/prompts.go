@@ -143,11 +143,12 @@ func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
 	return ids, nil
 }
 
-// addBOS reports whether prompts start with BOS: always for llama2.c's
-// tokenizer (run.c does), else as the tokenizer's file says (a GGUF's
-// tokenizer.ggml.add_bos_token, tokenizer_config.json's add_bos_token):
-// Qwen's, for one, adds none, and feeding it a BOS would change its output.
-func (lm *loadedModel) addBOS() bool { return lm.codec.AddBOS() && lm.codec.BOS() >= 0 }
+// addBOS reports whether prompts start with BOS (checkpoint.Generation's
+// AddBOS): always for llama2.c's tokenizer (run.c does), else as the
+// tokenizer's file says (a GGUF's tokenizer.ggml.add_bos_token,
+// tokenizer_config.json's add_bos_token): Qwen's, for one, adds none, and
+// feeding it a BOS would change its output.
+func (lm *loadedModel) addBOS() bool { return lm.gen.AddBOS }
 
 // maxPieceBytes is the longest text any token decodes to (at least 1),
 // computed once per model.

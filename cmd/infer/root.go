@@ -277,20 +277,12 @@ file given by --config (or INFER_CONFIG), then defaults.`,
 	return root
 }
 
-// Execute runs the CLI with args (without the program name), writing to
-// stdout and stderr. It returns the error to report; it does not exit.
-func Execute(args []string, stdout, stderr io.Writer) error {
-	return ExecuteContext(context.Background(), args, stdout, stderr)
-}
-
-// ExecuteContext is Execute under ctx: commands stop at their next step
-// once it is done (an interrupt) and report what they have.
+// ExecuteContext runs the CLI with args (without the program name) under
+// ctx, writing to stdout and stderr: commands stop at their next step once
+// ctx is done (an interrupt) and report what they have. It returns the
+// error to report; it does not exit.
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return executeWithContext(ctx, defaultRegistry, args, stdout, stderr)
-}
-
-func executeWith(reg *registry, args []string, stdout, stderr io.Writer) error {
-	return executeWithContext(context.Background(), reg, args, stdout, stderr)
 }
 
 func executeWithContext(ctx context.Context, reg *registry, args []string, stdout, stderr io.Writer) error {

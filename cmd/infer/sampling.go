@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/engine"
 )
 
 // The settings llama.cpp users bring to generate and chat: how many new
@@ -103,19 +102,60 @@ func (r stepsRule) forPrompt(n int) int {
 	return r.steps
 }
 
-// poolForContext sizes the default KV pool from the context cap instead
-// of the model's seq_len (engine.KVPool): DefaultKVSequences sequences
-// of ctx positions. An explicit num_blocks or kv_memory wins.
-func poolForContext(o *engine.Options, ctx int) { o.Context = ctx }
-
-// newSampler is run.c's sampler with the configured filters; prompt (its
-// ids) is what the repeat penalty starts from, as in llama.cpp.
-func newSampler(a *app, vocab int, seed uint64, prompt []int) *model.Sampler {
-	s := model.NewSampler(vocab, float32(a.getFloat("temperature")), float32(a.getFloat("topp")), seed)
-	s.SetFilters(model.Filters{TopK: a.getInt("top_k"), MinP: float32(a.getFloat("min_p")),
-		RepeatPenalty: float32(a.getFloat("repeat_penalty")), RepeatLastN: a.getInt("repeat_last_n")})
+// newSampler is run.c's sampler with the run's settings
+// (samplerSettings); prompt (its ids) is what the repeat penalty starts
+// from, as in llama.cpp.
+func newSampler(a *app, lm *loadedModel, seed uint64, prompt []int) *model.Sampler {
+	st := samplerSettings(a, lm)
+	s := model.NewSampler(lm.m.Config.VocabSize, st.temperature, st.topp, seed)
+	s.SetFilters(st.filters)
 	s.Accept(prompt...)
 	return s
+}
+
+// sampling is what a run samples with.
+type sampling struct {
+	temperature, topp float32
+	filters           model.Filters
+}
+
+// samplerSettings resolves the sampler keys: what the user set (a flag,
+// INFER_*, the config file), else the checkpoint's defaults
+// (generation_config.json, checkpoint.Generation.Sampling), else the
+// keys' own defaults (run.c's sampler, every filter off). A repetition
+// penalty that comes from the checkpoint looks at the whole sequence, as
+// transformers applies it, unless repeat_last_n is set.
+func samplerSettings(a *app, lm *loadedModel) sampling {
+	set := func(key string) *float64 {
+		if a.source(key) == "default" {
+			return nil
+		}
+		v := a.getFloat(key)
+		return &v
+	}
+	user := model.SamplingDefaults{Temperature: set("temperature"), TopP: set("topp"), MinP: set("min_p"),
+		RepetitionPenalty: set("repeat_penalty")}
+	if a.source("top_k") != "default" {
+		k := a.getInt("top_k")
+		user.TopK = &k
+	}
+	d := lm.gen.Sampling.Under(user)
+	or := func(v *float64, key string) float32 {
+		if v != nil {
+			return float32(*v)
+		}
+		return float32(a.getFloat(key))
+	}
+	st := sampling{temperature: or(d.Temperature, "temperature"), topp: or(d.TopP, "topp"),
+		filters: model.Filters{TopK: a.getInt("top_k"), MinP: or(d.MinP, "min_p"),
+			RepeatPenalty: or(d.RepetitionPenalty, "repeat_penalty"), RepeatLastN: a.getInt("repeat_last_n")}}
+	if d.TopK != nil {
+		st.filters.TopK = *d.TopK
+	}
+	if user.RepetitionPenalty == nil && d.RepetitionPenalty != nil && a.source("repeat_last_n") == "default" {
+		st.filters.RepeatLastN = -1
+	}
+	return st
 }
 
 // sourceRank orders app.source's answers by precedence.

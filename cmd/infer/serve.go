@@ -145,12 +145,12 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		lm.m.Close()
 		return nil, nil, err
 	}
-	poolForContext(&opts, ctxLen)
+	opts.Context = ctxLen
 	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
 	// The Ledger feeds /metrics' stride_bytes_copied_total: what the
 	// attention path copies per step is what Stride exists to show.
 	opts.Ledger = tensor.NewLedger()
-	e, err := newEngine(lm.m, opts)
+	e, err := engine.New(lm.m, opts)
 	if err != nil {
 		lm.m.Close()
 		return nil, nil, err
@@ -162,12 +162,13 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		return nil, nil, err
 	}
 	b := serve.NewEngineBackend(e, serve.EngineConfig{Tokenizer: lm.codec, Template: tmpl,
-		StopTokens: lm.stop, MaxModelLen: ctxLen})
+		StopTokens: lm.gen.StopTokens, MaxModelLen: ctxLen})
 	name := a.getString("serve.served_model_name")
 	if name == "" {
 		name = servedName(lm.name)
 	}
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg.SamplingDefaults = lm.gen.Sampling
 	srv := serve.New(b, cfg)
 	return srv, closeAll, nil
 }
@@ -175,13 +176,7 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 // serveTemplate is the chat template: --chat-template, else the model's
 // own, else run.c's llama-2 format (as infer chat chooses).
 func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
-	switch spec := a.getString("chat.template"); {
-	case spec != "":
-		return chat.Load(spec)
-	case lm.chatTemplate != "":
-		return chat.New("of the model", lm.chatTemplate, lm.eosText)
-	}
-	return chat.Fallback(), nil
+	return chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
 }
 
 // servedName is the checkpoint's file name without its extension

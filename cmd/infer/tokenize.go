@@ -86,11 +86,8 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	}
 	// The text is tokenized a window at a time and the ids written as
 	// they come, so a corpus of any size runs in bounded memory.
-	ids, err := tokenStream(tk, in, tokenizer.EncodeOptions{
+	ids := tk.NewStream(closedIsEmpty{in}, tokenizer.EncodeOptions{
 		BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
-	if err != nil {
-		return err
-	}
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 	if a.getString("tokenize.output") == "json" {
 		err = writeTokensJSON(out, ids, tk)

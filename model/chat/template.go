@@ -56,6 +56,21 @@ func Fallback() *Template {
 	return t
 }
 
+// Select is the template a front end chats with: spec (a built-in name
+// or a file, as Load takes it) when given, else the model's own template
+// own (a GGUF's tokenizer.chat_template, tokenizer_config.json's
+// chat_template; eos its eos_token's text) when it carries one, else
+// Fallback, run.c's format for the llama2.c checkpoints that carry none.
+func Select(spec, own, eos string) (*Template, error) {
+	switch {
+	case spec != "":
+		return Load(spec)
+	case own != "":
+		return New("of the model", own, eos)
+	}
+	return Fallback(), nil
+}
+
 // maxFileBytes bounds a template file: a tokenizer_config.json holds the
 // template (at most maxTemplateBytes) and, at times, an added-token table.
 const maxFileBytes = 16 << 20

@@ -133,3 +133,29 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestSelect: a given spec wins over the model's own template, which wins
+// over run.c's fallback; a broken own template is an error, not the
+// fallback.
+func TestSelect(t *testing.T) {
+	own := "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}"
+	for _, c := range []struct {
+		spec, own, wantName string
+		runC                bool
+	}{
+		{"chatml", own, "chatml", false},
+		{"", own, "of the model", false},
+		{"", "", "llama-2", true},
+	} {
+		tm, err := Select(c.spec, c.own, "")
+		if err != nil {
+			t.Fatalf("%q/%q: %v", c.spec, c.own, err)
+		}
+		if tm.name != c.wantName || tm.RunC() != c.runC {
+			t.Errorf("%q/%q: template %q (run.c %v), want %q", c.spec, c.own, tm.name, tm.RunC(), c.wantName)
+		}
+	}
+	if _, err := Select("", "{% for %}", ""); err == nil {
+		t.Error("a broken own template was accepted")
+	}
+}

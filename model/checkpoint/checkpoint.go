@@ -4,7 +4,7 @@
 // and anything else is tried as a llama2.c checkpoint, the one format
 // with no magic (its header's validation then says what is wrong with
 // it). An empty path is the built-in model, stories260K (package
-// stories260k). A new format adds one case to OpenSource.
+// stories260k). A new format adds one case to openSource.
 //
 // Open returns everything a caller needs to run the model: its Source,
 // its tokenizer and its Generation settings (BOS, stop ids, chat
@@ -87,8 +87,9 @@ type Generation struct {
 	// whose defaults (an F16 KV cache) a front end may follow.
 	GGML bool
 	// Sampling is generation_config.json's sampling defaults (Hugging
-	// Face directories; all nil otherwise).
-	Sampling hf.Sampling
+	// Face directories; all nil otherwise), for a front end to apply to
+	// the settings its user leaves unset (see samplingDefaults).
+	Sampling model.SamplingDefaults
 }
 
 // Open opens the checkpoint at path (the built-in stories260K when path
@@ -108,7 +109,7 @@ func Open(path string, opts Options) (*Checkpoint, error) {
 			ck.Generation.StoredTypes = s.StoredTypes()
 		}
 	case *hf.Source:
-		ck.Generation.StopTokens, ck.Generation.Sampling = s.StopTokens(), s.Sampling()
+		ck.Generation.StopTokens, ck.Generation.Sampling = s.StopTokens(), samplingDefaults(s.Sampling())
 		ck.load.AsStored = opts.AsStored
 		if ck.load.AsStored {
 			ck.Generation.StoredTypes = s.StoredTypes()
@@ -119,6 +120,23 @@ func Open(path string, opts Options) (*Checkpoint, error) {
 		return nil, err
 	}
 	return ck, nil
+}
+
+// samplingDefaults maps generation_config.json's settings to the
+// defaults a front end applies: each value given, as vLLM's
+// --generation-config auto takes them, and do_sample: false (given, not
+// missing) as transformers reads it: greedy, whatever temperature says.
+// A missing do_sample does not make a run greedy (transformers' default
+// is false, but configs that give sampling values without it mean them,
+// and vLLM applies them).
+func samplingDefaults(s hf.Sampling) model.SamplingDefaults {
+	d := model.SamplingDefaults{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty}
+	if s.DoSample != nil && !*s.DoSample {
+		greedy := 0.0
+		d.Temperature = &greedy
+	}
+	return d
 }
 
 // Load builds the model (model.FromSource). The model then owns the file:
@@ -144,17 +162,11 @@ func (c *Checkpoint) Close() error {
 	return c.Source.Close()
 }
 
-// OpenSource opens the checkpoint at path as a model.Source, without its
-// tokenizer. The path must be a regular file or a directory: it is opened
-// non-blocking and fstat'ed, so a FIFO or a device is refused at once.
-// opts.NoMmap makes formats read instead of mapping. Errors read
-// "checkpoint <path>: <problem>".
-func OpenSource(path string, opts model.LoadOptions) (model.Source, error) {
-	src, _, err := openSource(path, opts)
-	return src, err
-}
-
-// openSource is OpenSource, which also says what kind of file it was.
+// openSource opens the checkpoint at path as a model.Source, without its
+// tokenizer, and says what kind of file it was. The path must be a regular
+// file or a directory: it is opened non-blocking and fstat'ed, so a FIFO or
+// a device is refused at once. opts.NoMmap makes formats read instead of
+// mapping. Errors read "checkpoint <path>: <problem>".
 func openSource(path string, opts model.LoadOptions) (model.Source, Kind, error) {
 	if path == "" {
 		b := stories260k.Checkpoint
@@ -191,14 +203,4 @@ func openSource(path string, opts model.LoadOptions) (model.Source, Kind, error)
 		return nil, 0, err
 	}
 	return src, Llama2c, nil
-}
-
-// Load opens the checkpoint at path and builds its model
-// (model.FromSource). The model owns the file: Model.Close releases it.
-func Load(path string, opts model.LoadOptions) (*model.Model, error) {
-	src, err := OpenSource(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return model.FromSource(src, opts)
 }

@@ -70,8 +70,8 @@ func TestOpenByMagicNotExtension(t *testing.T) {
 	}
 }
 
-// TestLoad: Load is Open + FromSource, and the model is the one the file
-// holds.
+// TestLoad: Checkpoint.Load builds the model the file holds, mapped or
+// read.
 func TestLoad(t *testing.T) {
 	m := tiny(t)
 	var buf bytes.Buffer
@@ -80,7 +80,11 @@ func TestLoad(t *testing.T) {
 	}
 	path := write(t, "m.bin", buf.Bytes())
 	for _, noMmap := range []bool{false, true} {
-		got, err := Load(path, model.LoadOptions{NoMmap: noMmap})
+		ck, err := Open(path, Options{Load: model.LoadOptions{NoMmap: noMmap}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ck.Load()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -54,7 +53,7 @@ func TestPathsAgreeOnStories260K(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m, err := checkpoint.Load(filepath.Join(sharedDir(t), "models", "stories260K.bin"), model.LoadOptions{WeightDType: dt})
+			m, err := loadCheckpoint(filepath.Join(sharedDir(t), "models", "stories260K.bin"), model.LoadOptions{WeightDType: dt})
 			if err != nil {
 				t.Fatal(err)
 			}

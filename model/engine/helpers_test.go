@@ -32,11 +32,24 @@ func mustSynth(t testing.TB, c model.Config, seed uint64) *model.Model {
 	return m
 }
 
+// loadCheckpoint opens the checkpoint at path and builds its model.
+func loadCheckpoint(path string, opts model.LoadOptions) (*model.Model, error) {
+	ck, err := checkpoint.Open(path, checkpoint.Options{Load: opts})
+	if err != nil {
+		return nil, err
+	}
+	m, err := ck.Load()
+	if err != nil {
+		ck.Close()
+	}
+	return m, err
+}
+
 // stories260K loads the shared stories260K checkpoint and its tokenizer.
 func stories260K(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	dir := sharedDir(t)
-	m, err := checkpoint.Load(filepath.Join(dir, "models", "stories260K.bin"), model.LoadOptions{})
+	m, err := loadCheckpoint(filepath.Join(dir, "models", "stories260K.bin"), model.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/checkpoint"
 )
 
 // TestSpeculativeLoopingFormats: greedy output with n-gram speculation is
@@ -26,7 +25,7 @@ func TestSpeculativeLoopingFormats(t *testing.T) {
 		{"stories260K q8_0", "stories260K.bin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := checkpoint.Load(filepath.Join(dir, "models", tc.file), model.LoadOptions{})
+			m, err := loadCheckpoint(filepath.Join(dir, "models", tc.file), model.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,9 +75,11 @@ func isBytePiece(p string) bool {
 
 // ExportOptions choose what WriteModel writes.
 type ExportOptions struct {
-	// Type is the storage type of the weight matrices: kernels.TypeF32, kernels.TypeF16 or
-	// kernels.TypeQ8_0. A Q8_0 matrix whose row length is not a multiple of 32
-	// falls back to F16, as llama-quantize does; vectors (norms, biases,
+	// Type is the storage type of the weight matrices: kernels.TypeF32,
+	// TypeF16, or one of the 32-weight block types TypeQ8_0, TypeQ4_1,
+	// TypeQ5_0 and TypeQ5_1 (ggml's reference quantizers, QuantizeBlocks).
+	// A quantized matrix whose row length is not a multiple of 32 falls
+	// back to F16, as llama-quantize does; vectors (norms, biases,
 	// rope_freqs) are always F32.
 	Type kernels.GGMLType
 	// Name is general.name ("llama" when empty, as llama.cpp's llama2.c
@@ -91,11 +93,13 @@ type ExportOptions struct {
 	TokenizerKV []KV
 }
 
-// fileType is general.file_type (llama_ftype) for each export type.
-var fileType = map[kernels.GGMLType]uint32{kernels.TypeF32: 0, kernels.TypeF16: 1, kernels.TypeQ8_0: 7}
+// fileType is general.file_type (llama_ftype) of a file whose matrices
+// are all of one type: the types WriteModel and QuantizePure write.
+var fileType = map[kernels.GGMLType]uint32{kernels.TypeF32: 0, kernels.TypeF16: 1, kernels.TypeQ4_1: 3, kernels.TypeQ8_0: 7, kernels.TypeQ5_0: 8, kernels.TypeQ5_1: 9}
 
 // ExportType is the export type named name (ggml's spelling in any letter
-// case: "f32", "f16", "q8_0"), or false when WriteModel cannot write it.
+// case: "f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"), or false when
+// WriteModel cannot write it.
 func ExportType(name string) (kernels.GGMLType, bool) {
 	for t := range fileType {
 		if strings.EqualFold(name, t.String()) {
@@ -121,7 +125,7 @@ func WriteModel(w io.Writer, m *model.Model, opts ExportOptions) error {
 	c := m.Config
 	ft, ok := fileType[opts.Type]
 	if !ok {
-		return fmt.Errorf("gguf: export: type %s is not F32, F16 or Q8_0", opts.Type)
+		return fmt.Errorf("gguf: export: type %s is not F32, F16, Q8_0, Q4_1, Q5_0 or Q5_1", opts.Type)
 	}
 	arch, err := exportArch(c)
 	if err != nil {
@@ -321,7 +325,7 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 		return WriterTensor{}, fmt.Errorf("shape %v", sh)
 	}
 	cols := sh[1]
-	if typ == kernels.TypeQ8_0 && cols%32 != 0 {
+	if cols%typ.BlockSize() != 0 {
 		typ = kernels.TypeF16 // llama-quantize's fallback for rows that are not whole blocks
 	}
 	row := make([]float32, cols)
@@ -338,15 +342,11 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 		}
 		return row, m.Quantized[t].Row(r0+i, row)
 	}
-	var out []byte
-	switch typ {
-	case kernels.TypeF32:
-		out = make([]byte, 0, rows*cols*4)
-	case kernels.TypeF16:
-		out = make([]byte, 0, rows*cols*2)
-	case kernels.TypeQ8_0:
-		out = make([]byte, 0, rows*cols/32*34)
+	rowBytes, err := typ.RowBytes(cols)
+	if err != nil {
+		return WriterTensor{}, err
 	}
+	out := make([]byte, 0, rows*rowBytes)
 	for i := 0; i < rows; i++ {
 		r, err := get(i)
 		if err != nil {
@@ -359,8 +359,10 @@ func encodeMatrix(m *model.Model, name string, t *tensor.Tensor, r0, rows int, t
 			for _, v := range r {
 				out = binary.LittleEndian.AppendUint16(out, float16.Fromfloat32(v).Bits())
 			}
-		case kernels.TypeQ8_0:
-			out = QuantizeQ8_0(out, r)
+		default:
+			if out, err = QuantizeBlocks(out, typ, r); err != nil {
+				return WriterTensor{}, err
+			}
 		}
 	}
 	return WriterTensor{Name: name, Type: typ, Shape: []int{rows, cols}, Data: out}, nil

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/tensor/kernels"
 )
 
@@ -140,4 +142,107 @@ func writeParse(t *testing.T, kvs []KV, ts []WriterTensor) *File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// QuantizePure is `llama-quantize --pure` for an F32 file, the tests'
+// reference for WriteModel's block types: it returns f's
+// metadata (general.file_type set to typ's) and its tensors, with every
+// 2-D *.weight tensor quantized to typ by QuantizeBlocks and the others
+// (norms) copied as stored. Write(w, kvs, tensors) then writes the file.
+// A matrix that is not F32, or whose rows are not whole blocks, is an
+// error naming it (llama-quantize would fall back to another type).
+func QuantizePure(f *File, typ kernels.GGMLType) ([]KV, []WriterTensor, error) {
+	ft, ok := fileType[typ]
+	if !ok || typ == kernels.TypeF32 || typ == kernels.TypeF16 {
+		return nil, nil, fmt.Errorf("gguf: no quantizer for %s (Q8_0, Q4_1, Q5_0 and Q5_1 have one)", typ)
+	}
+	kvs := make([]KV, 0, len(f.Metadata)+1)
+	seen := false
+	for _, kv := range f.Metadata {
+		if kv.Key == "general.file_type" {
+			kv.Value, seen = MustValue(ft), true
+		}
+		kvs = append(kvs, kv)
+	}
+	if !seen {
+		kvs = append(kvs, KV{Key: "general.file_type", Value: MustValue(ft)})
+	}
+	ts := make([]WriterTensor, 0, len(f.Tensors))
+	for _, ti := range f.Tensors {
+		data, err := f.Data(ti)
+		if err != nil {
+			return nil, nil, err
+		}
+		wt := WriterTensor{Name: ti.Name, Type: ti.Type, Shape: ti.Shape, Data: data}
+		if len(ti.Shape) == 2 && len(ti.Name) > 7 && ti.Name[len(ti.Name)-7:] == ".weight" {
+			if ti.Type != kernels.TypeF32 {
+				return nil, nil, fmt.Errorf("gguf: %s: tensor %q is %s, not F32", f.name, ti.Name, ti.Type)
+			}
+			if ti.Shape[1]%32 != 0 {
+				return nil, nil, fmt.Errorf("gguf: %s: tensor %q rows of %d are not whole %s blocks", f.name, ti.Name, ti.Shape[1], typ)
+			}
+			x := make([]float32, len(data)/4)
+			for i := range x {
+				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+			q, err := QuantizeBlocks(make([]byte, 0, len(x)/32*typ.BlockBytes()), typ, x)
+			if err != nil {
+				return nil, nil, err
+			}
+			wt.Type, wt.Data = typ, q
+		}
+		ts = append(ts, wt)
+	}
+	return kvs, ts, nil
+}
+
+// TestExportMatchesLlamaQuantize: WriteModel's block types, from the
+// model the shared F32 file holds, are tensor for tensor the bytes
+// `llama-quantize --pure` wrote (their sha256), and the same types: what
+// infer export --format gguf --type q4_1|q5_0|q5_1 writes.
+func TestExportMatchesLlamaQuantize(t *testing.T) {
+	o := loadLlamaQuantize(t)
+	src, err := OpenSource(sharedFile(t, "models/gguf/"+o.Source))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.FromSource(src, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	n := 0
+	for _, rec := range o.Files {
+		typ, ok := typeByName[strings.TrimPrefix(rec.Name, "pure-")]
+		if !strings.HasPrefix(rec.Name, "pure-") || !ok {
+			continue
+		}
+		n++
+		var buf bytes.Buffer
+		if err := WriteModel(&buf, m, ExportOptions{Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(buf.Bytes(), rec.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range rec.Tensors {
+			ti, ok := f.Tensor(want.Name)
+			if !ok {
+				t.Errorf("%s: no tensor %s", rec.Name, want.Name)
+				continue
+			}
+			data, err := f.Data(ti)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(data)
+			if ti.Type.String() != want.Type || hex.EncodeToString(sum[:]) != want.Sha256 {
+				t.Errorf("%s %s: %s sha256 %x; llama-quantize: %s %s", rec.Name, want.Name, ti.Type, sum, want.Type, want.Sha256)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d --pure files in the oracle, want 3 (Q4_1, Q5_0, Q5_1)", n)
+	}
 }

@@ -130,6 +130,7 @@ type Sampling struct {
 	Temperature       *float64 `json:"temperature"`
 	TopP              *float64 `json:"top_p"`
 	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 }
 
@@ -147,30 +148,6 @@ type Config struct {
 	RopeFreqs []float32
 	// BOS and EOS are config.json's bos_token_id and eos_token_id.
 	BOS, EOS []int
-}
-
-// ParseConfig maps a config.json (its bytes) to a Config:
-//
-//	hidden_size               Dim
-//	intermediate_size         HiddenDim
-//	num_hidden_layers         NLayers
-//	num_attention_heads       NHeads
-//	num_key_value_heads       NKVHeads (default: num_attention_heads)
-//	head_dim                  must equal hidden_size/num_attention_heads
-//	vocab_size                VocabSize
-//	max_position_embeddings   SeqLen
-//	rms_norm_eps              NormEps
-//	rope_theta                RopeTheta (default 10000)
-//	rope_scaling              linear: RopeScale; llama3: RopeFreqs;
-//	                          default/null: none; others refused
-//	tie_word_embeddings       Tied (default false, as Llama's and Qwen2's configs)
-//	Qwen2ForCausalLM          QKVBias
-func ParseConfig(data []byte) (Config, error) {
-	var r rawConfig
-	if err := json.Unmarshal(data, &r); err != nil {
-		return Config{}, fmt.Errorf("config.json: %w", err)
-	}
-	return r.config()
 }
 
 // config maps the decoded config.json to a Config in steps: the
@@ -362,5 +339,30 @@ func readGenerationConfig(path string) (*generationConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := g.Sampling.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &g, nil
+}
+
+// check refuses sampling values no sampler can use (transformers refuses
+// them too): a negative temperature or top_k, a top_p or min_p outside
+// [0, 1], a repetition_penalty that is not positive.
+func (s Sampling) check() error {
+	bad := func(name string, v any, want string) error {
+		return fmt.Errorf("%s %v: want %s", name, v, want)
+	}
+	switch {
+	case s.Temperature != nil && !(*s.Temperature >= 0 && *s.Temperature <= math.MaxFloat32):
+		return bad("temperature", *s.Temperature, "a number >= 0")
+	case s.TopP != nil && !(*s.TopP >= 0 && *s.TopP <= 1):
+		return bad("top_p", *s.TopP, "a number in [0, 1]")
+	case s.TopK != nil && *s.TopK < 0:
+		return bad("top_k", *s.TopK, "an integer >= 0")
+	case s.MinP != nil && !(*s.MinP >= 0 && *s.MinP <= 1):
+		return bad("min_p", *s.MinP, "a number in [0, 1]")
+	case s.RepetitionPenalty != nil && !(*s.RepetitionPenalty > 0 && *s.RepetitionPenalty <= math.MaxFloat32):
+		return bad("repetition_penalty", *s.RepetitionPenalty, "a number > 0")
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package hf
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -31,7 +33,7 @@ var configSeeds = map[string]string{
 		`"torch_dtype":"bfloat16","vocab_size":49152}`,
 }
 
-// FuzzParseConfig feeds arbitrary config.json bytes to ParseConfig. It
+// FuzzParseConfig feeds arbitrary config.json bytes to parseConfig. It
 // must never panic, and a config it accepts must be one the forward pass
 // accepts (model.Config.Validate), with factors for every rotated pair.
 func FuzzParseConfig(f *testing.F) {
@@ -39,7 +41,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data)
+		c, err := parseConfig(data)
 		if err != nil {
 			return
 		}
@@ -66,7 +68,7 @@ func TestFuzzCorpusCurrent(t *testing.T) {
 // has biases; SmolLM2-135M (head_dim 64 = 576/9, BOS = EOS = 0) stops at
 // id 0 only.
 func TestParseRealConfigs(t *testing.T) {
-	c, err := ParseConfig([]byte(configSeeds["llama3"]))
+	c, err := parseConfig([]byte(configSeeds["llama3"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +76,14 @@ func TestParseRealConfigs(t *testing.T) {
 		c.RopeFreqs[0] != 1 || c.RopeFreqs[31] != 32 || !c.Tied || !slicesEqual(c.EOS, []int{128001, 128008, 128009}) {
 		t.Errorf("llama3: %+v", c)
 	}
-	q, err := ParseConfig([]byte(configSeeds["qwen2"]))
+	q, err := parseConfig([]byte(configSeeds["qwen2"]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !q.Model.QKVBias || q.Architecture != "Qwen2ForCausalLM" || q.Model.NHeads != 14 || q.Model.NormEps != 1e-6 {
 		t.Errorf("qwen2: %+v", q)
 	}
-	sm, err := ParseConfig([]byte(configSeeds["smollm2"]))
+	sm, err := parseConfig([]byte(configSeeds["smollm2"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +91,33 @@ func TestParseRealConfigs(t *testing.T) {
 		!sm.Tied || sm.Model.QKVBias || !slicesEqual(stopTokens(sm, nil, sm.Model.VocabSize), []int{0}) {
 		t.Errorf("smollm2: %+v", sm)
 	}
-	l, err := ParseConfig([]byte(configSeeds["linear"]))
+	l, err := parseConfig([]byte(configSeeds["linear"]))
 	if err != nil || l.Model.RopeScale != 2 || l.Model.NKVHeads != 4 || l.Tied {
 		t.Errorf("linear: %+v, %v", l, err)
 	}
+}
+
+// parseConfig maps a config.json (its bytes) to a Config, as Open does
+// with the file (the fuzz target of the config parser):
+//
+//	hidden_size               Dim
+//	intermediate_size         HiddenDim
+//	num_hidden_layers         NLayers
+//	num_attention_heads       NHeads
+//	num_key_value_heads       NKVHeads (default: num_attention_heads)
+//	head_dim                  must equal hidden_size/num_attention_heads
+//	vocab_size                VocabSize
+//	max_position_embeddings   SeqLen
+//	rms_norm_eps              NormEps
+//	rope_theta                RopeTheta (default 10000)
+//	rope_scaling              linear: RopeScale; llama3: RopeFreqs;
+//	                          default/null: none; others refused
+//	tie_word_embeddings       Tied (default false, as Llama's and Qwen2's configs)
+//	Qwen2ForCausalLM          QKVBias
+func parseConfig(data []byte) (Config, error) {
+	var r rawConfig
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Config{}, fmt.Errorf("config.json: %w", err)
+	}
+	return r.config()
 }

@@ -1,8 +1,9 @@
 package hf
 
 import (
-	"github.com/stride-lm/stride/tensor/testfixture"
 	"testing"
+
+	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
 // sharedFile returns one shared fixture's path (rel in slash form),

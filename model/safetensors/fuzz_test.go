@@ -92,3 +92,9 @@ func TestFuzzCorpusCurrent(t *testing.T) {
 		}
 	}
 }
+
+// ParseHeader validates a whole file held in memory (data) and returns
+// its header (ReadHeader over the bytes).
+func ParseHeader(data []byte) (*Header, error) {
+	return ReadHeader(bytes.NewReader(data), int64(len(data)))
+}

@@ -110,12 +110,6 @@ func ReadHeader(r io.ReaderAt, size int64) (*Header, error) {
 	return parseHeader(buf, size)
 }
 
-// ParseHeader validates a whole file held in memory (data) and returns
-// its header.
-func ParseHeader(data []byte) (*Header, error) {
-	return ReadHeader(bytes.NewReader(data), int64(len(data)))
-}
-
 // tensorEntry is a header entry as JSON. Unknown fields are ignored, as
 // the reference implementation ignores them.
 type tensorEntry struct {

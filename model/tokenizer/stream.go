@@ -178,3 +178,19 @@ func cutCandidate(b []byte, p int, newline bool) bool {
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 func isASCIIWord(c byte) bool { return isASCIILetter(c) || c >= '0' && c <= '9' }
+
+// Streamer is a Codec that can tokenize a text incrementally (Tokenizer
+// and Bytes are).
+type Streamer interface {
+	NewStream(r io.Reader, o EncodeOptions) *Stream
+}
+
+// NewStream returns a Stream of c's ids over r, or an error when c cannot
+// read a text incrementally (it is not a Streamer).
+func NewStream(c Codec, r io.Reader, o EncodeOptions) (*Stream, error) {
+	s, ok := c.(Streamer)
+	if !ok {
+		return nil, fmt.Errorf("the %T tokenizer cannot read a text incrementally", c)
+	}
+	return s.NewStream(r, o), nil
+}

@@ -180,3 +180,17 @@ func TestStreamVerifiesCuts(t *testing.T) {
 		t.Errorf("%d ids in %d parts, whole text %d ids", len(got), parts, len(want))
 	}
 }
+
+// noStream is a Codec without NewStream.
+type noStream struct{ Codec }
+
+// NewStream refuses, in one line naming it, a codec that cannot stream.
+func TestNewStreamNeedsAStreamer(t *testing.T) {
+	if _, err := NewStream(noStream{}, strings.NewReader("x"), EncodeOptions{}); err == nil || !strings.Contains(err.Error(), "cannot read a text incrementally") {
+		t.Errorf("a codec without NewStream: %v", err)
+	}
+	b, _ := NewBytes(259)
+	if s, err := NewStream(b, strings.NewReader("x"), EncodeOptions{}); err != nil || s == nil {
+		t.Errorf("Bytes: %v", err)
+	}
+}

@@ -11,24 +11,17 @@ var bwSink struct {
 	v float32
 }
 
-// MeasureReadBandwidth returns the sustained read bandwidth in GB/s (1e9
-// bytes per second) of a streaming sum over a buffer of the given size,
-// split across p's threads (p may be nil for one thread). This is the
-// roofline's memory ceiling for decode: a matvec cannot run faster than
-// Matrix.Bytes() / bandwidth. Use a buffer several times the last-level
-// cache (the default for bytes <= 0 is 1 GiB) to measure DRAM; a smaller
-// one measures the cache that holds it. The buffer is allocated and touched
-// first, then summed once to warm up and five more times; the fastest pass
-// counts. It uses the current Impl (the generic kernel is compute-bound
-// well below DRAM speed, so it reports a lower figure).
-func MeasureReadBandwidth(bytes int, p *Pool) float64 {
-	return NewBandwidthProbe(bytes).Measure(p, 5)
-}
-
-// BandwidthProbe is MeasureReadBandwidth's buffer, kept for repeated
-// measurements: on a shared machine the bandwidth drifts over minutes, so
-// a roofline is best computed against a measurement taken next to each
-// timed run (infer bench --roofline does one per repetition).
+// BandwidthProbe measures the sustained read bandwidth in GB/s (1e9
+// bytes per second) of a streaming sum over its buffer, split across a
+// pool's threads. This is the roofline's memory ceiling for decode: a
+// matvec cannot run faster than Matrix.Bytes() / bandwidth. Use a buffer
+// several times the last-level cache (the default for bytes <= 0 is 1 GiB)
+// to measure DRAM; a smaller one measures the cache that holds it. It uses
+// the current Impl (the generic kernel is compute-bound well below DRAM
+// speed, so it reports a lower figure). The probe keeps its buffer for
+// repeated measurements: on a shared machine the bandwidth drifts over
+// minutes, so a roofline is best computed against a measurement taken next
+// to each timed run (infer bench --roofline does one per repetition).
 type BandwidthProbe struct {
 	buf []float32
 }

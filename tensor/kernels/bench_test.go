@@ -198,7 +198,7 @@ func BenchmarkDecodeStories110M(b *testing.B) {
 	}
 }
 
-// BenchmarkReadBandwidth is MeasureReadBandwidth's streaming sum on a
+// BenchmarkReadBandwidth is BandwidthProbe's streaming sum on a
 // preallocated buffer: L2-sized, LLC-sized and DRAM-sized.
 func BenchmarkReadBandwidth(b *testing.B) {
 	p := NewPool(2)

@@ -2,7 +2,7 @@
 // F32, F16, BF16 and Q8_0 and in ggml's block formats (GGUF's Q8_0, Q4_0,
 // Q4_K and Q6_K), the matmul that every projection of the model
 // runs through, the attention helpers (Dot, Axpy, the row-gather kernels
-// DotRows and AxpyRows that read paged K/V through block-table offsets,
+// DotRowsN and AxpyRowsN that read paged K/V through block-table offsets,
 // and ExpSub, the softmax exponential), SwiGLU, a persistent worker pool,
 // and a streaming-bandwidth probe for roofline plots. It imports nothing
 // from the rest of the module, so tensor, attention and model can all use

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/x448/float16"
 )
@@ -58,23 +57,6 @@ func (f Format) String() string {
 		return formatNames[f]
 	}
 	return fmt.Sprintf("Format(%d)", uint8(f))
-}
-
-// ParseFormat parses a format name as printed by Format.String. It accepts
-// any letter case and the aliases "fp32", "float32", "fp16", "float16",
-// "bfloat16", "q8" and "int8".
-func ParseFormat(s string) (Format, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "f32", "fp32", "float32":
-		return F32, nil
-	case "f16", "fp16", "float16", "half":
-		return F16, nil
-	case "bf16", "bfloat16":
-		return BF16, nil
-	case "q8_0", "q8", "int8":
-		return Q8_0, nil
-	}
-	return 0, fmt.Errorf("kernels: unknown weight format %q (want f32, f16, bf16 or q8_0)", s)
 }
 
 // elemBits is the storage cost of one weight, excluding Q8_0 scales.
@@ -161,32 +143,6 @@ func checkShape(rows, cols, have int) error {
 		return fmt.Errorf("kernels: data has %d values, shape (%d, %d) needs %d", have, rows, cols, rows*cols)
 	}
 	return nil
-}
-
-// ToBF16 converts float32 data (row-major rows×cols) to a new BF16 matrix,
-// rounding each value to nearest-even (NaN stays NaN).
-func ToBF16(rows, cols int, data []float32) (*Matrix, error) {
-	if err := checkShape(rows, cols, len(data)); err != nil {
-		return nil, err
-	}
-	bits := make([]uint16, rows*cols)
-	for i := range bits {
-		bits[i] = BF16FromFloat32(data[i])
-	}
-	return &Matrix{Format: BF16, Rows: rows, Cols: cols, U16: bits}, nil
-}
-
-// ToF16 converts float32 data (row-major rows×cols) to a new F16 matrix,
-// rounding to nearest-even; values beyond ±65504 become ±Inf.
-func ToF16(rows, cols int, data []float32) (*Matrix, error) {
-	if err := checkShape(rows, cols, len(data)); err != nil {
-		return nil, err
-	}
-	bits := make([]uint16, rows*cols)
-	for i := range bits {
-		bits[i] = float16.Fromfloat32(data[i]).Bits()
-	}
-	return &Matrix{Format: F16, Rows: rows, Cols: cols, U16: bits}, nil
 }
 
 // QuantizeQ8_0 quantizes float32 data (row-major rows×cols) the way

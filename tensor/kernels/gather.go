@@ -16,24 +16,18 @@ import "fmt"
 // registers (16 vectors of 16).
 const maxGatherDim = 256
 
-// DotRows sets out[j] = Σ_d q[d]·base[rows[j]+d] (d < len(q)) for every
-// j < len(rows): the scores of one query row against len(rows) key rows at
-// the given element offsets of base. It returns an error, writing nothing,
-// if out is shorter than rows or a row does not fit in base.
-func DotRows(out, q, base []float32, rows []int) error {
-	return dotRows("DotRows", out, len(rows), q, len(q), 1, base, rows)
-}
-
-// DotRowsN is DotRows for n query rows of D values (q[i·D : (i+1)·D]),
-// scoring each against the same key rows into out[i·ldo : i·ldo+len(rows)]
-// (ldo ≥ len(rows)), with the offsets checked once for all n: query row
-// i's scores are the bits DotRows gives it alone. Attention scores the
+// DotRowsN sets out[i·ldo+j] = Σ_d q[i·D+d]·base[rows[j]+d] (d < D) for
+// n query rows of D values and every j < len(rows) (ldo ≥ len(rows)): the
+// scores of each query row against len(rows) key rows at the given element
+// offsets of base, with the offsets checked once for all n; query row i's
+// scores are the bits it gets alone (n = 1). It returns an error, writing
+// nothing, if out is too short or a row does not fit in base. Attention scores the
 // query rows that share a KV head this way, one call per key tile.
 func DotRowsN(out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
 	return dotRows("DotRowsN", out, ldo, q, D, n, base, rows)
 }
 
-// dotRows checks a DotRowsN call (DotRows is n = 1, ldo = len(rows)) and
+// dotRows checks a DotRowsN call and
 // runs it, one kernel call per query row.
 func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
 	if err := checkRowsN(op, len(out), ldo, len(q), D, n, len(rows)); err != nil {
@@ -60,24 +54,18 @@ func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []fl
 	return nil
 }
 
-// AxpyRows adds Σ_j p[j]·base[rows[j] : rows[j]+len(acc)] to acc, key by
-// key in order: each element gets one fused multiply-add per key, as a
-// sequence of Axpy calls gives it when len(acc) is a whole number of
-// vectors. It returns an error, touching nothing, if
-// p is shorter than rows or a row does not fit in base.
-func AxpyRows(acc, p, base []float32, rows []int) error {
-	return axpyRows("AxpyRows", acc, len(acc), 1, p, len(rows), base, rows)
-}
-
-// AxpyRowsN is AxpyRows for n accumulators of D values (acc[i·D :
-// (i+1)·D]), each with its weights p[i·ldp : i·ldp+len(rows)] (ldp ≥
-// len(rows)), over the same rows, checked once for all n: accumulator i
-// gets the bits AxpyRows gives it alone.
+// AxpyRowsN adds Σ_j p[i·ldp+j]·base[rows[j] : rows[j]+D] to each of n
+// accumulators of D values (acc[i·D : (i+1)·D]), key by key in order:
+// each element gets one fused multiply-add per key, as a sequence of Axpy
+// calls gives it when D is a whole number of vectors. The rows are checked
+// once for all n, and accumulator i gets the bits it gets alone (n = 1).
+// It returns an error, touching nothing, if p is too short (ldp ≥
+// len(rows)) or a row does not fit in base.
 func AxpyRowsN(acc []float32, D, n int, p []float32, ldp int, base []float32, rows []int) error {
 	return axpyRows("AxpyRowsN", acc, D, n, p, ldp, base, rows)
 }
 
-// axpyRows checks an AxpyRowsN call (AxpyRows is n = 1, ldp = len(rows))
+// axpyRows checks an AxpyRowsN call
 // and runs it, one kernel call per accumulator.
 func axpyRows(op string, acc []float32, D, n int, p []float32, ldp int, base []float32, rows []int) error {
 	if err := checkRowsN(op, len(p), ldp, len(acc), D, n, len(rows)); err != nil {

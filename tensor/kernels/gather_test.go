@@ -212,3 +212,20 @@ func TestRowsNMatchOneRowCalls(t *testing.T) {
 		}
 	})
 }
+
+// DotRows is DotRowsN for one query row (the tests' one-row form): it sets out[j] = Σ_d q[d]·base[rows[j]+d] (d < len(q)) for every
+// j < len(rows): the scores of one query row against len(rows) key rows at
+// the given element offsets of base. It returns an error, writing nothing,
+// if out is shorter than rows or a row does not fit in base.
+func DotRows(out, q, base []float32, rows []int) error {
+	return dotRows("DotRows", out, len(rows), q, len(q), 1, base, rows)
+}
+
+// AxpyRows is AxpyRowsN for one accumulator (the tests' one-row form): it adds Σ_j p[j]·base[rows[j] : rows[j]+len(acc)] to acc, key by
+// key in order: each element gets one fused multiply-add per key, as a
+// sequence of Axpy calls gives it when len(acc) is a whole number of
+// vectors. It returns an error, touching nothing, if
+// p is shorter than rows or a row does not fit in base.
+func AxpyRows(acc, p, base []float32, rows []int) error {
+	return axpyRows("AxpyRows", acc, len(acc), 1, p, len(rows), base, rows)
+}

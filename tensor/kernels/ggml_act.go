@@ -287,23 +287,13 @@ func quantizeQ8_KBlocks(q []int8, d []float32, bsums []int16, x []float32) {
 	}
 }
 
-// f16Round is F16FromFloat32 with a fast path for the normal binary16
-// range, where rounding to nearest even is one add on the bit pattern:
-// rebias the exponent (127 → 15), add 0xfff plus the lowest kept bit, and
-// drop the 13 low bits (a mantissa carry moves into the exponent, as it
-// should). Everything else (subnormal, overflow, Inf, NaN) goes the long way.
-func f16Round(v float32) uint16 {
-	b := math.Float32bits(v)
-	a := b & 0x7fffffff
-	if a >= 0x38800000 && a < 0x477ff000 { // [2^-14, 65520): a normal result
-		return uint16(b>>16&0x8000) | uint16((a-0x38000000+0xfff+(a>>13)&1)>>13)
-	}
-	return F16FromFloat32(v)
-}
-
-// f16RoundF32 is v rounded to binary16 and widened back, F16ToFloat32(
-// f16Round(v)): in the normal range the rounding is done on v's own bits
-// (the exponent rebias cancels), with no binary16 in between.
+// f16RoundF32 is v rounded to binary16 and widened back,
+// F16ToFloat32(F16FromFloat32(v)), with a fast path for the normal
+// binary16 range: there the rounding to nearest even is one add on v's own
+// bits (0xfff plus the lowest kept bit, then the 13 low bits dropped; a
+// mantissa carry moves into the exponent, as it should), with no binary16
+// in between. Everything else (subnormal, overflow, Inf, NaN) goes the
+// long way.
 func f16RoundF32(v float32) float32 {
 	b := math.Float32bits(v)
 	a := b & 0x7fffffff

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/x448/float16"
 )
 
 // withImpl runs f once per implementation this CPU supports, restoring the
@@ -161,4 +163,30 @@ func parseGGMLType(name string) (GGMLType, error) {
 		}
 	}
 	return 0, fmt.Errorf("kernels: ggml type %q is not supported (want %s)", name, supportedList())
+}
+
+// ToBF16 converts float32 data (row-major rows×cols) to a new BF16 matrix,
+// rounding each value to nearest-even (NaN stays NaN).
+func ToBF16(rows, cols int, data []float32) (*Matrix, error) {
+	if err := checkShape(rows, cols, len(data)); err != nil {
+		return nil, err
+	}
+	bits := make([]uint16, rows*cols)
+	for i := range bits {
+		bits[i] = BF16FromFloat32(data[i])
+	}
+	return &Matrix{Format: BF16, Rows: rows, Cols: cols, U16: bits}, nil
+}
+
+// ToF16 converts float32 data (row-major rows×cols) to a new F16 matrix,
+// rounding to nearest-even; values beyond ±65504 become ±Inf.
+func ToF16(rows, cols int, data []float32) (*Matrix, error) {
+	if err := checkShape(rows, cols, len(data)); err != nil {
+		return nil, err
+	}
+	bits := make([]uint16, rows*cols)
+	for i := range bits {
+		bits[i] = float16.Fromfloat32(data[i]).Bits()
+	}
+	return &Matrix{Format: F16, Rows: rows, Cols: cols, U16: bits}, nil
 }

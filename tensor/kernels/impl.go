@@ -47,7 +47,7 @@ type geometry struct {
 var available = detect()
 
 // current holds the Impl used by MatMul, Dot, Axpy, Scale and
-// MeasureReadBandwidth. It starts at Best().
+// the bandwidth probe. It starts at Best().
 var current atomic.Uint32
 
 func init() { current.Store(uint32(Best())) }

@@ -41,21 +41,6 @@ func Axpy(a float32, x, y []float32) {
 	}
 }
 
-// Scale computes x[i] *= a for every i.
-func Scale(a float32, x []float32) {
-	impl := CurrentImpl()
-	m := 0
-	if impl != ImplGeneric {
-		m = len(x) &^ (vecWidth(impl) - 1)
-		if m > 0 {
-			scaleSIMD(impl, a, &x[0], m)
-		}
-	}
-	for i := m; i < len(x); i++ {
-		x[i] *= a
-	}
-}
-
 // sum returns Σ a[i]; the SIMD path reads 4 vectors per iteration with four
 // independent accumulators, which is what a streaming-bandwidth probe needs.
 func sum(impl Impl, a []float32) float32 {

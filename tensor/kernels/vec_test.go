@@ -72,11 +72,11 @@ func sumRef(a []float32) sumVal {
 	return s
 }
 
-func TestMeasureReadBandwidth(t *testing.T) {
+func TestReadBandwidth(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, pool := range []*Pool{nil, p} {
-		bw := MeasureReadBandwidth(1<<20, pool)
+		bw := NewBandwidthProbe(1<<20).Measure(pool, 5)
 		if !(bw > 0) || math.IsInf(bw, 0) {
 			t.Fatalf("bandwidth %v GB/s", bw)
 		}
@@ -91,5 +91,21 @@ func TestBandwidthProbe(t *testing.T) {
 		if bw := pr.Measure(nil, 2); !(bw > 0) || math.IsInf(bw, 0) {
 			t.Fatalf("measure %d: %v GB/s", i, bw)
 		}
+	}
+}
+
+// Scale computes x[i] *= a for every i with the current Impl's scaleSIMD
+// (no program scales a vector; the kernel stays for its test).
+func Scale(a float32, x []float32) {
+	impl := CurrentImpl()
+	m := 0
+	if impl != ImplGeneric {
+		m = len(x) &^ (vecWidth(impl) - 1)
+		if m > 0 {
+			scaleSIMD(impl, a, &x[0], m)
+		}
+	}
+	for i := m; i < len(x); i++ {
+		x[i] *= a
 	}
 }

@@ -38,7 +38,8 @@ func TestIssueFamilies(t *testing.T) {
 		}
 	}
 	// JSON: a 0-d result is "shape": [], not null.
-	b, err := JSON("empty(5).select(0,-2)")
+	rows, err := Eval("empty(5).select(0,-2)")
+	b := MarshalRows(rows)
 	if err != nil || !strings.Contains(string(b), `"shape":[],"strides":[],"offset":3`) {
 		t.Errorf("0-d JSON: %s %v", b, err)
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/stride-lm/stride/tensor"
 )
 
 // Grid limits: a dim longer than gridMax shows its first gridHead and last
@@ -159,23 +157,4 @@ func grid2(b *strings.Builder, shape, strides []int, off int) {
 		}
 		b.WriteString("\n" + sep + "\n")
 	}
-}
-
-// GridText evaluates a program and returns every row's grid, each under
-// a "step N op" heading.
-func GridText(src string) (string, error) {
-	rows, err := Eval(src)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, r := range rows {
-		if r.Error != "" {
-			continue
-		}
-		fmt.Fprintf(&b, "step %d %s  %s %s\n", r.Step, r.Op, r.DType, tensor.FormatInts(r.Shape))
-		b.WriteString(Grid(r))
-		b.WriteString("\n")
-	}
-	return b.String(), nil
 }

@@ -69,14 +69,3 @@ func MarshalRows(rows []Row) []byte {
 	b.WriteString("\n]\n")
 	return []byte(b.String())
 }
-
-// JSON evaluates a program and returns its rows as `infer layout --output
-// json` prints them. A failing statement is the last row (with its
-// error); a program that does not parse returns a *SyntaxError.
-func JSON(src string) ([]byte, error) {
-	rows, err := Eval(src)
-	if err != nil {
-		return nil, err
-	}
-	return MarshalRows(rows), nil
-}

@@ -2,8 +2,6 @@ package layoutexpr
 
 import (
 	"fmt"
-	"math"
-	"strings"
 
 	"github.com/stride-lm/stride/tensor"
 )
@@ -99,43 +97,4 @@ func torchAttr(name string) (value, bool) {
 		return dt, true
 	}
 	return nil, false
-}
-
-// pyStr formats a value the way Python's repr would in an error message.
-func pyStr(v value) string {
-	switch x := v.(type) {
-	case int:
-		return fmt.Sprint(x)
-	case float64:
-		return formatFloat(x)
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case noneVal:
-		return "None"
-	case tensor.DType:
-		return "torch." + x.String()
-	case *tupleVal:
-		parts := make([]string, len(x.items))
-		for i, it := range x.items {
-			parts[i] = pyStr(it)
-		}
-		if x.list {
-			return "[" + strings.Join(parts, ", ") + "]"
-		}
-		if len(parts) == 1 {
-			return "(" + parts[0] + ",)"
-		}
-		return "(" + strings.Join(parts, ", ") + ")"
-	}
-	return typeName(v)
-}
-
-func formatFloat(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
-		return fmt.Sprintf("%.1f", f)
-	}
-	return fmt.Sprint(f)
 }

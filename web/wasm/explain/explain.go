@@ -2,7 +2,7 @@
 // evaluator: program text in, one JSON document out. It lives apart from
 // the js/wasm main so that it builds and is tested on every platform.
 //
-// The document's "rows" field is the text layoutexpr.JSON returns, the
+// The document's "rows" field is the text layoutexpr.MarshalRows returns, the
 // exact bytes `infer layout --output json` prints; "extra" adds, per row,
 // what a picture needs and those rows omit (the storage's length in
 // elements, the element size, the step that made the storage); "error"

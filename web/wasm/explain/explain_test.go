@@ -23,10 +23,11 @@ func TestRowsAreLayoutJSON(t *testing.T) {
 		"q, k, v = empty(2, 16, 192).split(64, -1); s = q @ k.mT",
 		"x = arange(12).view(3, 4).t(); y = x.view(12)",
 	} {
-		want, err := layoutexpr.JSON(src)
+		rows, err := layoutexpr.Eval(src)
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := layoutexpr.MarshalRows(rows)
 		if got := decode(t, src).Rows; got != string(want) {
 			t.Errorf("%q: rows\n%s\nwant\n%s", src, got, want)
 		}
@@ -85,7 +86,7 @@ func TestErrorPlacement(t *testing.T) {
 }
 
 // Whatever the program, Explain returns one valid JSON document whose
-// rows are layoutexpr.JSON's bytes and whose extra entries match them one
+// rows are layoutexpr.MarshalRows's bytes and whose extra entries match them one
 // for one, and an error position inside the program.
 func FuzzExplain(f *testing.F) {
 	for _, s := range []string{
@@ -102,9 +103,10 @@ func FuzzExplain(f *testing.F) {
 		if err := json.Unmarshal(Explain(src), &e); err != nil {
 			t.Fatalf("%q: invalid JSON: %v", src, err)
 		}
-		want, err := layoutexpr.JSON(src)
+		rs, err := layoutexpr.Eval(src)
+		want := layoutexpr.MarshalRows(rs)
 		if (err != nil) != (e.Rows == "") || (err == nil && e.Rows != string(want)) {
-			t.Fatalf("%q: rows %q, layoutexpr.JSON %q, %v", src, e.Rows, want, err)
+			t.Fatalf("%q: rows %q, layoutexpr.MarshalRows %q, %v", src, e.Rows, want, err)
 		}
 		if e.Error != nil && (e.Error.Pos < 0 || e.Error.Pos > len(src) || e.Error.Line < 1 || e.Error.Col < 1) {
 			t.Fatalf("%q: error placed at %+v", src, *e.Error)

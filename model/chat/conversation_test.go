@@ -1,0 +1,52 @@
+package chat
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stride-lm/stride/model/tokenizer"
+)
+
+// A conversation's second turn extends the first: its ids start with
+// everything fed so far (the first turn and the reply, as generated) and
+// add only the rest of the re-rendered conversation, which is what
+// rendering the whole conversation gives.
+func TestConversationExtendsWhatWasFed(t *testing.T) {
+	codec, err := tokenizer.NewBytes(259)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := Load("chatml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConversation(tmpl, codec, false, "Be brief.")
+	n1, err := c.AddUser(context.Background(), "Hi")
+	if err != nil || n1 != len(c.IDs()) || n1 == 0 {
+		t.Fatalf("first turn: %d ids of %d, %v", n1, len(c.IDs()), err)
+	}
+	first := slices.Clone(c.IDs())
+	reply, _ := codec.Encode("Hello!<|im_end|>\n", false, false)
+	c.AddReply(reply, "Hello!")
+	n2, err := c.AddUser(context.Background(), "Bye")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := c.IDs()
+	if !slices.Equal(ids[:len(first)], first) || !slices.Equal(ids[len(first):len(first)+len(reply)], reply) || n2 != len(ids)-len(first)-len(reply) {
+		t.Fatalf("second turn: %d new ids; the conversation does not extend the first turn and the reply", n2)
+	}
+	whole, err := Encode(context.Background(), tmpl, []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
+		{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "Bye"}}, codec, false, Options{AddGenerationPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, whole.IDs) {
+		t.Errorf("ids %v\nwhole conversation %v", ids, whole.IDs)
+	}
+	raw := NewConversation(nil, codec, true, "")
+	if n, _ := raw.AddUser(context.Background(), "ab"); n != 3 || raw.IDs()[0] != codec.BOS() {
+		t.Errorf("raw: %d ids %v, want BOS a b", n, raw.IDs())
+	}
+}
