@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stride-lm/stride/model"
@@ -18,14 +17,13 @@ import (
 // engine.Submit, text comes from the engine's own detokenizer (stop
 // strings held back there), and chats are rendered by model/chat.
 type EngineBackend struct {
-	e        *engine.Engine
-	codec    tokenizer.Codec
-	tmpl     *chat.Template
-	stop     []int // the checkpoint's stop ids; nil = run.c's stop at BOS
-	maxLen   int
-	vocab    int
-	system   string
-	admitted atomic.Int64 // sequences submitted, not yet admitted (Stats.Waiting)
+	e      *engine.Engine
+	codec  tokenizer.Codec
+	tmpl   *chat.Template
+	stop   []int // the checkpoint's stop ids; nil = run.c's stop at BOS
+	maxLen int
+	vocab  int
+	system string
 }
 
 // EngineConfig is what EngineBackend needs besides the engine.
@@ -121,10 +119,11 @@ func (b *EngineBackend) Detokenize(ids []int) (string, error) {
 // TokenBytes implements Backend.
 func (b *EngineBackend) TokenBytes(prev, id int) []byte { return []byte(b.codec.Decode(prev, id)) }
 
-// Stats implements Backend.
+// Stats implements Backend. Running and Waiting are the engine's own
+// counts: a sequence waits from Submit until the engine admits it.
 func (b *EngineBackend) Stats() Stats {
 	ls := b.e.Stats()
-	return Stats{Running: ls.Running, Waiting: int(b.admitted.Load()),
+	return Stats{Running: ls.Running, Waiting: ls.Waiting,
 		BlocksTotal: ls.KV.NumBlocks, BlocksFree: ls.KV.FreeBlocks, BlocksShared: ls.KV.SharedBlocks,
 		PrefixQueries: ls.KV.PromptTokens, PrefixHits: ls.KV.PrefixHitTokens, Preemptions: int64(ls.Preemptions),
 		DraftTokens: int64(ls.DraftTokens), AcceptedTokens: int64(ls.AcceptedTokens),
@@ -152,14 +151,12 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 	if g.Chat && b.tmpl != nil {
 		r.Stop = append(append([]string(nil), g.Stop...), b.tmpl.Stops()...)
 	}
-	b.admitted.Add(1)
 	st, err := b.e.Submit(ctx, r)
 	if err != nil {
-		b.admitted.Add(-1)
 		return nil, err
 	}
 	s := &engineStream{tokens: make(chan Token), done: make(chan struct{})}
-	go s.forward(b, st, len(g.Prompt), time.Now())
+	go s.forward(st, len(g.Prompt), time.Now())
 	return s, nil
 }
 
@@ -195,14 +192,14 @@ type engineStream struct {
 func (s *engineStream) Tokens() <-chan Token { return s.tokens }
 func (s *engineStream) Wait() Finish         { <-s.done; return s.fin }
 
-// forward relays the generated tokens, counts the sequence as admitted
-// at its first event (the engine streams the prompt's tokens on
-// admission), and converts the result.
-func (s *engineStream) forward(b *EngineBackend, st *engine.Stream, promptLen int, submitted time.Time) {
+// forward relays the generated tokens, times the queueing up to the
+// first event (the engine streams the prompt's tokens on admission), and
+// converts the result.
+func (s *engineStream) forward(st *engine.Stream, promptLen int, submitted time.Time) {
 	defer close(s.done)
 	var once sync.Once
 	admit := func() {
-		once.Do(func() { b.admitted.Add(-1); s.fin.Queued = time.Since(submitted) })
+		once.Do(func() { s.fin.Queued = time.Since(submitted) })
 	}
 	gen := 0
 	for ev := range st.Events() {
