@@ -105,12 +105,17 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 // runcEOS is the id that ends a reply in run.c's chat loop.
 const runcEOS = 2
 
-// Detokenize implements Backend.
+// Detokenize implements Backend: the text of ids, as the engine's
+// detokenizer writes it (a piece after BOS drops its leading space). BOS
+// itself gives no text (llama2.c's piece for it is "\n<s>\n"), so
+// Detokenize inverts Tokenize with add_special_tokens.
 func (b *EngineBackend) Detokenize(ids []int) (string, error) {
 	var out []byte
-	prev := -1
+	prev, bos := -1, b.codec.BOS()
 	for _, id := range ids {
-		out = append(out, b.codec.Decode(prev, id)...)
+		if id != bos {
+			out = append(out, b.codec.Decode(prev, id)...)
+		}
 		prev = id
 	}
 	return string(out), nil
