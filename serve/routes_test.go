@@ -3,13 +3,18 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // TestModelsAndTokenizeRoutes on stories260K: /v1/models lists the served
@@ -204,4 +209,75 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+// TestEngineQueueFull on the real engine, whose own count is the waiting
+// gauge: with one sequence running (held in its step) and one waiting,
+// the next request is a 503 with Retry-After; the waiting one, whose
+// client goes away, never starts (its prompt is never looked up in the
+// cache); once the first finishes the server answers again, and nothing
+// runs or waits.
+func TestEngineQueueFull(t *testing.T) {
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b, e := engineBackendWith(t, engine.Options{MaxBatch: 1, Threads: 1, OnLogits: func(int, int, []float32) {
+		once.Do(func() { close(held); <-release })
+	}})
+	s, _ := startServer(t, b, Config{ModelName: "m", MaxQueue: 1, RetryAfter: 2}, nil)
+	// gone is closed when the server sees the second client go away.
+	gone := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Client") == "b" {
+			defer context.AfterFunc(r.Context(), func() { close(gone) })()
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { closeOnce(release) }) // before the server closes, even if the test fails
+	// The first runs 64 steps after the release: its stream, not a
+	// timer, keeps the second waiting while the cancellation lands.
+	body := `{"prompt":"Once upon a time","max_tokens":64,"ignore_eos":true,"temperature":0}`
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); post(t, ts.URL+"/v1/completions", body) }()
+	<-held // the first request runs, the loop held in its step
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer wg.Done()
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"The cat sat","max_tokens":4}`))
+		req.Header.Set("X-Client", "b")
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	waitFor(t, func() bool { st := b.Stats(); return st.Running == 1 && st.Waiting == 1 })
+	r := post(t, ts.URL+"/v1/completions", body)
+	if _, typ, _, _ := errorObject(t, r); r.status != 503 || r.header.Get("Retry-After") != "2" || typ != "service_unavailable_error" {
+		t.Errorf("queue full: status %d Retry-After %q type %s", r.status, r.header.Get("Retry-After"), typ)
+	}
+	looked := e.Stats().KV.PromptTokens // the first prompt's lookup
+	cancel()
+	select { // the loop drops it at its next step boundary, after the release
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not see the client go away in 5 s")
+	}
+	closeOnce(release)
+	wg.Wait()
+	if r := post(t, ts.URL+"/v1/completions", body); r.status != 200 {
+		t.Errorf("after the queue emptied: %d %s", r.status, r.body)
+	}
+	waitFor(t, func() bool { st := b.Stats(); return st.Running == 0 && st.Waiting == 0 })
+	if got, want := e.Stats().KV.PromptTokens, 2*looked; got != want {
+		t.Errorf("%d prompt tokens looked up, want %d (the first prompt twice): the cancelled request started", got, want)
+	}
+}
+
+// closeOnce closes c unless it is closed already.
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }
