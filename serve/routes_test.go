@@ -281,3 +281,28 @@ func closeOnce(c chan struct{}) {
 		close(c)
 	}
 }
+
+// TestChoicesAreSeededRequests on the engine: with n = 2 and a seed,
+// choice k is exactly the same request's n = 1 answer with seed + k
+// (text and logprobs), streamed or not.
+func TestChoicesAreSeededRequests(t *testing.T) {
+	_, ts := startServer(t, engineBackend(t), Config{ModelName: "m"}, nil)
+	req := func(n, seed int, stream bool) string {
+		return fmt.Sprintf(`{"prompt":"Once upon a time","max_tokens":24,"temperature":0.9,"top_p":0.95,"logprobs":1,"n":%d,"seed":%d,"stream":%v}`, n, seed, stream)
+	}
+	for _, stream := range []bool{false, true} {
+		both := parseOutcome(t, post(t, ts.URL+"/v1/completions", req(2, 5, stream)).body, stream, false)
+		if len(both.Text) != 2 {
+			t.Fatalf("n = 2 gave %d choices", len(both.Text))
+		}
+		for k := range 2 {
+			one := parseOutcome(t, post(t, ts.URL+"/v1/completions", req(1, 5+k, false)).body, false, false)
+			if both.Text[k] != one.Text[0] || both.Logprobs[k] != one.Logprobs[0] {
+				t.Errorf("stream=%v choice %d: %q, want seed %d's %q", stream, k, both.Text[k], 5+k, one.Text[0])
+			}
+		}
+		if both.Text[0] == both.Text[1] {
+			t.Errorf("both choices sampled %q: the seeds did not differ", both.Text[0])
+		}
+	}
+}
