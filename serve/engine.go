@@ -64,7 +64,8 @@ func (b *EngineBackend) Tokenize(text string, addSpecial bool) ([]int, error) {
 // TokenizeChat implements Backend: a Jinja template through chat.Encode
 // (only its markup becomes control tokens), run.c's llama-2 format turn
 // by turn as run.c feeds it (each user turn with BOS, each earlier reply
-// closed by EOS).
+// closed by EOS). BOS comes only when the tokenizer adds one, as infer
+// chat puts it: a vocabulary without BOS gets none.
 func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
@@ -76,6 +77,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 	}
 	var ids []int
 	system, first := "", true
+	bos := b.codec.AddBOS() && b.codec.BOS() >= 0
 	for _, m := range cm {
 		var part []int
 		var err error
@@ -84,7 +86,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 			system += m.Content
 			continue
 		case "user":
-			part, err = b.codec.Encode(chat.RunCTurn(system, m.Content, first), true, false)
+			part, err = b.codec.Encode(chat.RunCTurn(system, m.Content, first), bos, false)
 			first = false
 		default: // an earlier reply, ended by EOS as run.c's loop feeds it
 			if part, err = b.codec.Encode(m.Content, false, false); err == nil {
@@ -97,7 +99,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 		ids = append(ids, part...)
 	}
 	if first { // no user turn: the system prompt alone opens one
-		return b.codec.Encode(chat.RunCTurn(system, "", true), true, false)
+		return b.codec.Encode(chat.RunCTurn(system, "", true), bos, false)
 	}
 	return ids, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
 )
 
@@ -303,6 +304,42 @@ func TestChoicesAreSeededRequests(t *testing.T) {
 		}
 		if both.Text[0] == both.Text[1] {
 			t.Errorf("both choices sampled %q: the seeds did not differ", both.Text[0])
+		}
+	}
+}
+
+// noBOSCodec is a vocabulary without BOS (as some GGUF files): it
+// refuses a request for BOS as the real tokenizer does, and encodes each
+// byte as its own id.
+type noBOSCodec struct{}
+
+func (noBOSCodec) Encode(text string, bos, eos bool) ([]int, error) {
+	if bos {
+		return nil, fmt.Errorf("tokenizer: BOS requested but the vocabulary has no BOS id")
+	}
+	ids := make([]int, len(text))
+	for i := range len(text) {
+		ids[i] = int(text[i])
+	}
+	return ids, nil
+}
+func (noBOSCodec) Decode(prev, tok int) string { return string(rune(tok)) }
+func (noBOSCodec) VocabSize() int              { return 256 }
+func (noBOSCodec) BOS() int                    { return -1 }
+func (noBOSCodec) AddBOS() bool                { return false }
+
+// TestRunCChatWithoutBOS: run.c's chat format on a vocabulary without
+// BOS renders the turns without one, as infer chat does, instead of
+// failing every chat request.
+func TestRunCChatWithoutBOS(t *testing.T) {
+	b := &EngineBackend{codec: noBOSCodec{}, tmpl: chat.Fallback()}
+	for _, msgs := range [][]Message{
+		{{"system", "Be kind."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}},
+		{{"system", "Be kind."}},
+	} {
+		ids, err := b.TokenizeChat(msgs)
+		if err != nil || len(ids) == 0 || slices.Contains(ids, -1) {
+			t.Errorf("%v: %v, %v", msgs, ids, err)
 		}
 	}
 }
