@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stride-lm/stride/model/engine"
@@ -24,6 +25,9 @@ var specRequests = []struct {
 	{"/v1/completions", `{"prompt":"The cat","max_tokens":128,"temperature":0}`, false, false},
 	{"/v1/chat/completions", `{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":200,"temperature":0,"logprobs":true,"top_logprobs":1}`, false, true},
 	{"/v1/completions", `{"prompt":"Tom had a red ball. Tom had a red ball. Tom had a red ball. Tom had","max_tokens":64,"temperature":0,"logprobs":0}`, false, false},
+	// A stop string late in the story, where drafts are accepted: the
+	// text ends before it, however many tokens the step accepted.
+	{"/v1/completions", `{"prompt":[1],"max_tokens":256,"temperature":0,"stop":["help you"]}`, false, false},
 }
 
 // specMetric reads a stride_spec_* counter from a /metrics body.
@@ -64,6 +68,9 @@ func TestSpeculativeServing(t *testing.T) {
 			t.Errorf("request %d %s, speculating streamed vs without: %s", i, r.body, d)
 		}
 		t.Logf("request %d: %d drafts accepted (whole and streamed)", i, e.Stats().AcceptedTokens-before)
+		if strings.Contains(r.body, `"stop"`) && (got.Finish[0] != "stop" || strings.Contains(got.Text[0], "help you")) {
+			t.Errorf("request %d: finish %s, text %q: the stop string was not hit, or leaked", i, got.Finish[0], got.Text[0])
+		}
 		if i == 0 {
 			// Logprobs on: one chunk per generated token (256, as
 			// max_tokens ignores none here unless EOS came first).
