@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stride-lm/stride/model"
@@ -18,14 +17,13 @@ import (
 // engine.Submit, text comes from the engine's own detokenizer (stop
 // strings held back there), and chats are rendered by model/chat.
 type EngineBackend struct {
-	e        *engine.Engine
-	codec    tokenizer.Codec
-	tmpl     *chat.Template
-	stop     []int // the checkpoint's stop ids; nil = run.c's stop at BOS
-	maxLen   int
-	vocab    int
-	system   string
-	admitted atomic.Int64 // sequences submitted, not yet admitted (Stats.Waiting)
+	e      *engine.Engine
+	codec  tokenizer.Codec
+	tmpl   *chat.Template
+	stop   []int // the checkpoint's stop ids; nil = run.c's stop at BOS
+	maxLen int
+	vocab  int
+	system string
 }
 
 // EngineConfig is what EngineBackend needs besides the engine.
@@ -66,7 +64,8 @@ func (b *EngineBackend) Tokenize(text string, addSpecial bool) ([]int, error) {
 // TokenizeChat implements Backend: a Jinja template through chat.Encode
 // (only its markup becomes control tokens), run.c's llama-2 format turn
 // by turn as run.c feeds it (each user turn with BOS, each earlier reply
-// closed by EOS).
+// closed by EOS). BOS comes only when the tokenizer adds one, as infer
+// chat puts it: a vocabulary without BOS gets none.
 func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
@@ -78,6 +77,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 	}
 	var ids []int
 	system, first := "", true
+	bos := b.codec.AddBOS() && b.codec.BOS() >= 0
 	for _, m := range cm {
 		var part []int
 		var err error
@@ -86,7 +86,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 			system += m.Content
 			continue
 		case "user":
-			part, err = b.codec.Encode(chat.RunCTurn(system, m.Content, first), true, false)
+			part, err = b.codec.Encode(chat.RunCTurn(system, m.Content, first), bos, false)
 			first = false
 		default: // an earlier reply, ended by EOS as run.c's loop feeds it
 			if part, err = b.codec.Encode(m.Content, false, false); err == nil {
@@ -99,7 +99,7 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 		ids = append(ids, part...)
 	}
 	if first { // no user turn: the system prompt alone opens one
-		return b.codec.Encode(chat.RunCTurn(system, "", true), true, false)
+		return b.codec.Encode(chat.RunCTurn(system, "", true), bos, false)
 	}
 	return ids, nil
 }
@@ -107,12 +107,17 @@ func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 // runcEOS is the id that ends a reply in run.c's chat loop.
 const runcEOS = 2
 
-// Detokenize implements Backend.
+// Detokenize implements Backend: the text of ids, as the engine's
+// detokenizer writes it (a piece after BOS drops its leading space). BOS
+// itself gives no text (llama2.c's piece for it is "\n<s>\n"), so
+// Detokenize inverts Tokenize with add_special_tokens.
 func (b *EngineBackend) Detokenize(ids []int) (string, error) {
 	var out []byte
-	prev := -1
+	prev, bos := -1, b.codec.BOS()
 	for _, id := range ids {
-		out = append(out, b.codec.Decode(prev, id)...)
+		if id != bos {
+			out = append(out, b.codec.Decode(prev, id)...)
+		}
 		prev = id
 	}
 	return string(out), nil
@@ -121,10 +126,11 @@ func (b *EngineBackend) Detokenize(ids []int) (string, error) {
 // TokenBytes implements Backend.
 func (b *EngineBackend) TokenBytes(prev, id int) []byte { return []byte(b.codec.Decode(prev, id)) }
 
-// Stats implements Backend.
+// Stats implements Backend. Running and Waiting are the engine's own
+// counts: a sequence waits from Submit until the engine admits it.
 func (b *EngineBackend) Stats() Stats {
 	ls := b.e.Stats()
-	return Stats{Running: ls.Running, Waiting: int(b.admitted.Load()),
+	return Stats{Running: ls.Running, Waiting: ls.Waiting,
 		BlocksTotal: ls.KV.NumBlocks, BlocksFree: ls.KV.FreeBlocks, BlocksShared: ls.KV.SharedBlocks,
 		PrefixQueries: ls.KV.PromptTokens, PrefixHits: ls.KV.PrefixHitTokens, Preemptions: int64(ls.Preemptions),
 		DraftTokens: int64(ls.DraftTokens), AcceptedTokens: int64(ls.AcceptedTokens),
@@ -152,14 +158,12 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 	if g.Chat && b.tmpl != nil {
 		r.Stop = append(append([]string(nil), g.Stop...), b.tmpl.Stops()...)
 	}
-	b.admitted.Add(1)
 	st, err := b.e.Submit(ctx, r)
 	if err != nil {
-		b.admitted.Add(-1)
 		return nil, err
 	}
 	s := &engineStream{tokens: make(chan Token), done: make(chan struct{})}
-	go s.forward(b, st, len(g.Prompt), time.Now())
+	go s.forward(st, len(g.Prompt), time.Now())
 	return s, nil
 }
 
@@ -195,14 +199,14 @@ type engineStream struct {
 func (s *engineStream) Tokens() <-chan Token { return s.tokens }
 func (s *engineStream) Wait() Finish         { <-s.done; return s.fin }
 
-// forward relays the generated tokens, counts the sequence as admitted
-// at its first event (the engine streams the prompt's tokens on
-// admission), and converts the result.
-func (s *engineStream) forward(b *EngineBackend, st *engine.Stream, promptLen int, submitted time.Time) {
+// forward relays the generated tokens, times the queueing up to the
+// first event (the engine streams the prompt's tokens on admission), and
+// converts the result.
+func (s *engineStream) forward(st *engine.Stream, promptLen int, submitted time.Time) {
 	defer close(s.done)
 	var once sync.Once
 	admit := func() {
-		once.Do(func() { b.admitted.Add(-1); s.fin.Queued = time.Since(submitted) })
+		once.Do(func() { s.fin.Queued = time.Since(submitted) })
 	}
 	gen := 0
 	for ev := range st.Events() {

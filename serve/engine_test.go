@@ -138,13 +138,19 @@ func logprobTokens(t *testing.T, raw json.RawMessage, isChat bool) string {
 	var lp struct {
 		Tokens []string          `json:"tokens"`
 		LPs    []json.RawMessage `json:"token_logprobs"`
-		Top    json.RawMessage   `json:"top_logprobs"`
+		Top    []json.RawMessage `json:"top_logprobs"`
 	}
 	json.Unmarshal(raw, &lp)
 	for i := range lp.Tokens {
-		fmt.Fprintf(&b, "%q=%s;", lp.Tokens[i], lp.LPs[i])
+		// Each token with its top alternatives, so that a stream's
+		// chunks and a whole answer flatten alike.
+		var top json.RawMessage
+		if i < len(lp.Top) {
+			top = lp.Top[i]
+		}
+		fmt.Fprintf(&b, "%q=%s%s;", lp.Tokens[i], lp.LPs[i], top)
 	}
-	return b.String() + string(lp.Top)
+	return b.String()
 }
 
 // loadRequest is one request of the load test.
@@ -213,9 +219,19 @@ func send(ctx context.Context, url string, r loadRequest, delay time.Duration) (
 // moments (greedy and seeded, streamed and not, n = 1 and 2, some
 // cancelled midway); every completed answer's text, logprobs and finish
 // reasons equal the same request's sent alone to the idle server. Then
-// the engine is idle again: nothing running, every block free.
+// the engine is idle again: nothing running, every block free. The same
+// holds with speculative decoding on (drafts depend only on a sequence's
+// own tokens).
 func TestSameBytesUnderLoad(t *testing.T) {
-	b := engineBackend(t)
+	t.Run("off", func(t *testing.T) { sameBytesUnderLoad(t, engineBackend(t)) })
+	t.Run("ngram", func(t *testing.T) {
+		b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 2,
+			Speculation: engine.Speculation{Method: "ngram"}})
+		sameBytesUnderLoad(t, b)
+	})
+}
+
+func sameBytesUnderLoad(t *testing.T, b *EngineBackend) {
 	_, ts := startServer(t, b, Config{ModelName: "m"}, nil)
 	reqs := loadRequests(48)
 	alone := make([]outcome, len(reqs))

@@ -163,6 +163,9 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer e.Close()
+	// The prompts run on the online loop, the scheduler infer serve
+	// submits to: Run's requests join it (docs/serving.md).
+	e.Start()
 	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
 		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]engine.Result, len(ps))}
 	seed := samplerSeed(a)

@@ -59,6 +59,7 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runServe(a, cmd) },
 	}
 	modelFlags(a, cmd)
+	specFlags(a, cmd) // --speculate ngram drafts for served requests too
 	for _, f := range [][3]string{
 		{"host", "serve.host", "listen address"},
 		{"port", "serve.port", "listen port; 0 = any free port"},

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,16 +101,43 @@ func measureGap(t *testing.T, m *model.Model, budget, promptLen int) gapRun {
 	return run
 }
 
+// measureAlone is the CPU time of a promptLen-token prompt's prefill
+// (to its first token) by itself, where a budget's only price is its
+// extra steps: a one-thread engine runs it with Run on this goroutine's
+// locked OS thread, so the thread's CPU time is the work, however loaded
+// the machine is (0 off Linux).
+func measureAlone(t *testing.T, m *model.Model, budget, promptLen int) time.Duration {
+	e, err := New(m, Options{MaxBatchedTokens: budget, NumBlocks: 4352 / 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := []int{1}
+	for i := 1; i < promptLen; i++ {
+		prompt = append(prompt, 3+(i*31)%500)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, _ := threadCPU()
+	if _, _, err := e.Run(context.Background(), []Request{{Prompt: prompt, Steps: promptLen + 1, Sampler: model.NewSampler(512, 0, 0, 1)}}, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := threadCPU()
+	return c1 - c0
+}
+
 // TestChunkedPrefillGap measures the worst inter-token gap of 8 decoding
 // streams while a 4,000-token prompt arrives, unchunked and with several
-// budgets, five times each in turn (medians) (docs/serving.md). It takes a minute on a laptop: it runs only
-// with STRIDE_CHUNK_GAP=1 (STRIDE_CHUNK_BUDGETS=0,512,... to choose).
+// budgets, and the CPU time of that prompt's prefill alone at each
+// budget, five times each in turn (medians) (docs/serving.md). It takes
+// about half a minute: it runs only with STRIDE_CHUNK_GAP=1
+// (STRIDE_CHUNK_BUDGETS=0,512,... to choose).
 // Chunking at the default budget must at least halve the worst gap.
 func TestChunkedPrefillGap(t *testing.T) {
 	if os.Getenv("STRIDE_CHUNK_GAP") != "1" {
 		t.Skip("a timing measurement: set STRIDE_CHUNK_GAP=1")
 	}
-	budgets := []int{0, 256, 512, 1024, 2048}
+	budgets := []int{0, 64, 128, 256, 512, 1024}
 	if s := os.Getenv("STRIDE_CHUNK_BUDGETS"); s != "" {
 		budgets = budgets[:0]
 		for _, f := range strings.Split(s, ",") {
@@ -122,22 +150,24 @@ func TestChunkedPrefillGap(t *testing.T) {
 	}
 	m := gapModel(t)
 	const reps = 5
-	worst, ttft := map[int][]time.Duration{}, map[int][]time.Duration{}
+	worst, ttft, alone := map[int][]time.Duration{}, map[int][]time.Duration{}, map[int][]time.Duration{}
 	var steady []time.Duration
 	for range reps { // budgets in turn, so a drift of the machine's speed hits each alike
 		for _, b := range budgets {
 			r := measureGap(t, m, b, 4000)
 			worst[b], ttft[b] = append(worst[b], r.worst), append(ttft[b], r.ttft)
 			steady = append(steady, r.steady)
+			alone[b] = append(alone[b], measureAlone(t, m, b, 4000))
 		}
 	}
 	res := map[int]gapRun{}
 	for _, b := range budgets {
 		slices.Sort(worst[b])
 		slices.Sort(ttft[b])
+		slices.Sort(alone[b])
 		res[b] = gapRun{worst: worst[b][reps/2], ttft: ttft[b][reps/2]}
-		t.Logf("max_batched_tokens %5d: worst inter-token gap median %7.1f ms (min %7.1f, max %7.1f); long prompt TTFT median %7.1f ms",
-			b, ms(res[b].worst), ms(worst[b][0]), ms(worst[b][reps-1]), ms(res[b].ttft))
+		t.Logf("max_batched_tokens %5d: worst inter-token gap median %7.1f ms (min %7.1f, max %7.1f); long prompt TTFT median %7.1f ms; alone, one thread's CPU time: median %7.1f ms (min %7.1f)",
+			b, ms(res[b].worst), ms(worst[b][0]), ms(worst[b][reps-1]), ms(res[b].ttft), ms(alone[b][reps/2]), ms(alone[b][0]))
 	}
 	slices.Sort(steady)
 	t.Logf("decode step of the 8 streams alone: median %.1f ms", ms(steady[len(steady)/2]))

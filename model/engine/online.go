@@ -130,6 +130,7 @@ func (e *Engine) enqueue(q *seqState, number bool) (int, error) {
 		q.idx = l.nextSeq
 		l.nextSeq++
 	}
+	e.countArrival(q)
 	l.arrived = append(l.arrived, q)
 	e.wakeLoop()
 	return q.idx, nil
@@ -211,6 +212,7 @@ func (e *Engine) serve() {
 			}
 			s.accept(q)
 		}
+		e.publishArrivals(s, arrived)
 		if closing {
 			_ = s.interrupt(ErrClosed) // the cache is released next: a Free error changes nothing
 			return
@@ -304,7 +306,12 @@ func (s *scheduler) fail(err error) {
 // read from any goroutine while the engine runs. The counters are totals
 // over the engine's life (every Run and the online loop).
 type LiveStats struct {
-	Running, Waiting int // sequences running and waiting now
+	// Running is the sequences in the running set now. Waiting is those
+	// waiting for it: submitted and not yet taken by the loop, queued
+	// for admission, or preempted and queued for readmission (vLLM's
+	// num_requests_waiting counts the same). A stream that has ended is
+	// in neither.
+	Running, Waiting int
 	// KV is the cache now: blocks free, used and shared, and in total
 	// the prompt tokens looked up for a prefix (PromptTokens), those found
 	// (PrefixHitTokens) and the blocks copied on write.
@@ -325,7 +332,8 @@ type LiveStats struct {
 // scheduler's goroutine after every step.
 type liveCounters struct {
 	mu               sync.Mutex
-	running, waiting int
+	running, waiting int   // len(s.running) and len(s.waiting) at the last publish
+	arrived          int   // sequences enqueued and not yet published in waiting (seqState.queued)
 	base, cur        Stats // finished schedulers' totals; the current one's
 }
 
@@ -334,7 +342,7 @@ func (e *Engine) Stats() LiveStats {
 	l := &e.live
 	l.mu.Lock()
 	t := addStats(l.base, l.cur)
-	ls := LiveStats{Running: l.running, Waiting: l.waiting, Steps: t.Steps, PrefillTokens: t.PrefillTokens,
+	ls := LiveStats{Running: l.running, Waiting: l.waiting + l.arrived, Steps: t.Steps, PrefillTokens: t.PrefillTokens,
 		DecodeTokens: t.DecodeTokens, Preemptions: t.Preemptions, DraftTokens: t.DraftTokens, AcceptedTokens: t.AcceptedTokens}
 	l.mu.Unlock()
 	ls.KV = e.cache.Stats()
@@ -352,6 +360,46 @@ func (e *Engine) publish(s *scheduler) {
 	l := &e.live
 	l.mu.Lock()
 	l.running, l.waiting, l.cur = len(s.running), len(s.waiting), s.st
+	l.mu.Unlock()
+}
+
+// countArrival counts q, just enqueued for the loop, as waiting until
+// publishArrivals (or its finish) hands it over to the scheduler's counts.
+func (e *Engine) countArrival(q *seqState) {
+	l := &e.live
+	l.mu.Lock()
+	l.arrived++
+	q.queued = true
+	l.mu.Unlock()
+}
+
+// publishArrivals moves the arrivals the loop has just accepted from
+// the arrived count to the scheduler's waiting count, in one update, so
+// Stats never sees a sequence twice or not at all.
+func (e *Engine) publishArrivals(s *scheduler, arrived []*seqState) {
+	l := &e.live
+	l.mu.Lock()
+	for _, q := range arrived {
+		if q.queued {
+			q.queued = false
+			l.arrived--
+		}
+	}
+	l.running, l.waiting = len(s.running), len(s.waiting)
+	l.mu.Unlock()
+}
+
+// uncount drops q from the arrived count if it is still in it: q
+// finishes before the loop published it (cancelled or invalid on
+// arrival, or the loop closing).
+func (e *Engine) uncount(q *seqState) {
+	if !q.queued {
+		return
+	}
+	l := &e.live
+	l.mu.Lock()
+	l.arrived--
+	q.queued = false
 	l.mu.Unlock()
 }
 

@@ -138,12 +138,17 @@ func TestOnlineCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-sampling // a runs
 	ctxB, cancelB := context.WithCancel(context.Background())
 	b, err := e.Submit(ctxB, reqs[1]) // waits: MaxBatch 1
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-sampling // a runs, b waits
+	// The engine counts b as waiting from Submit on, though the loop
+	// (held in a's step) has not taken it yet.
+	if s := e.Stats(); s.Running != 1 || s.Waiting != 1 {
+		t.Errorf("a running, b queued: Stats says %d running, %d waiting; want 1 and 1", s.Running, s.Waiting)
+	}
 	cancelB()
 	cancelA()
 	close(release)

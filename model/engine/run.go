@@ -15,6 +15,9 @@ type seqState struct {
 	chunk    int   // positions this step computes (plan)
 	res      *Result
 	admitted bool // admitted at least once (prompt tokens streamed)
+	// queued: counted in the engine's arrived count (enqueued for the
+	// online loop, not yet published among its waiting sequences).
+	queued   bool
 	spec     specState
 	logitRow int          // the step's first logit row of this sequence
 	out      sink         // where its events and result go
@@ -98,6 +101,7 @@ func (s *scheduler) cycle() error {
 	if err := s.admit(); err != nil {
 		return err
 	}
+	s.e.publish(s) // the admitted sequences run from here on, not wait
 	logits, err := s.step()
 	if err != nil {
 		return err
@@ -202,6 +206,7 @@ func (s *scheduler) interrupt(err error) error {
 // finish sets q's finish reason and text and reports its result.
 func (s *scheduler) finish(q *seqState, why FinishReason) {
 	q.res.FinishReason = why
+	s.e.uncount(q) // before its stream ends: Stats no longer counts it
 	if q.detok != nil {
 		q.res.FlushText = q.detok.flush()
 		q.res.Text = string(q.detok.text)
