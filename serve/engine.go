@@ -26,6 +26,7 @@ type EngineBackend struct {
 	vocab    int
 	system   string
 	admitted atomic.Int64 // sequences submitted, not yet admitted (Stats.Waiting)
+	reqs     requestIDs   // HTTP request ids of the running requests (debugkv.go)
 }
 
 // EngineConfig is what EngineBackend needs besides the engine.
@@ -158,6 +159,7 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 		b.admitted.Add(-1)
 		return nil, err
 	}
+	b.reqs.track(ctx, st)
 	s := &engineStream{tokens: make(chan Token), done: make(chan struct{})}
 	go s.forward(b, st, len(g.Prompt), time.Now())
 	return s, nil
