@@ -117,7 +117,7 @@ func (s *Server) kvRequests(d KVDebugger, seqs []engine.KVSequence, waiting []en
 		}
 		kr := kvRequest{ID: d.RequestID(q.Request)}
 		if s.debug.ShowText {
-			kr.Text, _ = s.b.Detokenize(q.Tokens) // best effort: ids the engine fed always decode
+			kr.Text = s.text(q.Tokens)
 		}
 		out[strconv.Itoa(q.Request)] = kr
 	}
@@ -127,6 +127,16 @@ func (s *Server) kvRequests(d KVDebugger, seqs []engine.KVSequence, waiting []en
 		}
 	}
 	return out
+}
+
+// text is the text of tokens after the first (BOS), as a generation
+// prints it.
+func (s *Server) text(tokens []int) string {
+	var b strings.Builder
+	for i := 1; i < len(tokens); i++ {
+		b.Write(s.b.TokenBytes(tokens[i-1], tokens[i]))
+	}
+	return b.String()
 }
 
 // kvEvents streams the engine's KV events as SSE (event: snapshot or
