@@ -20,7 +20,7 @@
   let shown = 0;
   let paused = false;
   let playing = null; // timer of a replay running on its own
-  const waiters = [];
+  const watchers = []; // when()'s pending conditions
 
   // ----- state -----
 
@@ -52,11 +52,15 @@
   }
 
   function receive(ev) {
-    Object.assign(requests, ev.requests || {});
+    // Merge: a request that has ended is still named by what was known.
+    for (const [n, r] of Object.entries(ev.requests || {})) requests[n] = Object.assign(requests[n] || {}, r);
+    // A sequence keeps the text it had at this event, for replays.
+    for (const q of ev.snapshot ? ev.snapshot.sequences : ev.sequences) q.text = (ev.requests[q.request] || {}).text;
     if (base === null) {
       base = apply(null, ev);
       view = clone(base);
       draw();
+      notify();
       return;
     }
     log.push(ev);
@@ -70,20 +74,28 @@
     } else {
       position();
     }
-    for (let i = waiters.length - 1; i >= 0; i--) {
-      if (view && view.event >= waiters[i].id) waiters.splice(i, 1)[0].resolve();
+    notify();
+  }
+
+  // notify resolves the promises of when() whose condition now holds.
+  function notify() {
+    for (let i = watchers.length - 1; i >= 0; i--) {
+      if (watchers[i].pred()) watchers.splice(i, 1)[0].resolve();
     }
   }
 
   // ----- network -----
 
-  function status(text) { $("status").textContent = text; }
+  function status(text) {
+    $("status").textContent = text;
+    notify();
+  }
 
   function askKey(why) {
     $("keyform").hidden = false;
     $("keyerr").textContent = why || "";
-    status("this server needs an API key");
     $("key").focus();
+    status("this server needs an API key");
   }
 
   async function connect() {
@@ -109,8 +121,8 @@
       return;
     }
     $("keyform").hidden = true;
-    status("live");
     document.body.dataset.connected = "1";
+    status("live");
     await read(res.body.getReader());
   }
 
@@ -122,7 +134,7 @@
       try {
         chunk = await reader.read();
       } catch (e) {
-        status("stream ended: " + e.message);
+        if (abort) status("stream ended: " + e.message);
         return;
       }
       if (chunk.done) break;
@@ -225,7 +237,7 @@
       tr.dataset.seq = q.seq;
       tr.dataset.table = q.table.join(",");
       const req = requests[q.request] || {};
-      const cells = [q.seq, req.id ? req.id + " (#" + q.request + ")" : "#" + q.request,
+      const cells = [q.seq, req.id ? short(req.id) + " (#" + q.request + ")" : "#" + q.request,
         q.tokens + (q.committed !== q.tokens ? " (" + q.committed + " final)" : "")];
       for (const text of cells) {
         const td = document.createElement("td");
@@ -233,6 +245,7 @@
         tr.append(td);
       }
       tr.firstChild.prepend(swatch(q.seq));
+      if (req.id) tr.children[1].title = req.id;
       const td = document.createElement("td");
       q.table.forEach((b, i) => {
         const e = document.createElement("span");
@@ -247,8 +260,11 @@
         td.append(e);
       });
       tr.append(td);
-      if (req.text) {
-        tr.title = req.text;
+      if (q.text) {
+        const t = document.createElement("div");
+        t.className = "text";
+        t.textContent = q.text.length > 80 ? "…" + q.text.slice(-80) : q.text;
+        tr.children[1].append(t);
       }
       return tr;
     });
@@ -256,11 +272,13 @@
     $("waiting").replaceChildren(...s.waiting.map((w) => {
       const li = document.createElement("li");
       const req = requests[w.request] || {};
-      li.textContent = (req.id || "#" + w.request) + " · " + w.tokens + " tokens" +
+      li.textContent = (req.id ? short(req.id) : "#" + w.request) + " · " + w.tokens + " tokens" +
         (w.preemptions ? " · preempted ×" + w.preemptions : "");
       return li;
     }));
   }
+
+  function short(id) { return id.length > 16 ? id.slice(0, 15) + "…" : id; }
 
   function swatch(seq) {
     const sw = document.createElement("span");
@@ -397,11 +415,17 @@
     state: () => view,
     log: () => log.slice(),
     requests: () => Object.assign({}, requests),
-    whenEvent: (id) => new Promise((resolve) => {
-      if (view && view.event >= id) resolve();
-      else waiters.push({ id, resolve });
+    // when resolves once pred() holds, checked now and after every event
+    // or status change (no timers).
+    when: (pred) => new Promise((resolve) => {
+      if (pred()) resolve();
+      else watchers.push({ pred, resolve });
     }),
-    stop: () => { if (abort) abort.abort(); },
+    stop: () => {
+      if (abort) abort.abort();
+      abort = null;
+      status("stopped");
+    },
   };
 
   connect();
