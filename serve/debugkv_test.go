@@ -254,4 +254,3 @@ func (r *replay) differs(s *engine.KVSnapshot) string {
 	}
 	return ""
 }
-
