@@ -140,9 +140,9 @@ func (s *Server) text(tokens []int) string {
 }
 
 // kvEvents streams the engine's KV events as SSE (event: snapshot or
-// step, id: the event id), with a comment line every 15 s so a proxy
-// keeps the connection. It ends when the client goes, the server drains
-// or the engine closes.
+// step, id: the event id), with a comment line after 15 quiet seconds so
+// a proxy keeps the connection. It ends when the client goes, the server
+// drains or the engine closes.
 func (s *Server) kvEvents(w http.ResponseWriter, r *http.Request) {
 	d, e := s.debugger()
 	if e != nil {
@@ -171,17 +171,20 @@ func (s *Server) kvEvents(w http.ResponseWriter, r *http.Request) {
 	if !send([]byte(": stride kv events\n\n")) {
 		return
 	}
-	tick := time.NewTicker(15 * time.Second)
+	// Once a second: end the stream when a drain begins (so shutdown
+	// does not wait for a page left open), and every 15 s a comment.
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var buf bytes.Buffer
-	for {
+	for quiet := 0; ; {
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok || !send(s.kvEventFrame(&buf, d, &ev)) {
 				return
 			}
+			quiet = 0
 		case <-tick.C:
-			if s.Draining() || !send([]byte(": keepalive\n\n")) {
+			if quiet++; s.Draining() || quiet%15 == 0 && !send([]byte(": keepalive\n\n")) {
 				return
 			}
 		case <-r.Context().Done():
