@@ -88,11 +88,10 @@ type kvDebug struct {
 // next step boundary (starting the loop if needed), or ctx's error, or
 // ErrClosed once the engine is closed.
 func (e *Engine) KVSnapshot(ctx context.Context) (*KVSnapshot, error) {
-	e.Start()
 	ch := make(chan *KVSnapshot, 1)
 	d := &e.kv
 	d.mu.Lock()
-	if d.closed {
+	if !e.startKV() {
 		d.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -107,6 +106,14 @@ func (e *Engine) KVSnapshot(ctx context.Context) (*KVSnapshot, error) {
 	case <-e.loop.done:
 		return nil, ErrClosed
 	}
+}
+
+// startKV starts the online loop if needed and reports whether it runs
+// and will serve a request queued now (with e.kv.mu held): false once
+// the loop has ended, or when Close came before it ever started.
+func (e *Engine) startKV() bool {
+	e.Start()
+	return !e.kv.closed && e.online()
 }
 
 // KVSubscription receives the KV events of the online loop's steps.
@@ -135,12 +142,11 @@ func (s *KVSubscription) Close() {
 // step's event and, once there is room, sends a snapshot event with
 // Resync set instead, from which the replay goes on.
 func (e *Engine) SubscribeKV(buffer int) (*KVSubscription, error) {
-	e.Start()
 	s := &KVSubscription{ch: make(chan KVEvent, max(buffer, 2)), e: e}
 	d := &e.kv
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
+	if !e.startKV() {
 		return nil, ErrClosed
 	}
 	d.pending = append(d.pending, s)
@@ -158,10 +164,11 @@ func (e *Engine) kvBoundary(s *scheduler) {
 	d.reqs, d.pending = nil, nil
 	d.mu.Unlock()
 	d.subs = slices.DeleteFunc(d.subs, func(sub *KVSubscription) bool {
-		if sub.gone.Load() {
+		gone := sub.gone.Load()
+		if gone {
 			close(sub.ch)
 		}
-		return sub.gone.Load()
+		return gone
 	})
 	if len(d.subs) > 0 {
 		e.emitKV(s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -164,11 +165,15 @@ func TestKVSnapshotsAndEvents(t *testing.T) {
 		if ev.Type != "step" || ev.ID != events[0].ID+uint64(compared)+1 {
 			t.Fatalf("event %d (%s) after %d replayed from %d", ev.ID, ev.Type, compared, events[0].ID)
 		}
-		before := st.seqs
+		before := maps.Clone(st.seqs)
 		st.apply(ev)
 		for _, p := range ev.Preempted {
 			preempted = true
-			for _, b := range before[p.Seq].Owned {
+			q, ok := before[p.Seq]
+			if !ok || len(q.Owned) == 0 {
+				t.Fatalf("event %d: preempted sequence %d held no blocks before", ev.ID, p.Seq)
+			}
+			for _, b := range q.Owned {
 				if !slices.Contains(ev.Freed, b) {
 					t.Errorf("event %d: preempted sequence %d's block %d is not freed (%v)", ev.ID, p.Seq, b, ev.Freed)
 				}
@@ -236,5 +241,22 @@ func checkWrites(t *testing.T, ev KVEvent, st *kvState, bs int) {
 	}
 	if n != ev.Writes.Tokens || n == 0 {
 		t.Fatalf("event %d: runs cover %d tokens of %d", ev.ID, n, ev.Writes.Tokens)
+	}
+}
+
+// TestKVAfterClose: an engine closed before its loop ever ran refuses
+// snapshots and subscriptions at once instead of leaving them waiting.
+func TestKVAfterClose(t *testing.T) {
+	noLeaks(t)
+	e, err := New(tinyGQA(t), Options{NumBlocks: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := e.KVSnapshot(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("snapshot: %v", err)
+	}
+	if _, err := e.SubscribeKV(4); !errors.Is(err, ErrClosed) {
+		t.Errorf("subscribe: %v", err)
 	}
 }
