@@ -146,15 +146,25 @@ func TestDebugKVReplaysToSnapshots(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			body := fmt.Sprintf(`{"model":"m","prompt":"Once upon a time, there was a little girl named Lily. She loved to play outside %d","max_tokens":110,"temperature":0,"ignore_eos":true}`, i)
+			body := fmt.Sprintf(`{"model":"m","prompt":"Once upon a time, there was a little girl named Lily. She loved to play outside %d","max_tokens":180,"temperature":0,"ignore_eos":true}`, i)
 			if r := post(t, ts.URL+"/v1/completions", body); r.status != 200 {
 				t.Errorf("completion %d: %d %s", i, r.status, r.body)
 			}
 		})
 	}
+	// A second server on the same engine, without ShowText, never shows
+	// text.
+	s2, ts2 := startServer(t, b, Config{ModelName: "m"}, nil)
+	s2.EnableDebug(DebugOptions{})
 	var snaps []kvSnap
-	ids := false
+	ids, named := false, false
 	for range 20 {
+		for _, r := range getSnapshot(t, ts2.URL).Requests {
+			if r.Text != "" {
+				t.Fatalf("text without ShowText: %+v", r)
+			}
+			named = named || r.ID != ""
+		}
 		sn := getSnapshot(t, ts.URL)
 		for _, q := range sn.Sequences {
 			r := sn.Requests[fmt.Sprint(q.Request)]
@@ -173,8 +183,8 @@ func TestDebugKVReplaysToSnapshots(t *testing.T) {
 	})
 	cancel()
 	<-done
-	if !ids {
-		t.Error("no snapshot named a running sequence's request id and text")
+	if !ids || !named {
+		t.Errorf("no snapshot named a running sequence's request id and text (%v), or its id without ShowText (%v)", ids, named)
 	}
 	if final.Counters.Preemptions == 0 || final.Counters.PrefixHitTokens == 0 || len(final.Sequences) != 0 {
 		t.Errorf("the load should preempt and hit the prefix cache, and end idle: %+v", final.Counters)

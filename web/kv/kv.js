@@ -70,11 +70,24 @@
     }
     if (!paused) {
       while (shown < log.length) view = apply(view, log[shown++]);
-      draw();
+      redraw();
     } else {
       position();
+      notify();
     }
-    notify();
+  }
+
+  // redraw draws once per animation frame however many events arrived
+  // (a big pool is thousands of elements), then tells when() watchers.
+  let frameAsked = false;
+  function redraw() {
+    if (frameAsked) return;
+    frameAsked = true;
+    requestAnimationFrame(() => {
+      frameAsked = false;
+      draw();
+      notify();
+    });
   }
 
   // notify resolves the promises of when() whose condition now holds.
