@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stride-lm/stride/kvcache"
@@ -258,5 +259,72 @@ func TestKVAfterClose(t *testing.T) {
 	}
 	if _, err := e.SubscribeKV(4); !errors.Is(err, ErrClosed) {
 		t.Errorf("subscribe: %v", err)
+	}
+}
+
+// TestKVEventsNameCancelled: a running request whose context ends is
+// reported in an event's Cancelled list with its blocks freed, and one
+// that finishes in Finished.
+func TestKVEventsNameCancelled(t *testing.T) {
+	noLeaks(t)
+	m := tinyGQA(t)
+	// The engine waits in its second sampling until the test has
+	// cancelled: the request is running (admitted) and cannot finish first.
+	release := make(chan struct{})
+	var calls atomic.Int32
+	e, err := New(m, Options{BlockSize: 4, NumBlocks: 24, OnLogits: func(int, int, []float32) {
+		if calls.Add(1) == 2 {
+			<-release
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	sub, err := e.SubscribeKV(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sub.Events() // the snapshot
+	ctx, cancel := context.WithCancel(context.Background())
+	long := build([]reqSpec{{prompt: []int{1, 5, 6, 7}, steps: 90, seed: 1}}, m.Config.VocabSize)[0]
+	long.IgnoreEOS = true // it runs until cancelled
+	short := build([]reqSpec{{prompt: []int{1, 9}, steps: 3, seed: 2}}, m.Config.VocabSize)[0]
+	st, err := e.Submit(ctx, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := -1
+	for ev := range sub.Events() {
+		if len(ev.Admitted) > 0 {
+			seq = ev.Admitted[0].Seq
+			break
+		}
+	}
+	cancel()
+	close(release)
+	if r := st.Result(); r.FinishReason != FinishInterrupted {
+		t.Fatalf("cancelled request finished %s", r.FinishReason)
+	}
+	st2, err := e.Submit(context.Background(), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2.Result()
+	if _, err := e.KVSnapshot(context.Background()); err != nil { // a boundary after the cancellation
+		t.Fatal(err)
+	}
+	e.Close()
+	cancelled, finished := false, false
+	for ev := range sub.Events() {
+		for _, r := range ev.Cancelled {
+			cancelled = cancelled || r.Seq == seq && r.Request == st.Seq && slices.Contains(ev.Removed, seq) && len(ev.Freed) > 0
+		}
+		for _, r := range ev.Finished {
+			finished = finished || r.Request == st2.Seq
+		}
+	}
+	if !cancelled || !finished {
+		t.Errorf("events named the cancelled sequence %d: %v, the finished request %d: %v", seq, cancelled, st2.Seq, finished)
 	}
 }
