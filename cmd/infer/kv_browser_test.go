@@ -89,6 +89,11 @@ async function main() {
     const r = read(d, w);
     const used = r.blocks.filter((b) => b.state === "used").length + (r.blocks.some((b) => b.shared) ? 100 : 0);
     if (used > most) { most = used; busiest = out.steps.length; }
+    const sh = d.querySelector("#pool .block.shared");
+    if (!out.hover && sh) {
+      sh.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+      out.hover = { block: +sh.dataset.id, text: d.getElementById("detail").textContent };
+    }
     if (!SHOT) out.steps.push(r); else out.steps.push({ event: r.event });
   }
   if (SHOT) {
@@ -150,6 +155,11 @@ type kvSnapshotJSON struct {
 	Counters struct {
 		Preemptions int `json:"preemptions"`
 	} `json:"counters"`
+	Pool struct {
+		BlockSize int   `json:"block_size"`
+		ElemSize  int   `json:"elem_size"`
+		Strides   []int `json:"strides"`
+	} `json:"pool"`
 }
 
 type kvHarnessResult struct {
@@ -160,6 +170,10 @@ type kvHarnessResult struct {
 	Final     kvPageView       `json:"final"`
 	FinalSnap kvSnapshotJSON   `json:"finalSnap"`
 	Steps     []kvPageView     `json:"steps"`
+	Hover     *struct {
+		Block int    `json:"block"`
+		Text  string `json:"text"`
+	} `json:"hover"`
 }
 
 // kvHarnessServer proxies to infer serve at base and adds the harness;
@@ -293,6 +307,7 @@ func TestKVPageInBrowser(t *testing.T) {
 		t.Errorf("none of %d snapshots taken during the load matched a replayed event", len(res.Snaps))
 	}
 	checkKVSharingAndPreemption(t, res.Steps)
+	checkKVHover(t, res)
 	t.Logf("%d snapshots compared with the replayed page, %d steps", compared, len(res.Steps))
 
 	// The picture for docs/serving.md: a busy step of a second replay.
@@ -388,5 +403,52 @@ func screenshot(ctx context.Context, t *testing.T, browser, url, png string) {
 	}
 	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
 		t.Fatalf("no screenshot: %v", err)
+	}
+}
+
+// checkKVHover: hovering a shared block shows its slots, refcount, the
+// cache tensors' strides as infer trace prints them for reshape_and_cache
+// (the storage it writes, k_cache), and the byte ranges those strides
+// give the block and its first slot.
+func checkKVHover(t *testing.T, res kvHarnessResult) {
+	t.Helper()
+	if res.Hover == nil {
+		t.Fatal("the harness hovered no shared block")
+	}
+	p := res.FinalSnap.Pool
+	_, stdout, _ := cli(t, "trace", "--output", "json", "--path", "fused")
+	var traced []struct {
+		Steps []struct {
+			Strides []int  `json:"strides"`
+			Storage string `json:"storage"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &traced); err != nil || len(traced) != 1 {
+		t.Fatalf("infer trace --output json: %v\n%.500s", err, stdout)
+	}
+	found := false
+	for _, r := range traced[0].Steps {
+		if r.Storage == "shared(k_cache)" {
+			found = true
+			if !slices.Equal(r.Strides, p.Strides) {
+				t.Errorf("infer trace's cache strides %v, /debug/kv's %v", r.Strides, p.Strides)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("infer trace printed no reshape_and_cache row:\n%.1000s", stdout)
+	}
+	b, bs, e := res.Hover.Block, p.BlockSize, p.ElemSize
+	bst, tst := p.Strides[0], p.Strides[1]
+	for _, want := range []string{
+		fmt.Sprintf("Block %d used, refcount", b),
+		fmt.Sprintf("slots %d…%d", b*bs, b*bs+bs-1),
+		fmt.Sprintf("strides [%s]", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p.Strides)), ", "), "[]")),
+		fmt.Sprintf("bytes %d–%d", b*bst*e, (b+1)*bst*e-1),
+		fmt.Sprintf("%d%d–%d", b*bs, b*bs*tst*e, (b*bs+1)*tst*e-1),
+	} {
+		if !strings.Contains(res.Hover.Text, want) {
+			t.Errorf("hovering block %d: %q lacks %q", b, res.Hover.Text, want)
+		}
 	}
 }

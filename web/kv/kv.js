@@ -265,6 +265,7 @@
         e.className = "entry" + (s.blocks[b].ref > 1 ? " shared" : "");
         e.dataset.block = b;
         e.dataset.logical = i;
+        e.tabIndex = 0;
         e.style.background = colour(q.seq);
         e.title = "logical block " + i + " → physical block " + b;
         const small = document.createElement("small");
@@ -364,10 +365,13 @@
     for (const el of document.querySelectorAll('[data-id="' + b + '"], .entry[data-block="' + b + '"]')) el.classList.add("hl");
   }
 
-  document.addEventListener("mouseover", (ev) => {
-    const el = ev.target.closest(".block[data-id], .entry[data-block]");
-    if (el && view) detail(Number(el.dataset.id !== undefined ? el.dataset.id : el.dataset.block));
-  });
+  // Hovering or focusing (Tab through the table entries) explains a block.
+  for (const type of ["mouseover", "focusin"]) {
+    document.addEventListener(type, (ev) => {
+      const el = ev.target.closest && ev.target.closest(".block[data-id], .entry[data-block]");
+      if (el && view) detail(Number(el.dataset.id !== undefined ? el.dataset.id : el.dataset.block));
+    });
+  }
 
   // ----- controls -----
 
@@ -428,11 +432,12 @@
     state: () => view,
     log: () => log.slice(),
     requests: () => Object.assign({}, requests),
-    // when resolves once pred() holds, checked now and after every event
-    // or status change (no timers).
+    // when resolves once pred() holds and the page is drawn, checked now
+    // and after every drawing or status change (no timers).
     when: (pred) => new Promise((resolve) => {
-      if (pred()) resolve();
-      else watchers.push({ pred, resolve });
+      const drawn = () => !frameAsked && pred();
+      if (drawn()) resolve();
+      else watchers.push({ pred: drawn, resolve });
     }),
     stop: () => {
       if (abort) abort.abort();
