@@ -120,4 +120,11 @@
 // collide). CheckConsistency recomputes every invariant (reference count =
 // number of tables holding the block, no block both free and in use, the
 // prefix index consistent) and is what the tests run after every step.
+//
+// Snapshot copies the whole pool (each block's state, reference count and
+// prefix hash) and every table at one instant, with Snapshot.Check to
+// verify its invariants from its own contents; a Journal (SetJournal,
+// TakeJournal) records the blocks allocated, freed, shared, evicted and
+// copied on write in between. The engine's KV debugging view (/debug/kv
+// and the /kv page of infer serve) is built on both.
 package kvcache

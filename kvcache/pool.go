@@ -16,7 +16,8 @@ type blockPool struct {
 	head, tail int32 // free list ends; -1 when the list is empty
 	nfree      int
 	byHash     map[prefixHash]int32
-	evictions  int64 // registered blocks reused for other content
+	evictions  int64    // registered blocks reused for other content
+	journal    *Journal // what alloc, retain and release did, while recording (journal.go)
 }
 
 type blockMeta struct {
@@ -87,8 +88,10 @@ func (p *blockPool) alloc() int32 {
 	if p.blocks[b].hashed {
 		p.unregister(b)
 		p.evictions++
+		p.journal.note(opEvicted, b)
 	}
 	p.blocks[b].ref = 1
+	p.journal.note(opAllocated, b)
 	return b
 }
 
@@ -98,6 +101,7 @@ func (p *blockPool) retain(b int32) {
 		p.unlink(b)
 	}
 	p.blocks[b].ref++
+	p.journal.note(opShared, b)
 }
 
 // release drops a reference; at zero the block becomes free, at the back
@@ -108,6 +112,7 @@ func (p *blockPool) release(b int32) {
 	if m.ref > 0 {
 		return
 	}
+	p.journal.note(opFreed, b)
 	if m.hashed {
 		p.pushBack(b)
 	} else {

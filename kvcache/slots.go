@@ -98,6 +98,9 @@ func (c *Cache) appendSlots(dst []int32, s *sequence, id int, start, n int) ([]i
 		c.pool.release(b)
 		s.table[i] = nb
 		c.cowBlocks++
+		if j := c.pool.journal; j != nil {
+			j.CopyOnWrite = append(j.CopyOnWrite, CopyOnWrite{Seq: id, Index: i, From: b, To: nb})
+		}
 		s.dirty = true
 	}
 	for range grow {

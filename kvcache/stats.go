@@ -37,6 +37,11 @@ func (s Stats) String() string {
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.stats()
+}
+
+// stats is Stats with c.mu held.
+func (c *Cache) stats() Stats {
 	s := Stats{
 		NumBlocks:         c.layout.NumBlocks,
 		FreeBlocks:        c.pool.nfree,

@@ -56,6 +56,14 @@
 // for a sequence however it is batched, so the same request gives the
 // same bytes whatever the load (docs/serving.md).
 //
+// # Seeing the KV cache
+//
+// EnableDebug (infer serve --debug-endpoints) adds GET /debug/kv, a
+// snapshot of the engine's paged KV cache taken at a step boundary, GET
+// /debug/kv/events, one server-sent event per step that replays onto it,
+// and /kv, the page (web/kv, embedded) that draws both (debugkv.go). A
+// Backend opts in by implementing KVDebugger; EngineBackend does.
+//
 // # Shutting down
 //
 // Drain stops accepting generation requests (503 with Retry-After, and

@@ -24,6 +24,7 @@ type EngineBackend struct {
 	maxLen int
 	vocab  int
 	system string
+	reqs   requestIDs // HTTP request ids of the running requests (debugkv.go)
 }
 
 // EngineConfig is what EngineBackend needs besides the engine.
@@ -162,6 +163,7 @@ func (b *EngineBackend) Submit(ctx context.Context, g Generation) (Stream, error
 	if err != nil {
 		return nil, err
 	}
+	b.reqs.track(ctx, st)
 	s := &engineStream{tokens: make(chan Token), done: make(chan struct{})}
 	go s.forward(st, len(g.Prompt), time.Now())
 	return s, nil

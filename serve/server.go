@@ -109,6 +109,10 @@ type Server struct {
 	active   int           // generation requests in flight
 	idle     chan struct{} // closed when active drops to 0 while draining
 	nextID   atomic.Uint64
+
+	// debug and pageOpen are set by EnableDebug (debugkv.go).
+	debug    DebugOptions
+	pageOpen bool
 }
 
 // New returns a server for b.
@@ -163,7 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(rec, r) {
 		return
 	}
-	if r.URL.Path != "/health" && !s.authorized(r) {
+	if !s.open(r.URL.Path) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		writeError(rec, &apiError{Status: http.StatusUnauthorized, Type: typeAuth,
 			Message: "a valid API key is required: Authorization: Bearer <key>", Code: "invalid_api_key"})

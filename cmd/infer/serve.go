@@ -32,6 +32,8 @@ func init() {
 		configKey{Name: "serve.max_tokens", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "generated-token cap of a request that sets none; 0 = the rest of the context (vLLM)"},
 		configKey{Name: "serve.served_model_name", Kind: kindString, Default: "", Help: "the model's name in the API; empty = the checkpoint's file name"},
 		configKey{Name: "api_key", Kind: kindStrings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health then needs one", Secret: true},
+		configKey{Name: "serve.debug_endpoints", Kind: kindBool, Default: false, Help: "serve /debug/kv, /debug/kv/events and the KV cache page /kv (off in production)"},
+		configKey{Name: "serve.debug_show_text", Kind: kindBool, Default: false, Help: "let the debug routes show prompt and generated text"},
 		configKey{Name: "max_batched_tokens", Kind: kindInt, Default: engine.DefaultMaxBatchedTokens, Range: atLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
 	)
 	register(newServeCmd)
@@ -72,6 +74,8 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 		{"api-key", "api_key", "accepted bearer key (repeatable)"},
 		{"max-batched-tokens", "max_batched_tokens", "tokens per step (chunked prefill); 0 = off"},
 		{"chat-template", "chat.template", "chat template name or file"},
+		{"debug-endpoints", "serve.debug_endpoints", "serve /debug/kv, its events and the /kv page"},
+		{"debug-show-text", "serve.debug_show_text", "show prompt and generated text on the debug routes"},
 	} {
 		a.flag(cmd, f[0], f[1], f[2])
 	}
@@ -171,6 +175,9 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg.SamplingDefaults = lm.gen.Sampling
 	srv := serve.New(b, cfg)
+	if a.getBool("serve.debug_endpoints") {
+		srv.EnableDebug(serve.DebugOptions{ShowText: a.getBool("serve.debug_show_text")})
+	}
 	return srv, closeAll, nil
 }
 

@@ -89,4 +89,16 @@
 // tokens and acceptance history, so speculation changes nothing about
 // batching, preemption (a preempted sequence replays without drafting,
 // then drafts again as before) or prefix sharing.
+//
+// # Watching the KV cache
+//
+// KVSnapshot and SubscribeKV (snapshot.go, kvevents.go) are served by the
+// online loop itself at a step boundary, the only moment the cache and the
+// queues hold still: a snapshot of every block and table with the
+// requests they belong to, and one event per step (admitted, preempted,
+// finished and cancelled sequences, the blocks allocated, freed, shared
+// and copied on write, the step's slot mapping) that replays exactly onto
+// it. A subscriber is never waited for: one that falls behind loses events
+// and gets a resync snapshot. infer serve --debug-endpoints draws them
+// (docs/serving.md).
 package engine

@@ -93,6 +93,8 @@ type Engine struct {
 	// Stats reads.
 	loop loopState
 	live liveCounters
+	// kv serves the loop's KV snapshots and events (snapshot.go).
+	kv kvDebug
 
 	// step holds the packed inputs of one scheduler step. Its slices are
 	// truncated and refilled every step, so a steady decode loop reuses

@@ -201,6 +201,7 @@ func (e *Engine) online() bool {
 // work. One scheduler, the same as Run's, serves every request.
 func (e *Engine) serve() {
 	defer close(e.loop.done)
+	defer e.closeKV()
 	s := newScheduler(e)
 	defer e.retireScheduler(s)
 	for {
@@ -221,6 +222,7 @@ func (e *Engine) serve() {
 			s.fail(err)
 		}
 		e.publish(s)
+		e.kvBoundary(s)
 		if !s.busy() {
 			<-e.loop.wake
 			continue

@@ -88,8 +88,9 @@ var rules = []rule{
 	// list never has it: planned keeps its row without requiring it.
 	{pkg: "web/wasm", concept: "the layout explorer's WebAssembly main (js/wasm only): installs strideLayout for the page",
 		imports: []string{"web/wasm/explain"}, planned: true},
+	{pkg: "web/kv", concept: "the KV cache page's static files (index.html, kv.js, kv.css), embedded with go:embed"},
 	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
-		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer"}, external: []string{prom}},
+		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer", "web/kv"}, external: []string{prom}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
