@@ -28,7 +28,7 @@ done
 
 cp "$root/web/index.html" "$root/web/app.js" "$root/web/style.css" "$out/"
 # The marker tells infer explore that it may rebuild this folder: it never
-# writes into one holding files it did not write (cmd/infer/explore_guard.go).
+# writes into one holding files it did not write (web/explore/guard.go).
 echo "built by infer explore (scripts/build-web.sh); explore rebuilds only folders holding this file" >"$out/.stride-explore"
 total=$(cat "$out"/index.html "$out"/app.js "$out"/style.css "$out"/wasm_exec.js "$out"/layout.wasm | wc -c)
 gz=$(cat "$out"/index.html "$out"/app.js "$out"/style.css "$out"/wasm_exec.js "$out"/layout.wasm | gzip -9 | wc -c)

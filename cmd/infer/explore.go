@@ -1,28 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stride-lm/stride/web/explore"
 )
 
-// `infer explore` serves the layout explorer (web/, docs/explorer.md): a
-// static page that runs tensor/layoutexpr compiled to WebAssembly. The
-// page is built by scripts/build-web.sh into web/dist/; explore builds it
-// first when it is missing, which needs a Stride checkout and the Go
-// toolchain. Everything it serves is a plain file, so the same folder
-// works from any static host.
+// `infer explore` serves the layout explorer (web/, docs/explorer.md)
+// through package web/explore, which builds the page (scripts/build-web.sh)
+// and serves its files; this file only reads the flags and refuses an
+// --addr that would expose the page by accident.
 
 func init() { register(newExploreCmd) }
 
@@ -55,18 +47,18 @@ than a loopback address needs --public.`,
 			if err := checkListenAddr(addr, public); err != nil {
 				return err
 			}
-			root := checkoutRoot()
+			root := explore.CheckoutRoot()
 			if dir == "" {
 				if root == "" {
 					return errors.New("explore: not inside a Stride checkout; give --dir with a folder built by scripts/build-web.sh")
 				}
 				dir = filepath.Join(root, "web", "dist")
 			}
-			if rebuild || !siteBuilt(dir) {
+			if rebuild || !explore.Built(dir) {
 				if root == "" {
 					return fmt.Errorf("explore: %s has no built page and there is no Stride checkout here to build it from (run scripts/build-web.sh in one)", dir)
 				}
-				if err := buildSite(ctx, root, dir, cmd.ErrOrStderr()); err != nil {
+				if err := explore.Build(ctx, root, dir, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}
@@ -75,7 +67,7 @@ than a loopback address needs --public.`,
 				return fmt.Errorf("explore: %v", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s at http://%s/ (Ctrl-C stops)\n", dir, ln.Addr())
-			return serveSite(ctx, ln, dir)
+			return explore.Serve(ctx, ln, dir)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
@@ -85,129 +77,31 @@ than a loopback address needs --public.`,
 	return cmd
 }
 
-// siteFiles are the files scripts/build-web.sh writes; a folder missing
-// any of them is not a built page.
-var siteFiles = []string{"index.html", "app.js", "style.css", "wasm_exec.js", "layout.wasm"}
-
-func siteBuilt(dir string) bool {
-	for _, f := range siteFiles {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || !st.Mode().IsRegular() {
-			return false
-		}
-	}
-	return true
-}
-
-// checkoutRoot finds the Stride module root above the working directory
-// (a go.mod naming the module, with scripts/build-web.sh beside it), or
-// returns "".
-func checkoutRoot() string {
-	d, err := os.Getwd()
+// checkListenAddr refuses an --addr without a host (":8080" or "" would
+// listen on every interface) and, unless public is set, a host that is
+// not a loopback address: the page is a local tool, and exposing it to
+// the network should be a decision the user writes down.
+func checkListenAddr(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return ""
+		return fmt.Errorf("explore: --addr %q: want HOST:PORT, such as 127.0.0.1:8080", addr)
 	}
-	for {
-		if isStrideRoot(d) {
-			return d
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			return ""
-		}
-		d = up
+	if host == "" {
+		return fmt.Errorf("explore: --addr %q names no host, which would listen on every interface; give one, such as 127.0.0.1:8080", addr)
 	}
+	if public || isLoopbackHost(host) {
+		return nil
+	}
+	return fmt.Errorf("explore: --addr %q is not a loopback address and would serve the page to the network; add --public to mean it", addr)
 }
 
-func isStrideRoot(d string) bool {
-	f, err := os.Open(filepath.Join(d, "go.mod"))
-	if err != nil {
-		return false
+// isLoopbackHost reports whether host is "localhost" or a loopback IP.
+// Other names are not resolved: a name's address can change between the
+// check and the listen.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, 4096))
-	if !sc.Scan() || strings.TrimSpace(sc.Text()) != "module github.com/stride-lm/stride" {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(d, "scripts", "build-web.sh"))
-	return err == nil
-}
-
-// buildSite runs scripts/build-web.sh to build the page into dir, its
-// output going to w; ctx's cancellation stops it. A dir that holds files
-// explore did not write is refused first (claimBuildDir).
-func buildSite(ctx context.Context, root, dir string, w io.Writer) error {
-	if _, err := exec.LookPath("go"); err != nil {
-		return errors.New("explore: building the page needs the Go toolchain (go on PATH), or run scripts/build-web.sh elsewhere and pass --dir")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	if err := claimBuildDir(abs); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "building the explorer into %s (scripts/build-web.sh)\n", dir)
-	c := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-web.sh"), abs)
-	c.Dir = root
-	c.Stdout, c.Stderr = w, w
-	if err := c.Run(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("explore: scripts/build-web.sh: %v", err)
-	}
-	return nil
-}
-
-// siteHandler serves dir's page files and nothing else: no listings,
-// no other file the folder holds, no symlink (which could point out of
-// it). The MIME types are set here: WebAssembly.instantiateStreaming
-// refuses a .wasm that is not application/wasm, and the system's
-// mime.types may lack it. no-cache makes a rebuilt page show at the next
-// reload.
-func siteHandler(dir string) http.Handler {
-	types := map[string]string{
-		".wasm": "application/wasm",
-		".js":   "text/javascript; charset=utf-8",
-		".css":  "text/css; charset=utf-8",
-		".html": "text/html; charset=utf-8",
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		name := strings.TrimPrefix(r.URL.Path, "/")
-		if name == "" {
-			name = "index.html"
-		}
-		f, st, err := openSiteFile(dir, name)
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		defer f.Close()
-		w.Header().Set("Content-Type", types[filepath.Ext(name)])
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, name, st.ModTime(), f)
-	})
-}
-
-// serveSite serves dir on ln until ctx is cancelled (Ctrl-C), then shuts
-// down and returns ctx.Err(), the interrupt exit status.
-func serveSite(ctx context.Context, ln net.Listener, dir string) error {
-	srv := &http.Server{Handler: siteHandler(dir), ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("explore: %v", err)
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx) // best effort: we are exiting anyway
-		<-done
-		return ctx.Err()
-	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 	"github.com/stride-lm/stride/tensor/testfixture"
+	"github.com/stride-lm/stride/web/explore"
 )
 
 // The layout explorer in a real browser: headless Chromium loads the
@@ -190,7 +191,7 @@ func TestExplorerInBrowser(t *testing.T) {
 		t.Skip("-short: the browser test builds the wasm and starts Chromium")
 	}
 	browser := chromium(t)
-	root := checkoutRoot()
+	root := explore.CheckoutRoot()
 	if root == "" {
 		t.Fatal("not inside the Stride checkout")
 	}
@@ -198,22 +199,32 @@ func TestExplorerInBrowser(t *testing.T) {
 	defer cancel()
 	dist := t.TempDir()
 	var log bytes.Buffer
-	if err := buildSite(ctx, root, dist, &log); err != nil {
+	if err := explore.Build(ctx, root, dist, &log); err != nil {
 		t.Fatalf("scripts/build-web.sh: %v\n%s", err, log.String())
 	}
 	t.Log(strings.TrimSpace(log.String()))
-	// The build wrote only the page's files and its marker, so explore may
-	// rebuild the folder.
-	if err := claimBuildDir(dist); err != nil {
-		t.Errorf("after a build: %v", err)
+	// The build wrote only the page's files and its marker (the marker is
+	// what lets explore rebuild the folder: web/explore's TestClaimBuildDir).
+	if !explore.Built(dist) {
+		t.Error("the build left no complete page")
 	}
-	if _, err := os.Stat(filepath.Join(dist, buildMarker)); err != nil {
+	entries, err := os.ReadDir(dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := map[string]bool{"index.html": true, "app.js": true, "style.css": true, "wasm_exec.js": true, "layout.wasm": true, ".stride-explore": true}
+	for _, e := range entries {
+		if !page[e.Name()] || !e.Type().IsRegular() {
+			t.Errorf("the build left %s beside the page", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dist, ".stride-explore")); err != nil {
 		t.Errorf("the build left no marker: %v", err)
 	}
 
 	cases, _ := json.Marshal(browserCases)
 	expr, _ := json.Marshal(exprProgram)
-	site := siteHandler(dist)
+	site := explore.Handler(dist)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/harness.html" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")

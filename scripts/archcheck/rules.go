@@ -88,6 +88,7 @@ var rules = []rule{
 	// list never has it: planned keeps its row without requiring it.
 	{pkg: "web/wasm", concept: "the layout explorer's WebAssembly main (js/wasm only): installs strideLayout for the page",
 		imports: []string{"web/wasm/explain"}, planned: true},
+	{pkg: "web/explore", concept: "the layout explorer's server: builds the page (scripts/build-web.sh) into a folder it may write, and serves only the page's files"},
 	{pkg: "web/kv", concept: "the KV cache page's static files (index.html, kv.js, kv.css), embedded with go:embed"},
 	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
 		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer", "web/kv"}, external: []string{prom}},

@@ -1,15 +1,14 @@
-package main
+package explore
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 )
 
-// buildMarker is the file explore (and scripts/build-web.sh) leaves in a
+// buildMarker is the file Build (and scripts/build-web.sh) leaves in a
 // folder it builds into, so a later --rebuild knows the page files there
 // are its own and not the user's.
 const buildMarker = ".stride-explore"
@@ -83,33 +82,4 @@ func openSiteFile(dir, name string) (*os.File, os.FileInfo, error) {
 		return nil, nil, os.ErrNotExist
 	}
 	return f, st, nil
-}
-
-// checkListenAddr refuses an --addr without a host (":8080" or "" would
-// listen on every interface) and, unless public is set, a host that is
-// not a loopback address: the page is a local tool, and exposing it to
-// the network should be a decision the user writes down.
-func checkListenAddr(addr string, public bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("explore: --addr %q: want HOST:PORT, such as 127.0.0.1:8080", addr)
-	}
-	if host == "" {
-		return fmt.Errorf("explore: --addr %q names no host, which would listen on every interface; give one, such as 127.0.0.1:8080", addr)
-	}
-	if public || isLoopbackHost(host) {
-		return nil
-	}
-	return fmt.Errorf("explore: --addr %q is not a loopback address and would serve the page to the network; add --public to mean it", addr)
-}
-
-// isLoopbackHost reports whether host is "localhost" or a loopback IP.
-// Other names are not resolved: a name's address can change between the
-// check and the listen.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
