@@ -14,7 +14,6 @@ import (
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
-	"github.com/stride-lm/stride/tensor/kernels"
 )
 
 func init() {
@@ -105,23 +104,14 @@ type benchRow struct {
 	TokensPerStep float64 `json:"tokens_per_step,omitempty"`
 }
 
-type benchTest struct {
-	kind string // "pp" or "tg"
-	n    int
-}
-
-func parseBenchTests(spec string) ([]benchTest, error) {
-	var out []benchTest
+func parseBenchTests(spec string) ([]engine.BenchTest, error) {
+	var out []engine.BenchTest
 	for _, f := range strings.Split(spec, ",") {
-		f = strings.TrimSpace(f)
-		if len(f) < 3 || (f[:2] != "pp" && f[:2] != "tg") {
-			return nil, fmt.Errorf("--tests: %q is not ppN or tgN", f)
+		t, err := engine.ParseBenchTest(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--tests: %v", err)
 		}
-		n, err := strconv.Atoi(f[2:])
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--tests: %q is not ppN or tgN with N >= 1", f)
-		}
-		out = append(out, benchTest{f[:2], n})
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -140,7 +130,7 @@ func parseIntList(flag, spec string) ([]int, error) {
 
 // benchPlan is what the bench flags ask for.
 type benchPlan struct {
-	tests       []benchTest
+	tests       []engine.BenchTest
 	batches     []int
 	threads     []int
 	paths       []string
@@ -202,22 +192,11 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 	return p, nil
 }
 
-// benchCase is one row being measured: an engine, a test and a batch.
-type benchCase struct {
-	row   benchRow
-	e     *engine.Engine
-	test  benchTest
-	batch int
-	rates []float64
-	bws   []float64 // --roofline: the bandwidth of each rate's round
-	// speculation counts summed over the measured runs
-	drafted, accepted, tokens, seqSteps int
-}
-
 // benchRig holds every engine of a run (one per weights, path and
 // threads), all alive for the whole run so the repetitions interleave.
 type benchRig struct {
-	cases   []*benchCase
+	cases   []*engine.BenchCase
+	rows    []benchRow // the report's columns of each case
 	engines []*engine.Engine
 	models  []*model.Model
 }
@@ -272,103 +251,48 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 func (r *benchRig) addRows(base benchRow, e *engine.Engine, p benchPlan) {
 	for _, t := range p.tests {
 		bs := p.batches
-		if t.kind == "pp" {
+		if !t.Gen {
 			bs = []int{1}
 		}
 		for _, b := range bs {
 			row := base
-			row.Test, row.Batch = fmt.Sprintf("%s%d", t.kind, t.n), b
-			r.cases = append(r.cases, &benchCase{row: row, e: e, test: t, batch: b})
+			row.Test, row.Batch = t.String(), b
+			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b})
+			r.rows = append(r.rows, row)
 		}
 	}
 }
 
-// measure runs round 0 (the warm-up: caches, buffers, page faults) and
-// rounds 1…reps, each run of every row once, checking ctx between runs.
-// It returns the bandwidth of each measured round (--roofline) and the
-// error that stopped it, if any; the rates measured so far are kept.
-func (r *benchRig) measure(ctx context.Context, reps int, probe *kernels.BandwidthProbe, pool *kernels.Pool, stderr io.Writer) ([]float64, error) {
-	var bws []float64
+// measure runs the cases (engine.RunBench), showing progress on stderr:
+// what an interrupt would keep (a bar on a terminal, a line per round
+// elsewhere).
+func (r *benchRig) measure(ctx context.Context, reps int, probe *engine.BandwidthProbe, stderr io.Writer) ([]float64, error) {
 	bar := newProgress(stderr, "bench", int64((reps+1)*len(r.cases)))
 	defer bar.done()
-	runs := int64(0)
-	for round := 0; round <= reps; round++ {
-		var bw float64
-		if probe != nil && round > 0 {
-			bw = probe.Measure(pool, 3)
-			bws = append(bws, bw)
-		}
-		for _, bc := range r.cases {
-			if err := ctx.Err(); err != nil {
-				return bws, err
-			}
-			var rate float64
-			var err error
-			if bc.test.kind == "pp" {
-				rate, err = bc.e.BenchPromptRun(bc.test.n)
-			} else {
-				var st engine.Stats
-				rate, st, err = bc.e.BenchGenerateRunStats(bc.test.n, bc.batch)
-				if round > 0 {
-					// A sequence-step is one sequence's share of a step:
-					// a decode row, or a verify step of 1+d rows.
-					bc.drafted += st.DraftTokens
-					bc.accepted += st.AcceptedTokens
-					bc.tokens += st.DecodeTokens + st.PrefillTokens - st.DraftTokens + st.AcceptedTokens
-					bc.seqSteps += st.DecodeTokens + st.PrefillTokens - st.DraftTokens
-				}
-			}
-			if err != nil {
-				return bws, err
-			}
-			if round > 0 {
-				bc.rates = append(bc.rates, rate)
-				bc.bws = append(bc.bws, bw)
-			}
-			runs++
-			bar.set(runs)
-		}
-		// Progress on stderr: what an interrupt would keep (a bar on a
-		// terminal, a line per round elsewhere).
-		if bar != nil {
-			continue
+	return engine.RunBench(ctx, r.cases, reps, probe, func(round, runs int) {
+		bar.set(int64(runs))
+		if bar != nil || runs%len(r.cases) != 0 {
+			return
 		}
 		if round == 0 {
 			fmt.Fprintf(stderr, "bench: warm-up done\n")
 		} else {
 			fmt.Fprintf(stderr, "bench: round %d of %d done\n", round, reps)
 		}
-	}
-	return bws, nil
+	})
 }
 
-// rows summarizes every row measured at least once.
-func (r *benchRig) rows(roofline bool) []benchRow {
+// report is the row of every case measured at least once.
+func (r *benchRig) report() []benchRow {
 	var rows []benchRow
-	for _, bc := range r.cases {
-		if len(bc.rates) == 0 {
+	for i, c := range r.cases {
+		if len(c.Rates) == 0 {
 			continue
 		}
-		row := bc.row
-		st := engine.NewBenchStat(bc.rates)
-		row.Mean, row.SD, row.Reps = st.Mean, st.SD, st.Reps
-		if roofline && bc.test.kind == "tg" {
-			// Per decode row: the weights are read once per step and
-			// shared by the batch's b rows; each row reads its own K/V at
-			// the average context n/2. The fraction is averaged over the
-			// rounds, each run against its round's bandwidth.
-			row.BytesPerToken = bc.e.WeightBytes()/int64(bc.batch) + int64(bc.test.n/2)*bc.e.Cache().BytesPerToken()
-			for i, rate := range bc.rates {
-				row.BandwidthGBs += bc.bws[i] / float64(len(bc.rates))
-				row.Roofline += float64(row.BytesPerToken) * rate / (bc.bws[i] * 1e9) / float64(len(bc.rates))
-			}
-		}
-		if bc.row.Spec == "ngram" && bc.test.kind == "tg" && bc.seqSteps > 0 {
-			if bc.drafted > 0 {
-				row.AcceptRate = float64(bc.accepted) / float64(bc.drafted)
-			}
-			row.TokensPerStep = float64(bc.tokens) / float64(bc.seqSteps)
-		}
+		row, res := r.rows[i], c.Result()
+		row.Mean, row.SD, row.Reps = res.Mean, res.SD, res.Reps
+		row.BytesPerToken, row.BandwidthGBs, row.Roofline = res.BytesPerToken, res.BandwidthGBs, res.Roofline
+		row.AcceptRate, row.TokensPerStep = res.AcceptRate, res.TokensPerStep
 		rows = append(rows, row)
 	}
 	return rows
@@ -382,28 +306,26 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// --roofline: the read bandwidth is measured before every round, so
 	// each timed run is compared with the bandwidth of its own minute on a
 	// machine whose speed drifts.
-	var probe *kernels.BandwidthProbe
-	var probePool *kernels.Pool
+	var probe *engine.BandwidthProbe
 	roofline := a.getBool("bench.roofline")
 	if roofline {
-		probePool = kernels.NewPool(maxInt(plan.threads))
-		defer probePool.Close()
-		probe = kernels.NewBandwidthProbe(benchProbeBytes)
+		probe = engine.NewBandwidthProbe(maxInt(plan.threads), benchProbeBytes)
+		defer probe.Close()
 	}
 	rig := &benchRig{}
 	defer rig.close()
 	if err := rig.build(a, plan); err != nil {
 		return err
 	}
-	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, probePool, cmd.ErrOrStderr())
-	rows := rig.rows(roofline)
+	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, cmd.ErrOrStderr())
+	rows := rig.report()
 	if len(bws) > 0 {
 		lo, hi := bws[0], bws[0]
 		for _, b := range bws {
 			lo, hi = min(lo, b), max(hi, b)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "read bandwidth (%d threads, 1 GiB streaming sum, before each of %d rounds): %.1f–%.1f GB/s\n",
-			probePool.Threads(), len(bws), lo, hi)
+			probe.Threads(), len(bws), lo, hi)
 	}
 	// The rows measured are printed even when a run failed or was
 	// interrupted part way (with the repetitions they got).

@@ -97,7 +97,6 @@ var rules = []rule{
 		below: frontEndFloor, because: map[string]string{
 			"attention":      "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
 			"cuda":           "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
-			"tensor/kernels": "infer bench --roofline measures the machine's read bandwidth with the kernels' own streaming probe and pool",
 		}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
