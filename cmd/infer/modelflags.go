@@ -145,8 +145,8 @@ type loadedModel struct {
 	codec tokenizer.Codec
 	name  string
 	gen   checkpoint.Generation
-	// maxPiece is maxPieceBytes' answer; 0 until computed.
-	maxPiece int
+	// enc encodes its prompts (encodePrompt); nil until the first.
+	enc *tokenizer.PromptEncoder
 }
 
 // loadModel opens the checkpoint (or synthesizes the model) and its

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 // prompt is one prompt to run and where it came from, so an error can
@@ -116,29 +119,29 @@ func promptLines(text, name string) ([]prompt, error) {
 	return out, nil
 }
 
-// encodePrompt returns p's ids (BOS first), or an error naming p when it
-// is longer than seqLen. A text that is certainly too long is refused
-// before it is encoded, from its byte length: every token but BOS stands
-// for at most maxPieceBytes bytes of the text, so it needs at least
-// 1 + ⌈len/maxPieceBytes⌉ tokens.
+// encodePrompt returns p's ids (tokenizer.PromptEncoder: BOS first when
+// the tokenizer adds it, and a text certainly too long refused before it
+// is encoded), or an error naming p and the limit it exceeds.
 func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
+	if lm.enc == nil {
+		lm.enc = tokenizer.NewPromptEncoder(lm.codec, lm.addBOS())
+	}
+	ids, err := lm.enc.Encode(p.text, seqLen)
 	limit := fmt.Sprintf("seq_len %d", seqLen)
 	if seqLen < lm.m.Config.SeqLen {
 		limit = fmt.Sprintf("the context of %d positions (--ctx-size)", seqLen)
 	}
-	if n := 1 + (len(p.text)+lm.maxPieceBytes()-1)/lm.maxPieceBytes(); n > seqLen {
+	var long *tokenizer.PromptLengthError
+	switch {
+	case errors.As(err, &long) && long.Estimated:
 		return nil, fmt.Errorf("%s: its %d bytes are at least %d tokens (no token is longer than %d bytes), longer than %s",
-			p.where, len(p.text), n, lm.maxPieceBytes(), limit)
-	}
-	ids, err := lm.codec.Encode(p.text, lm.addBOS(), false)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.where, err)
-	}
-	if len(ids) == 0 {
+			p.where, long.Bytes, long.Tokens, long.MaxPiece, limit)
+	case errors.As(err, &long):
+		return nil, fmt.Errorf("%s is %d tokens, longer than %s", p.where, long.Tokens, limit)
+	case errors.Is(err, tokenizer.ErrNothingToStart):
 		return nil, fmt.Errorf("%s is empty and the tokenizer adds no BOS: there is nothing to start from", p.where)
-	}
-	if len(ids) > seqLen {
-		return nil, fmt.Errorf("%s is %d tokens, longer than %s", p.where, len(ids), limit)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", p.where, err)
 	}
 	return ids, nil
 }
@@ -149,19 +152,6 @@ func (lm *loadedModel) encodePrompt(p prompt, seqLen int) ([]int, error) {
 // tokenizer_config.json's add_bos_token): Qwen's, for one, adds none, and
 // feeding it a BOS would change its output.
 func (lm *loadedModel) addBOS() bool { return lm.gen.AddBOS }
-
-// maxPieceBytes is the longest text any token decodes to (at least 1),
-// computed once per model.
-func (lm *loadedModel) maxPieceBytes() int {
-	if lm.maxPiece == 0 {
-		lm.maxPiece = 1
-		for id := 0; id < lm.codec.VocabSize(); id++ {
-			// prev 0 is not BOS: the piece keeps its leading space.
-			lm.maxPiece = max(lm.maxPiece, len(lm.codec.Decode(0, id)))
-		}
-	}
-	return lm.maxPiece
-}
 
 // requestsFor encodes every prompt for a context of ctx positions; a
 // prompt that fails gets its error instead of ids.

@@ -67,7 +67,7 @@ func (c bosCodec) AddBOS() bool              { return c.addBOS }
 // BOS to start from is refused by name instead of reaching the engine.
 func TestEncodePromptFollowsAddBOS(t *testing.T) {
 	for _, add := range []bool{true, false} {
-		lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{addBOS: add}, gen: checkpoint.Generation{BOS: 1, AddBOS: add}, maxPiece: 1}
+		lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{addBOS: add}, gen: checkpoint.Generation{BOS: 1, AddBOS: add}}
 		ids, err := lm.encodePrompt(prompt{text: "ab", where: "prompt 1"}, 16)
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func TestEncodePromptFollowsAddBOS(t *testing.T) {
 			t.Errorf("add_bos %v: ids %v", add, ids)
 		}
 	}
-	lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{}, gen: checkpoint.Generation{BOS: 1}, maxPiece: 1}
+	lm := &loadedModel{m: &model.Model{Config: model.Config{SeqLen: 16}}, codec: bosCodec{}, gen: checkpoint.Generation{BOS: 1}}
 	if _, err := lm.encodePrompt(prompt{text: "", where: "prompt 1"}, 16); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
 		t.Errorf("empty prompt without BOS: %v", err)
 	}
