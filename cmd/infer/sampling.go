@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // The settings llama.cpp users bring to generate and chat: how many new
@@ -26,10 +27,6 @@ func init() {
 	)
 }
 
-// maxDefaultContext caps the default context: a 128k-context model must
-// not reserve 8 × 128k positions of KV cache unless asked to.
-const maxDefaultContext = 4096
-
 // samplingFlags adds llama.cpp's -n and -c and the filter and stop flags
 // (generate adds -f itself).
 func samplingFlags(a *app, cmd *cobra.Command) {
@@ -42,16 +39,13 @@ func samplingFlags(a *app, cmd *cobra.Command) {
 	a.flag(cmd, "stop", "stop", "stop string (repeatable)")
 }
 
-// contextSize is the ctx_size key, or min(seq_len, 4096); never more
-// than seq_len (with a warning when more was asked for).
+// contextSize is the ctx_size key as engine.ContextSize sizes it
+// (0 = min(seq_len, 4096)), with a warning when more than seq_len was
+// asked for.
 func contextSize(a *app, c model.Config, stderr io.Writer) int {
-	n := a.getInt("ctx_size")
-	switch {
-	case n == 0:
-		return min(c.SeqLen, maxDefaultContext)
-	case n > c.SeqLen:
-		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", n, c.SeqLen, c.SeqLen)
-		return c.SeqLen
+	n, clamped := engine.ContextSize(c, a.getInt("ctx_size"))
+	if clamped {
+		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", a.getInt("ctx_size"), c.SeqLen, n)
 	}
 	return n
 }

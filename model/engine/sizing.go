@@ -18,6 +18,25 @@ import (
 // --kv-memory 400GiB is an error naming both sizes instead of an
 // out-of-memory crash.
 
+// MaxDefaultContext caps ContextSize's default: a 128k-context model must
+// not reserve DefaultKVSequences × 128k positions of KV cache unless
+// asked to.
+const MaxDefaultContext = 4096
+
+// ContextSize is the context (Options.Context) a front end runs model
+// config c with when asked for asked positions: min(seq_len,
+// MaxDefaultContext) for 0, and never more than seq_len; clamped reports
+// that more than seq_len was asked for.
+func ContextSize(c model.Config, asked int) (n int, clamped bool) {
+	switch {
+	case asked <= 0:
+		return min(c.SeqLen, MaxDefaultContext), false
+	case asked > c.SeqLen:
+		return c.SeqLen, true
+	}
+	return asked, false
+}
+
 // KVPool is the KV cache New allocates for model config c under opts:
 // NumBlocks blocks, else as many as KVMemory holds, else
 // DefaultKVSequences sequences of Context positions (seq_len when 0).

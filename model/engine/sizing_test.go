@@ -50,3 +50,20 @@ func TestPoolBeyondPhysicalMemory(t *testing.T) {
 		t.Fatalf("default pool: %v", err)
 	}
 }
+
+// ContextSize: 0 is min(seq_len, 4096), more than seq_len is seq_len
+// (and says so), anything else is what was asked.
+func TestContextSize(t *testing.T) {
+	for _, tc := range []struct {
+		seqLen, asked, want int
+		clamped             bool
+	}{
+		{131072, 0, MaxDefaultContext, false}, {256, 0, 256, false}, {256, 100, 100, false},
+		{256, 256, 256, false}, {256, 300, 256, true}, {131072, 8192, 8192, false},
+	} {
+		n, clamped := ContextSize(model.Config{SeqLen: tc.seqLen}, tc.asked)
+		if n != tc.want || clamped != tc.clamped {
+			t.Errorf("seq_len %d, asked %d: %d %v, want %d %v", tc.seqLen, tc.asked, n, clamped, tc.want, tc.clamped)
+		}
+	}
+}
