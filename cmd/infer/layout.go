@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
-	"github.com/stride-lm/stride/tensor"
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 )
 
@@ -119,7 +113,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 	if a.getString("layout.output") == "json" {
 		_, err = out.Write(layoutexpr.MarshalRows(rows))
 	} else {
-		err = writeLayoutTable(out, rows)
+		err = layoutexpr.WriteTable(out, rows)
 	}
 	if err != nil {
 		return err
@@ -159,7 +153,7 @@ func layoutStepError(src string, last layoutexpr.Row) error {
 }
 
 // drawLayout writes the picture of rows to path: SVG or PNG by extension,
-// both drawn by layoutexpr.Picture on a gonum/plot vg canvas. The file is
+// drawn by layoutexpr (DrawSVG, DrawPNG). The file is
 // written like every output of infer (outfile): replaced atomically, never
 // left half-written, a device or FIFO written through.
 func drawLayout(ctx context.Context, path string, rows []layoutexpr.Row) error {
@@ -172,14 +166,11 @@ func drawLayout(ctx context.Context, path string, rows []layoutexpr.Row) error {
 		}
 		data = b
 	case ".png":
-		p := layoutexpr.NewPicture(rows)
-		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(p.W, p.H), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))}
-		p.Draw(c)
-		var b bytes.Buffer
-		if _, err := c.WriteTo(&b); err != nil {
+		b, err := layoutexpr.DrawPNG(rows)
+		if err != nil {
 			return err
 		}
-		data = b.Bytes()
+		data = b
 	default:
 		return fmt.Errorf("--draw %s: want a .svg or .png file name", path)
 	}
@@ -240,46 +231,4 @@ func pointAt(src string, pos int) string {
 	_, line := lineOf(src, pos)
 	col := pos - (strings.LastIndexByte(src[:min(max(pos, 0), len(src))], '\n') + 1)
 	return fmt.Sprintf("  %s\n  %s^", line, strings.Repeat(" ", col))
-}
-
-// writeLayoutTable prints the rows that succeeded as an aligned table; a
-// failing last row is reported as the command's error instead. Programs
-// with variables get a var column.
-func writeLayoutTable(w io.Writer, rows []layoutexpr.Row) error {
-	vars, dtypes := false, false
-	for _, r := range rows {
-		vars = vars || r.Var != ""
-		dtypes = dtypes || r.DType != tensor.F32
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "step\top\tshape\tstrides\toffset\tcontiguous\tstorage\tcopied"
-	if dtypes {
-		head = strings.Replace(head, "\tshape", "\tdtype\tshape", 1)
-	}
-	if vars {
-		head = strings.Replace(head, "step\t", "step\tvar\t", 1)
-	}
-	fmt.Fprintln(tw, head)
-	for _, s := range rows {
-		if s.Error != "" {
-			continue
-		}
-		contiguous := "False"
-		if s.Contiguous {
-			contiguous = "True"
-		}
-		if mf := s.MemoryFormat(); mf != "" {
-			contiguous = "False (" + mf + ")"
-		}
-		cols := []string{strconv.Itoa(s.Step), s.Op, tensor.FormatInts(s.Shape), tensor.FormatInts(s.Strides),
-			strconv.Itoa(s.Offset), contiguous, s.Storage, tensor.FormatBytes(s.CopiedBytes)}
-		if dtypes {
-			cols = append(cols[:2], append([]string{s.DType.String()}, cols[2:]...)...)
-		}
-		if vars {
-			cols = append(cols[:1], append([]string{s.Var}, cols[1:]...)...)
-		}
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	}
-	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/font/liberation"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -303,6 +304,18 @@ func SVG(src string) ([]byte, error) {
 func DrawSVG(rows []Row) ([]byte, error) {
 	p := NewPicture(rows)
 	c := vgsvg.NewWith(vgsvg.UseWH(p.W, p.H))
+	p.Draw(c)
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// DrawPNG draws rows as a PNG image at 96 dpi on white.
+func DrawPNG(rows []Row) ([]byte, error) {
+	p := NewPicture(rows)
+	c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(p.W, p.H), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))}
 	p.Draw(c)
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
