@@ -89,7 +89,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	c := lm.m.Config
 	nctx := a.getInt("perplexity.ctx")
 	if nctx == 0 {
-		nctx = min(c.SeqLen, 512)
+		nctx = min(c.SeqLen, engine.DefaultPerplexityContext)
 	}
 	if nctx < 4 || nctx > c.SeqLen {
 		return fmt.Errorf("perplexity: --ctx %d must be in [4, seq_len=%d]", nctx, c.SeqLen)
@@ -108,11 +108,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	// One sequence of nctx positions at a time, without prefix sharing:
-	// the pool needs its blocks only.
-	const bs = 16
-	e, err := engine.New(lm.m, engine.Options{Path: "fused", BlockSize: bs, NumBlocks: (nctx + bs - 1) / bs,
-		KVDType: kvdt, Threads: a.getInt("threads"), DisablePrefixSharing: true})
+	e, err := engine.New(lm.m, engine.PerplexityOptions(nctx, kvdt, a.getInt("threads")))
 	if err != nil {
 		return err
 	}

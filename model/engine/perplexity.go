@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/stride-lm/stride/model/tokenizer"
+	"github.com/stride-lm/stride/tensor"
 )
 
 // PerplexityResult is what Perplexity measures; the JSON keys are what
@@ -24,6 +25,20 @@ type PerplexityResult struct {
 	Ctx          int     `json:"ctx"`
 	// Tokens counts the text's tokens, the dropped remainder included.
 	Tokens int `json:"-"`
+}
+
+// DefaultPerplexityContext is llama-perplexity's default chunk length
+// (its -c), which a front end caps at the model's seq_len.
+const DefaultPerplexityContext = 512
+
+// PerplexityOptions are the Options of an engine that only runs
+// Perplexity over chunks of nctx positions: one sequence at a time, so
+// the pool holds one chunk's blocks and shares no prefixes, on the fused
+// path, with a KV cache of kvdt and threads workers (0 = all cores).
+// The figures are those of any engine; only the memory differs.
+func PerplexityOptions(nctx int, kvdt tensor.DType, threads int) Options {
+	return Options{Path: "fused", BlockSize: defaultBlockSize, NumBlocks: (nctx + defaultBlockSize - 1) / defaultBlockSize,
+		KVDType: kvdt, Threads: threads, DisablePrefixSharing: true}
 }
 
 // Perplexity scores the text the stream gives as llama.cpp's

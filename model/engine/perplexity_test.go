@@ -8,6 +8,7 @@ import (
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/tokenizer"
+	"github.com/stride-lm/stride/tensor"
 )
 
 // Perplexity is llama-perplexity's method over Score: whole chunks of
@@ -58,5 +59,35 @@ func TestPerplexityChunksAndFigures(t *testing.T) {
 	short, _ := tokenizer.NewStream(codec, strings.NewReader("too short"), tokenizer.EncodeOptions{BOS: true})
 	if _, err := e.Perplexity(context.Background(), short, nctx, bos, nil); err == nil || !strings.Contains(err.Error(), "needs at least 32") {
 		t.Errorf("a text shorter than two chunks: %v", err)
+	}
+}
+
+// An engine sized by PerplexityOptions holds one chunk's blocks and
+// gives the figures of a default engine, to the bit.
+func TestPerplexityOptions(t *testing.T) {
+	m := mustSynth(t, model.Config{Dim: 32, HiddenDim: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, VocabSize: 259, SeqLen: 64,
+		RopeTheta: 10000, NormEps: 1e-5}, 7)
+	codec, err := tokenizer.NewBytes(259)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nctx = 20
+	text := strings.Repeat("once upon a time there was a cat. ", 3)
+	var res [2]PerplexityResult
+	for i, opts := range []Options{{}, PerplexityOptions(nctx, tensor.F32, 1)} {
+		e := newEngine(t, m, opts)
+		if i == 1 && e.Cache().NumBlocks() != 2 {
+			t.Errorf("a %d-position chunk in blocks of 16: %d blocks, want 2", nctx, e.Cache().NumBlocks())
+		}
+		s, err := tokenizer.NewStream(codec, strings.NewReader(text), tokenizer.EncodeOptions{BOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[i], err = e.Perplexity(context.Background(), s, nctx, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res[0] != res[1] {
+		t.Errorf("default engine %+v, PerplexityOptions %+v", res[0], res[1])
 	}
 }
