@@ -185,3 +185,25 @@ func TestClaimBuildDir(t *testing.T) {
 		t.Errorf("a built folder with keep.md added: %v", err)
 	}
 }
+
+// Mounted under a prefix, as another server would mount it, the page's
+// relative paths still reach its files.
+func TestHandlerUnderPrefix(t *testing.T) {
+	dir := t.TempDir()
+	fakeSite(t, dir)
+	mux := http.NewServeMux()
+	mux.Handle("/explore/", http.StripPrefix("/explore/", Handler(dir)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for path, want := range map[string]string{"/explore/": "content of index.html", "/explore/layout.wasm": "content of layout.wasm"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Errorf("GET %s: %d %q, want %q", path, resp.StatusCode, body, want)
+		}
+	}
+}
