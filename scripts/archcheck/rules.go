@@ -95,8 +95,8 @@ var rules = []rule{
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
-			"attention":      "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
-			"cuda":           "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
+			"attention": "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
+			"cuda":      "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
 		}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
