@@ -43,10 +43,6 @@ func benchStat(rates []float64) BenchStat {
 	return s
 }
 
-// NewBenchStat summarizes per-run rates (tokens/s): their mean and sample
-// standard deviation.
-func NewBenchStat(rates []float64) BenchStat { return benchStat(rates) }
-
 // BenchPrompt measures prompt processing (llama-bench's ppN): one
 // sequence's n tokens in a single batched prefill, reps times after one
 // warm-up run, as tokens per second.
