@@ -1,5 +1,7 @@
 package attention
 
+import "github.com/stride-lm/stride/tensor/kernels"
+
 // Row groups: a speculative verify step's d+1 rows reach the kernel as
 // d+1 one-row entries over the same block table at consecutive positions
 // (the causal mask of one (d+1)-row query, but each row a decode row), so
@@ -58,6 +60,12 @@ func runRowGroup(a *flashArgs, it *workItem, sc *scratch, kt int) error {
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
 		walkTable(a, sc.krow[:nk], table, k0, kvh)
+		if it.tile == tileGather {
+			if err := gatherGroupTile(a, sc, k0, nk, first, n); err != nil {
+				return err
+			}
+			continue
+		}
 		for i := max(0, k0-first); i < n; i++ {
 			lim := min(first+i+1-k0, nk) // the decode row's tile: keys k0 … its position
 			r := i * g
@@ -73,5 +81,51 @@ func runRowGroup(a *flashArgs, it *workItem, sc *scratch, kt int) error {
 		}
 	}
 	writeOutput(a, sc, seq, kvh, 0, n*g)
+	return nil
+}
+
+// gatherGroupTile is gatherTile for the rows of a row group, n entries
+// from position first, over the key tile of nk keys from k0 (walked into
+// sc.krow): every row the tile reaches is scored against all nk keys in
+// one kernels.DotRowsN call (each score depends on its query row and key
+// alone, so a row's first lim scores are those its decode item computes
+// over its lim keys), then each row's online softmax runs over its own lim
+// keys (kernels.RowMax, raiseMax, expSub, as softmaxTile does for the
+// decode item), and P·V goes through kernels.AxpyRowsN in segments of
+// keys: keys [lim_{i−1}, lim_i) for the rows of entries i on. A row's
+// accumulator thus gets exactly its lim keys' fused multiply-adds in key
+// order, the decode item's chain, while each key's row is loaded once for
+// all the rows that use it.
+func gatherGroupTile(a *flashArgs, sc *scratch, k0, nk, first, n int) error {
+	D, g := a.headDim, a.numHeads/a.numKVHeads
+	t := &sc.tile
+	*t = keyTile{rows: n * g, k0: k0, nk: nk, krow: sc.krow[:nk]}
+	kBuf, vBuf, krow, vrow := directRows(a, sc, t)
+	i0 := max(0, k0-first) // the first entry whose position the tile reaches
+	r0, R := i0*g, (n-i0)*g
+	s := sc.s[:R*nk]
+	if err := kernels.DotRowsN(s, nk, sc.q[r0*D:(r0+R)*D], D, R, kBuf, krow); err != nil {
+		return err
+	}
+	for i := i0; i < n; i++ {
+		lim := min(first+i+1-k0, nk)
+		for r := i * g; r < (i+1)*g; r++ {
+			srow := s[(r-r0)*nk : (r-r0)*nk+lim]
+			mx := sc.raiseMax(r, D, kernels.RowMax(srow))
+			sc.l[r] += expSub(srow, mx)
+		}
+	}
+	prev := 0
+	for i := i0; i < n; i++ {
+		lim := min(first+i+1-k0, nk)
+		if lim == prev {
+			continue
+		}
+		r := i * g
+		if err := kernels.AxpyRowsN(sc.acc[r*D:(r0+R)*D], D, (n-i)*g, s[(r-r0)*nk+prev:], nk, vBuf, vrow[prev:lim]); err != nil {
+			return err
+		}
+		prev = lim
+	}
 	return nil
 }
