@@ -13,24 +13,27 @@ import (
 
 // BenchmarkSpeculativeLooping runs greedy generation from BOS (300
 // positions, batch 1, one thread) with speculation off and on (the
-// defaults), interleaved, on two Q8_0 models whose greedy output loops:
+// defaults, k = 8, and without the adaptive rule), interleaved, on two Q8_0 models whose greedy output loops:
 // the llama.cpp-made synthetic GGUF of TestSpeculativeLoopingFormats
 // (dim 256, 4 layers, 4/2 heads of 64) and the stories110M GQA shape of
 // issue 26 (dim 768, hidden 2048, 12 layers, 12/4 heads, vocabulary
 // 32000; synthetic weights quantized to Stride's Q8_0). It reports the
-// ratio of ngram to off in wall time and in the thread's CPU time, and
+// ratio of each mode to off in wall time and in the thread's CPU time, and
 // the tokens per step: go test ./model/engine -run '^$' -bench SpeculativeLooping -benchtime 3x
 func BenchmarkSpeculativeLooping(b *testing.B) {
 	for _, name := range []string{"gguf-q8_0", "110m-gqa-q8_0"} {
 		b.Run(name, func(b *testing.B) {
 			m := loopingModel(b, name)
-			modes := []Speculation{{}, ngram}
-			engines := []*Engine{
-				newEngine(b, m, Options{Threads: 1, DisablePrefixSharing: true, Speculation: modes[0]}),
-				newEngine(b, m, Options{Threads: 1, DisablePrefixSharing: true, Speculation: modes[1]}),
+			modes := []struct {
+				name string
+				spec Speculation
+			}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-nopause", Speculation{Method: "ngram", noPause: true}}}
+			engines := make([]*Engine, len(modes))
+			for i, md := range modes {
+				engines[i] = newEngine(b, m, Options{Threads: 1, DisablePrefixSharing: true, Speculation: md.spec})
 			}
-			var elapsed, cpu [2]time.Duration
-			var tokens, steps [2]int
+			elapsed, cpu := make([]time.Duration, len(modes)), make([]time.Duration, len(modes))
+			tokens, steps := make([]int, len(modes)), make([]int, len(modes))
 			haveCPU := true
 			run := func(i int, count bool) {
 				req := Request{Prompt: []int{model.BOSID}, Steps: 300, Sampler: model.NewSampler(m.Config.VocabSize, 0, 0.9, 1)}
@@ -52,21 +55,26 @@ func BenchmarkSpeculativeLooping(b *testing.B) {
 			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			run(0, false)
-			run(1, false)
+			for i := range modes {
+				run(i, false)
+			}
 			b.ResetTimer()
 			for it := 0; it < b.N; it++ {
-				run(it%2, true)
-				run(1-it%2, true)
+				for r := range modes { // the mode order rotating
+					run((it+r)%len(modes), true)
+				}
 			}
 			b.StopTimer()
-			rate := func(i int, d [2]time.Duration) float64 { return float64(tokens[i]) / d[i].Seconds() }
+			rate := func(i int, d []time.Duration) float64 { return float64(tokens[i]) / d[i].Seconds() }
 			b.ReportMetric(rate(0, elapsed), "off_tok/s")
-			b.ReportMetric(rate(1, elapsed)/rate(0, elapsed), "ngram_wall_speedup")
-			if haveCPU {
-				b.ReportMetric(rate(1, cpu)/rate(0, cpu), "ngram_cpu_speedup")
+			for i, md := range modes[1:] {
+				i++
+				b.ReportMetric(rate(i, elapsed)/rate(0, elapsed), md.name+"_wall_speedup")
+				if haveCPU {
+					b.ReportMetric(rate(i, cpu)/rate(0, cpu), md.name+"_cpu_speedup")
+				}
+				b.ReportMetric(float64(tokens[i])/float64(steps[i]), md.name+"_tok/step")
 			}
-			b.ReportMetric(float64(tokens[1])/float64(steps[1]), "ngram_tok/step")
 		})
 	}
 }
