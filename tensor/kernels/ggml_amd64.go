@@ -229,6 +229,8 @@ func init() {
 		tileQ4K:  tilesOf(q4KTile, k4{2, ggmlQ4KTile4x2AVX2}),
 		tileQ6K:  tilesOf(q6KTile, k6{2, ggmlQ6KTile4x2AVX2}),
 		tileQ5K:  tilesOf(q4KTile, k4{2, ggmlQ5KTile4x2AVX2}),
+		tileQ4_1: tilesOf(q81Tile, q81{2, ggmlQ4_1Tile4x2AVX2}),
+		tileQ5_1: tilesOf(q81Tile, q81{2, ggmlQ5_1Tile4x2AVX2}),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2

@@ -381,3 +381,212 @@ q51t2_blk:
 	Q1T_STORE(Z2, Y2, X2, Z3, Y3, X3, X9)
 	VZEROUPPER
 	RET
+
+// The AVX2 tiles: 4 rows × 2 tokens, ggmlQ4_0Tile4x2AVX2's structure with
+// the "_1" AVX2 row kernels' arithmetic (DOT_AVX2 of the unsigned codes
+// and the quants, the scale fma, summs = fma(m, s, summs) per block).
+// Registers: Y0-Y7 the accumulators (row r, token t: Y(2r+t)); Y8 the
+// summs, token 0's four rows in the low half and token 1's in the high;
+// Y9 the row's d_w; Y10, Y11 the tokens' quants; Y12, Y13 temporaries;
+// Y14 the row's codes; Y15 = int16 ones. The constants come from memory.
+
+DATA ggmlQ1Nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ1Nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ1Nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ggmlQ1Nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ggmlQ1Nib<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ1Shuf<>+0(SB)/8, $0x0000000000000000
+DATA ggmlQ1Shuf<>+8(SB)/8, $0x0101010101010101
+DATA ggmlQ1Shuf<>+16(SB)/8, $0x0202020202020202
+DATA ggmlQ1Shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL ggmlQ1Shuf<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ1Bit<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ1Bit<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ1Bit<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA ggmlQ1Bit<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL ggmlQ1Bit<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ1Ones<>+0(SB)/8, $-1
+DATA ggmlQ1Ones<>+8(SB)/8, $-1
+DATA ggmlQ1Ones<>+16(SB)/8, $-1
+DATA ggmlQ1Ones<>+24(SB)/8, $-1
+GLOBL ggmlQ1Ones<>(SB), RODATA|NOPTR, $32
+DATA ggmlQ1Hi<>+0(SB)/8, $0x1010101010101010
+DATA ggmlQ1Hi<>+8(SB)/8, $0x1010101010101010
+DATA ggmlQ1Hi<>+16(SB)/8, $0x1010101010101010
+DATA ggmlQ1Hi<>+24(SB)/8, $0x1010101010101010
+GLOBL ggmlQ1Hi<>(SB), RODATA|NOPTR, $32
+
+// Q1A_CODES4 sets Y14 to a Q4_1 block's nibbles (the row kernel's
+// NIBBLES), the block at b. Uses X12.
+#define Q1A_CODES4(b) \
+	VMOVDQU 4 b, X14; \
+	VPSRLW $4, X14, X12; \
+	VINSERTI128 $1, X12, Y14, Y14; \
+	VPAND ggmlQ1Nib<>(SB), Y14, Y14
+
+// Q1A_CODES5 sets Y14 to a Q5_1 block's 5-bit codes (the row kernel's
+// Q5_1R4Q), the block at b. Uses Y12.
+#define Q1A_CODES5(b) \
+	VMOVDQU 8 b, X14; \
+	VPSRLW $4, X14, X12; \
+	VINSERTI128 $1, X12, Y14, Y14; \
+	VPAND ggmlQ1Nib<>(SB), Y14, Y14; \
+	VPBROADCASTD 4 b, Y12; \
+	VPSHUFB ggmlQ1Shuf<>(SB), Y12, Y12; \
+	VPOR ggmlQ1Bit<>(SB), Y12, Y12; \
+	VPCMPEQB ggmlQ1Ones<>(SB), Y12, Y12; \
+	VPAND ggmlQ1Hi<>(SB), Y12, Y12; \
+	VPOR Y12, Y14, Y14
+
+// Q1A_PAIR adds the row's codes (Y14) · token x (in X, scale at d) to
+// accumulator A: lanes = madd(maddubs(codes, x), 1), A = fma(d_w·d_x,
+// float(lanes), A).
+#define Q1A_PAIR(X, d, A) \
+	VPMADDUBSW X, Y14, Y12; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS d, Y13; \
+	VMULPS Y13, Y9, Y13; \
+	VFMADD231PS Y12, Y13, A
+
+// Q1A_ROW is one row, the block at b, against both tokens.
+#define Q1A_ROW(CODES, b, A0, A1) \
+	CODES(b); \
+	VPBROADCASTW b, X9; \
+	VCVTPH2PS X9, Y9; \
+	Q1A_PAIR(Y10, (R12), A0); \
+	Q1A_PAIR(Y11, (R12)(R13*1), A1)
+
+// Q1A_SUMMS adds the block's m·s to the eight summs in Y8: the four rows'
+// m (fp16 at 2 of each block) in both halves, times token 0's s in the
+// low half and token 1's in the high. Uses AX, Y12-Y14.
+#define Q1A_SUMMS \
+	MOVWLZX 2(SI), AX; \
+	VMOVD AX, X13; \
+	VPINSRW $1, 2(SI)(BX*1), X13, X13; \
+	VPINSRW $2, 2(SI)(BX*2), X13, X13; \
+	VPINSRW $3, 2(SI)(R8*1), X13, X13; \
+	VCVTPH2PS X13, X13; \
+	VINSERTF128 $1, X13, Y13, Y13; \
+	VBROADCASTSS (R14), X12; \
+	VBROADCASTSS (R14)(R13*1), X14; \
+	VINSERTF128 $1, X14, Y12, Y12; \
+	VFMADD231PS Y12, Y13, Y8
+
+// Q1A_STORE stores hsum_float_8 of accumulator A plus summs lane S (its
+// low element) into o. Uses X12, X13.
+#define Q1A_STORE(AY, AX, S, o) \
+	VEXTRACTF128 $1, AY, X12; \
+	VADDPS AX, X12, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VADDSS S, X12, X12; \
+	VMOVSS X12, o
+
+// Q1A_STORES stores the eight outputs at DI (token 0) and DI + R9
+// (token 1), row r at 4r. Uses X9-X11, X14.
+#define Q1A_STORES \
+	VMOVSHDUP X8, X9; \
+	VMOVHLPS X8, X8, X10; \
+	VPERMILPS $3, X8, X11; \
+	Q1A_STORE(Y0, X0, X8, 0(DI)); \
+	Q1A_STORE(Y2, X2, X9, 4(DI)); \
+	Q1A_STORE(Y4, X4, X10, 8(DI)); \
+	Q1A_STORE(Y6, X6, X11, 12(DI)); \
+	VEXTRACTF128 $1, Y8, X14; \
+	VMOVSHDUP X14, X9; \
+	VMOVHLPS X14, X14, X10; \
+	VPERMILPS $3, X14, X11; \
+	Q1A_STORE(Y1, X1, X14, 0(DI)(R9*1)); \
+	Q1A_STORE(Y3, X3, X9, 4(DI)(R9*1)); \
+	Q1A_STORE(Y5, X5, X10, 8(DI)(R9*1)); \
+	Q1A_STORE(Y7, X7, X11, 12(DI)(R9*1))
+
+// Q1A_SETUP loads the arguments (rows SI, BX = ws, R8 = 3·ws, R11 the
+// next four rows; quants DI, xs apart in R9; scales R12 and sums R14, ds
+// apart in R13; CX blocks) and clears the accumulators and summs.
+#define Q1A_SETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ ws+8(FP), BX; \
+	LEAQ (BX)(BX*2), R8; \
+	LEAQ (SI)(BX*4), R11; \
+	MOVQ xq+16(FP), DI; \
+	MOVQ xsum+24(FP), R14; \
+	MOVQ xs+32(FP), R9; \
+	MOVQ xd+40(FP), R12; \
+	MOVQ ds+48(FP), R13; \
+	MOVQ nb+56(FP), CX; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8
+
+// func ggmlQ4_1Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-1 of Q4_1 blocks.
+TEXT ·ggmlQ4_1Tile4x2AVX2(SB), NOSPLIT, $0-80
+	Q1A_SETUP
+q41a2_blk:
+	PREFETCHT0 (R11)
+	PREFETCHT0 (R11)(BX*1)
+	PREFETCHT0 (R11)(BX*2)
+	PREFETCHT0 (R11)(R8*1)
+	Q1A_SUMMS
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q1A_ROW(Q1A_CODES4, (SI), Y0, Y1)
+	Q1A_ROW(Q1A_CODES4, (SI)(BX*1), Y2, Y3)
+	Q1A_ROW(Q1A_CODES4, (SI)(BX*2), Y4, Y5)
+	Q1A_ROW(Q1A_CODES4, (SI)(R8*1), Y6, Y7)
+	ADDQ $20, SI
+	ADDQ $20, R11
+	ADDQ $32, DI
+	ADDQ $4, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q41a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q1A_STORES
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-1 of Q5_1 blocks.
+TEXT ·ggmlQ5_1Tile4x2AVX2(SB), NOSPLIT, $0-80
+	Q1A_SETUP
+q51a2_blk:
+	PREFETCHT0 (R11)
+	PREFETCHT0 (R11)(BX*1)
+	PREFETCHT0 (R11)(BX*2)
+	PREFETCHT0 (R11)(R8*1)
+	Q1A_SUMMS
+	VMOVDQU (DI), Y10
+	VMOVDQU (DI)(R9*1), Y11
+	Q1A_ROW(Q1A_CODES5, (SI), Y0, Y1)
+	Q1A_ROW(Q1A_CODES5, (SI)(BX*1), Y2, Y3)
+	Q1A_ROW(Q1A_CODES5, (SI)(BX*2), Y4, Y5)
+	Q1A_ROW(Q1A_CODES5, (SI)(R8*1), Y6, Y7)
+	ADDQ $24, SI
+	ADDQ $24, R11
+	ADDQ $32, DI
+	ADDQ $4, R12
+	ADDQ $4, R14
+	DECQ CX
+	JNZ q51a2_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	Q1A_STORES
+	VZEROUPPER
+	RET

@@ -112,8 +112,11 @@ func TestGGMLTilesBlockedPanels(t *testing.T) {
 // kernels have no tiles either).
 func tileWidths(impl Impl, typ GGMLType) []int {
 	vnni := impl == ImplAVX512 && hasVNNI
-	if vnni && slices.Contains(ggmlRowSIMDTypes, typ) {
+	switch {
+	case vnni && slices.Contains(ggmlRowSIMDTypes, typ):
 		return []int{4, 3, 2}
+	case impl != ImplGeneric && slices.Contains(ggmlRowSIMDTypes, typ):
+		return []int{2}
 	}
 	if impl == ImplGeneric || !slices.Contains(ggmlSIMDTypes, typ) {
 		return nil
