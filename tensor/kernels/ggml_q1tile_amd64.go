@@ -5,11 +5,17 @@ package kernels
 import "unsafe"
 
 // The Q4_1 and Q5_1 tile kernels (prefill and multi-row decode steps) of
-// ggml_q1tile_amd64.s compute 4 rows × 4, 3 or 2 tokens (VNNI) or 2 (AVX2), each output with
+// ggml_q1tile_amd64.s compute 4 rows × 8, 4, 3 or 2 tokens (VNNI) or 2 (AVX2), each output with
 // the bits of the Rows kernels (the "_1" row kernels' lanes, scale fma
 // and summs per block): the weights' codes and scales are loaded once
 // per block for all the tokens. xsum is the tokens' Q8_1 block sums s
 // (ds bytes apart, like their scales xd); the quants are xs bytes apart.
+
+//go:noescape
+func ggmlQ4_1Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ5_1Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
 //go:noescape
 func ggmlQ4_1Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)

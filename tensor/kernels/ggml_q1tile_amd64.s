@@ -79,32 +79,69 @@
 	VFMADD231PS Z24, Z25, A1; \
 	VFMADD231PS.BCST s, X12, S
 
+// Q1T_LANES is Q1T_TOKEN without the summs (the 8-token tiles add
+// theirs four tokens at a time, Q1T_SUMMS4).
+#define Q1T_LANES(x, d, A0, A1) \
+	VBROADCASTI64X4 x, Z20; \
+	VPXORD Z22, Z22, Z22; \
+	VPXORD Z24, Z24, Z24; \
+	VPDPBUSD Z20, Z16, Z22; \
+	VPDPBUSD Z20, Z17, Z24; \
+	VCVTDQ2PS Z22, Z22; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST d, Z18, Z23; \
+	VMULPS.BCST d, Z19, Z25; \
+	VFMADD231PS Z22, Z23, A0; \
+	VFMADD231PS Z24, Z25, A1
+
+// Q1T_MINS4 sets Z26 to the four rows' m in each of its four 128-bit
+// lanes, without a general register.
+#define Q1T_MINS4 \
+	VPINSRW $0, 2(SI), X26, X26; \
+	VPINSRW $1, 2(SI)(BX*1), X26, X26; \
+	VPINSRW $2, 2(SI)(BX*2), X26, X26; \
+	VPINSRW $3, 2(SI)(R8*1), X26, X26; \
+	VCVTPH2PS X26, X26; \
+	VSHUFF32X4 $0, Z26, Z26, Z26
+
+// Q1T_SUMMS4 adds m·s of four tokens (s at b, b+R15, b+2·R15, b+AX) to
+// S, token t's four rows in lanes 4t … 4t+3. Uses Z31, X21.
+#define Q1T_SUMMS4(b, S) \
+	VBROADCASTSS b, X31; \
+	VBROADCASTSS b(R15*1), X21; \
+	VINSERTF32X4 $1, X21, Z31, Z31; \
+	VBROADCASTSS b(R15*2), X21; \
+	VINSERTF32X4 $2, X21, Z31, Z31; \
+	VBROADCASTSS b(AX*1), X21; \
+	VINSERTF32X4 $3, X21, Z31, Z31; \
+	VFMADD231PS Z31, Z26, S
+
 // Q1T_HSUM stores hsum_float_8 of the 8 lanes at LO (the low half of
 // accumulator half H) plus summs lane S into o, as Q81R4STORE does. Uses
-// X26, X27.
+// X24, X25.
 #define Q1T_HSUM(H, LO, S, o) \
-	VEXTRACTF32X4 $1, H, X26; \
-	VADDPS LO, X26, X26; \
-	VMOVHLPS X26, X26, X27; \
-	VADDPS X27, X26, X26; \
-	VMOVSHDUP X26, X27; \
-	VADDSS X27, X26, X26; \
-	VADDSS S, X26, X26; \
-	VMOVSS X26, o
+	VEXTRACTF32X4 $1, H, X24; \
+	VADDPS LO, X24, X24; \
+	VMOVHLPS X24, X24, X25; \
+	VADDPS X25, X24, X24; \
+	VMOVSHDUP X24, X25; \
+	VADDSS X25, X24, X24; \
+	VADDSS S, X24, X24; \
+	VMOVSS X24, o
 
 // Q1T_STORE stores token t's four outputs (accumulators A0 = Z(2t), A1 =
-// Z(2t+1), summs S) at DI: rows 0-3 at 0, 4, 8, 12. Uses Y28, X26,
-// X27, X29-X31.
+// Z(2t+1), summs S) at DI: rows 0-3 at 0, 4, 8, 12. Uses X21-X25,
+// Y28.
 #define Q1T_STORE(A0Z, A0Y, A0X, A1Z, A1Y, A1X, S) \
-	VMOVSHDUP S, X29; \
-	VMOVHLPS S, S, X30; \
-	VPERMILPS $3, S, X31; \
+	VMOVSHDUP S, X21; \
+	VMOVHLPS S, S, X22; \
+	VPERMILPS $3, S, X23; \
 	Q1T_HSUM(A0Y, A0X, S, 0(DI)); \
 	VEXTRACTF64X4 $1, A0Z, Y28; \
-	Q1T_HSUM(Y28, X28, X29, 4(DI)); \
-	Q1T_HSUM(A1Y, A1X, X30, 8(DI)); \
+	Q1T_HSUM(Y28, X28, X21, 4(DI)); \
+	Q1T_HSUM(A1Y, A1X, X22, 8(DI)); \
 	VEXTRACTF64X4 $1, A1Z, Y28; \
-	Q1T_HSUM(Y28, X28, X31, 12(DI))
+	Q1T_HSUM(Y28, X28, X23, 12(DI))
 
 // func ggmlQ4_1Tile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 //
@@ -379,6 +416,178 @@ q51t2_blk:
 	Q1T_STORE(Z0, Y0, X0, Z1, Y1, X1, X8)
 	ADDQ R9, DI
 	Q1T_STORE(Z2, Y2, X2, Z3, Y3, X3, X9)
+	VZEROUPPER
+	RET
+
+// func ggmlQ4_1Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-7 of Q4_1 blocks: accumulators Z0-Z15 (token t,
+// row pair p: Z(2t+p)); tokens 4-7 address from R11 (quants), R13 (sums)
+// and DX (scales); the summs of tokens 0-3 in Z27 and of 4-7 in Z29,
+// token t's four rows in lanes 4(t mod 4) on. As the Q8_0 4×8 tile, it
+// prefetches two of the next four rows.
+TEXT ·ggmlQ4_1Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	MOVL $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z30
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R15*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z27, Z27, Z27
+	VPXORD Z29, Z29, Z29
+q41t8_blk:
+	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (SI)(R8*2)
+	Q1T_CODES4((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q1T_CODES4((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q1T_MINS4
+	Q1T_LANES((DI), (R14), Z0, Z1)
+	Q1T_LANES((DI)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q1T_LANES((DI)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q1T_LANES((DI)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q1T_LANES((R11), (DX), Z8, Z9)
+	Q1T_LANES((R11)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q1T_LANES((R11)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q1T_LANES((R11)(R10*1), (DX)(AX*1), Z14, Z15)
+	Q1T_SUMMS4((R12), Z27)
+	Q1T_SUMMS4((R13), Z29)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q41t8_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	VEXTRACTF32X4 $0, Z27, X20
+	Q1T_STORE(Z0, Y0, X0, Z1, Y1, X1, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $1, Z27, X20
+	Q1T_STORE(Z2, Y2, X2, Z3, Y3, X3, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $2, Z27, X20
+	Q1T_STORE(Z4, Y4, X4, Z5, Y5, X5, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $3, Z27, X20
+	Q1T_STORE(Z6, Y6, X6, Z7, Y7, X7, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $0, Z29, X20
+	Q1T_STORE(Z8, Y8, X8, Z9, Y9, X9, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $1, Z29, X20
+	Q1T_STORE(Z10, Y10, X10, Z11, Y11, X11, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $2, Z29, X20
+	Q1T_STORE(Z12, Y12, X12, Z13, Y13, X13, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $3, Z29, X20
+	Q1T_STORE(Z14, Y14, X14, Z15, Y15, X15, X20)
+	VZEROUPPER
+	RET
+
+// func ggmlQ5_1Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xsum *float32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+//
+// Rows 0-3 × tokens 0-7 of Q5_1 blocks: accumulators Z0-Z15 (token t,
+// row pair p: Z(2t+p)); tokens 4-7 address from R11 (quants), R13 (sums)
+// and DX (scales); the summs of tokens 0-3 in Z27 and of 4-7 in Z29,
+// token t's four rows in lanes 4(t mod 4) on. As the Q8_0 4×8 tile, it
+// prefetches two of the next four rows.
+TEXT ·ggmlQ5_1Tile4x8VNNI(SB), NOSPLIT, $0-80
+	Q8T_SETUP
+	MOVL $0x0f0f0f0f, DX
+	VPBROADCASTD DX, Z30
+	MOVL $0x10101010, DX
+	VPBROADCASTD DX, Z28
+	LEAQ (DI)(R9*4), R11
+	LEAQ (R12)(R15*4), R13
+	LEAQ (R14)(R15*4), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z27, Z27, Z27
+	VPXORD Z29, Z29, Z29
+q51t8_blk:
+	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (SI)(R8*2)
+	Q1T_CODES5((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
+	Q1T_CODES5((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
+	Q1T_MINS4
+	Q1T_LANES((DI), (R14), Z0, Z1)
+	Q1T_LANES((DI)(R9*1), (R14)(R15*1), Z2, Z3)
+	Q1T_LANES((DI)(R9*2), (R14)(R15*2), Z4, Z5)
+	Q1T_LANES((DI)(R10*1), (R14)(AX*1), Z6, Z7)
+	Q1T_LANES((R11), (DX), Z8, Z9)
+	Q1T_LANES((R11)(R9*1), (DX)(R15*1), Z10, Z11)
+	Q1T_LANES((R11)(R9*2), (DX)(R15*2), Z12, Z13)
+	Q1T_LANES((R11)(R10*1), (DX)(AX*1), Z14, Z15)
+	Q1T_SUMMS4((R12), Z27)
+	Q1T_SUMMS4((R13), Z29)
+	ADDQ $24, SI
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ $4, R14
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q51t8_blk
+	MOVQ out+64(FP), DI
+	MOVQ os+72(FP), R9
+	VEXTRACTF32X4 $0, Z27, X20
+	Q1T_STORE(Z0, Y0, X0, Z1, Y1, X1, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $1, Z27, X20
+	Q1T_STORE(Z2, Y2, X2, Z3, Y3, X3, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $2, Z27, X20
+	Q1T_STORE(Z4, Y4, X4, Z5, Y5, X5, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $3, Z27, X20
+	Q1T_STORE(Z6, Y6, X6, Z7, Y7, X7, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $0, Z29, X20
+	Q1T_STORE(Z8, Y8, X8, Z9, Y9, X9, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $1, Z29, X20
+	Q1T_STORE(Z10, Y10, X10, Z11, Y11, X11, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $2, Z29, X20
+	Q1T_STORE(Z12, Y12, X12, Z13, Y13, X13, X20)
+	ADDQ R9, DI
+	VEXTRACTF32X4 $3, Z29, X20
+	Q1T_STORE(Z14, Y14, X14, Z15, Y15, X15, X20)
 	VZEROUPPER
 	RET
 

@@ -114,7 +114,7 @@ func tileWidths(impl Impl, typ GGMLType) []int {
 	vnni := impl == ImplAVX512 && hasVNNI
 	switch {
 	case vnni && slices.Contains(ggmlRowSIMDTypes, typ):
-		return []int{4, 3, 2}
+		return []int{8, 4, 3, 2}
 	case impl != ImplGeneric && slices.Contains(ggmlRowSIMDTypes, typ):
 		return []int{2}
 	}
