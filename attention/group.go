@@ -16,7 +16,12 @@ import "github.com/stride-lm/stride/tensor/kernels"
 // at its position), the same keys, unmasked. Each row's online softmax
 // thus sums in the decode order, by construction, while the tile's K and
 // V come from memory once for all the rows (the second row on reads them
-// from the L1 cache).
+// from the L1 cache). The row-gather tiles (the SIMD decode path) go
+// further, in gatherGroupTile: one scoring call for all the rows, so the
+// kernels can share each key's load (and at head width 8 its transposed
+// staging) among them, and P·V in key segments, so each accumulator still
+// gets exactly its own keys in order. TestRowGroupMatchesDecodeBits checks
+// every row against the row alone, bit for bit.
 
 // rowGroup is how many entries from s on plan may run as one row group,
 // at most maxN: one-row entries whose rows and context lengths both
