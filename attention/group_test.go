@@ -15,12 +15,16 @@ import (
 // comes out with the bits of the same row computed alone, a decode step
 // at its position: random shapes (head widths of every tile kind, GQA
 // groups of 1 to 6 heads, F32 and 16-bit caches, key tiles that the rows
-// straddle), with and without the SIMD kernels.
+// straddle), under every kernel implementation the CPU has (the generic
+// Go kernels, AVX2, AVX-512).
 func TestRowGroupMatchesDecodeBits(t *testing.T) {
-	for _, simd := range []bool{true, false} {
-		t.Run(fmt.Sprintf("simd=%v", simd), func(t *testing.T) {
-			kernels.SetSIMD(simd)
-			defer kernels.SetSIMD(true)
+	prev := kernels.CurrentImpl()
+	defer func() { _ = kernels.SetImpl(prev) }()
+	for _, impl := range kernels.Available() {
+		t.Run(impl.String(), func(t *testing.T) {
+			if err := kernels.SetImpl(impl); err != nil {
+				t.Fatal(err)
+			}
 			r := rand.New(rand.NewPCG(26, 1))
 			for c := range 60 {
 				checkRowGroup(t, r, c)
