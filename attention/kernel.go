@@ -129,9 +129,14 @@ const simdPad = 16
 
 // workItem is one (sequence, KV head, token range) of the kernel, with
 // the tile implementation plan chose for its row count.
+//
+// A row group (group set) is a run of one-row entries that plan merged
+// (see rowGroup): seq is the first entry, t0 = 0 and t1 the number of
+// entries, each of which keeps its own decode arithmetic.
 type workItem struct {
 	seq, kvHead, t0, t1 int32
 	tile                tileKind
+	group               bool
 }
 
 // scratch is one worker's tile memory: the CPU analogue of the SRAM a GPU
@@ -153,6 +158,11 @@ type scratch struct {
 	kMat kernels.Matrix
 	vMat kernels.Matrix
 	tile keyTile // the key tile in progress
+
+	// Row groups (group.go): a copy of the tile offsets per row, and the
+	// view of this scratch that a row's tile runs in.
+	gkrow []int
+	sub   *scratch
 }
 
 // flashKernel holds the reusable state of the kernel: work list and
@@ -188,8 +198,16 @@ func (k *flashKernel) plan(a *flashArgs) (tokensPerTile int) {
 	half := a.kF32 == nil
 	full := chooseTile(tokensPerTile*g, a.headDim, half, a.simd)
 	k.items = k.items[:0]
-	for s := range a.qLen {
+	for s := 0; s < len(a.qLen); s++ {
 		ql := a.qLen[s]
+		if n := rowGroup(a, s, tokensPerTile); n > 1 {
+			kind := chooseTile(g, a.headDim, half, a.simd) // a decode item's
+			for h := 0; h < a.numKVHeads; h++ {
+				k.items = append(k.items, workItem{int32(s), int32(h), 0, int32(n), kind, true})
+			}
+			s += n - 1
+			continue
+		}
 		nt := (ql + tokensPerTile - 1) / tokensPerTile
 		for tile := nt - 1; tile >= 0; tile-- {
 			t0 := tile * tokensPerTile
@@ -199,7 +217,7 @@ func (k *flashKernel) plan(a *flashArgs) (tokensPerTile int) {
 				kind = chooseTile((t1-t0)*g, a.headDim, half, a.simd)
 			}
 			for h := 0; h < a.numKVHeads; h++ {
-				k.items = append(k.items, workItem{int32(s), int32(h), int32(t0), int32(t1), kind})
+				k.items = append(k.items, workItem{int32(s), int32(h), int32(t0), int32(t1), kind, false})
 			}
 		}
 	}
@@ -229,6 +247,7 @@ func (k *flashKernel) run(a *flashArgs) error {
 			krow: make([]int, kt), vrow: make([]int, kt),
 			kt: make([]float32, ktPad*D), vt: make([]float32, kt*D),
 			vT: make([]float32, D*ktPad), kT: make([]float32, D*ktPad), pv: make([]float32, rows*D),
+			gkrow: make([]int, kt), sub: new(scratch),
 		})
 	}
 	k.a, k.kt, k.err = a, kt, nil
@@ -281,6 +300,9 @@ func (k *flashKernel) work(w int) {
 // tile, walks the sequence's block table one key tile at a time through
 // the item's tile implementation, and writes acc / l out.
 func runItem(a *flashArgs, it *workItem, sc *scratch, kt int) error {
+	if it.group {
+		return runRowGroup(a, it, sc, kt)
+	}
 	tile := tileFuncs[it.tile]
 	seq, kvh := int(it.seq), int(it.kvHead)
 	t0, t1 := int(it.t0), int(it.t1)
@@ -290,23 +312,9 @@ func runItem(a *flashArgs, it *workItem, sc *scratch, kt int) error {
 	minPos, maxPos := first+t0, first+t1-1
 
 	table := a.blockTables[seq]
-	bs := a.blockSize
 	for k0 := 0; k0 <= maxPos; k0 += kt {
 		nk := min(kt, maxPos+1-k0)
-		// Walk the block table: key position p lives in block
-		// table[p/block_size] at slot p%block_size, so one division per
-		// block finds it and the block's next keys follow kvTokenStride
-		// apart. The offsets are relative to the caches' storage offsets.
-		for j := 0; j < nk; {
-			p := k0 + j
-			slot := p % bs
-			o := int(table[p/bs])*a.kvBlockStride + slot*a.kvTokenStride + kvh*a.kvHeadStride
-			end := min(j+bs-slot, nk)
-			for ; j < end; j++ {
-				sc.krow[j] = o
-				o += a.kvTokenStride
-			}
-		}
+		walkTable(a, sc.krow[:nk], table, k0, kvh)
 		// Only tiles that reach past the item's first position need a
 		// causal mask.
 		t := &sc.tile // in scratch: a local would escape through the indirect call
@@ -317,6 +325,25 @@ func runItem(a *flashArgs, it *workItem, sc *scratch, kt int) error {
 	}
 	writeOutput(a, sc, seq, kvh, t0, rows)
 	return nil
+}
+
+// walkTable fills krow with the offsets of the len(krow) keys from
+// position k0 of KV head kvh: key position p lives in block
+// table[p/block_size] at slot p%block_size, so one division per block
+// finds it and the block's next keys follow kvTokenStride apart. The
+// offsets are relative to the caches' storage offsets.
+func walkTable(a *flashArgs, krow []int, table []int32, k0, kvh int) {
+	bs := a.blockSize
+	for j := 0; j < len(krow); {
+		p := k0 + j
+		slot := p % bs
+		o := int(table[p/bs])*a.kvBlockStride + slot*a.kvTokenStride + kvh*a.kvHeadStride
+		end := min(j+bs-slot, len(krow))
+		for ; j < end; j++ {
+			krow[j] = o
+			o += a.kvTokenStride
+		}
+	}
 }
 
 // loadQuery loads the item's query rows into sc.q, pre-scaled by 1/√D so

@@ -114,9 +114,12 @@ func (s *scheduler) preempt() error {
 // c+1 … c+d+1 (the causal mask of one (d+1)-row query). Each row is then
 // computed exactly as a decode step computes it at that position, so a
 // greedy run's logits are decode's bits whatever was drafted, and
-// speculation never changes greedy output. (One (d+1)-row query would
-// share the K/V reads among the rows, but its tiles sum in another order
-// than the decode loops: see docs/speculative.md.)
+// speculation never changes greedy output. The fused kernel runs such a
+// run of entries as one row group (attention/group.go), which walks the
+// block table once and reads each K/V tile once for all the rows, each
+// row keeping its decode arithmetic; one (d+1)-row query would share the
+// reads too, but its tiles sum in another order than the decode loops
+// (docs/speculative.md).
 func (s *scheduler) pack() *attention.Batch {
 	buf := &s.e.step
 	b := &buf.batch

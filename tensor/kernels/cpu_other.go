@@ -80,3 +80,11 @@ func rowMaxAVX512(s *float32, n int) float32 {
 func transpose8AVX2(dst *float32, n int, src *float32, rows *int, nblocks int) {
 	panic("kernels: AVX2 TransposeRows8 called without AVX2")
 }
+
+func dotRows8TAVX512(out *float32, ldo int, q *float32, n int, kT *float32, ldk int, nblk int) {
+	panic("kernels: AVX-512 DotRowsN called without AVX-512")
+}
+
+func axpyRows8x4AVX512(acc, p *float32, ldp int, base *float32, rows *int, n int) {
+	panic("kernels: AVX-512 AxpyRowsN called without AVX-512")
+}

@@ -36,7 +36,12 @@ func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []fl
 	if err := checkRows(op, ldo, D, len(base), rows); err != nil {
 		return err
 	}
-	for i := 0; i < n; i++ {
+	i := 0
+	if D == 8 && n >= 2 && len(rows) >= 16 && RowsAccelerated(D) {
+		dotRows8T(out, ldo, q, n, base, rows)
+		return nil
+	}
+	for ; i < n; i++ {
 		o, qi := out[i*ldo:i*ldo+len(rows)], q[i*D:i*D+D]
 		switch {
 		case len(rows) == 0 || D == 0:
@@ -52,6 +57,35 @@ func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []fl
 		}
 	}
 	return nil
+}
+
+// transposeKeys is the most keys dotRows8T stages transposed at once
+// (the fused attention kernel's default key tile).
+const transposeKeys = 128
+
+// dotRows8T is DotRowsN for D = 8 on AVX-512 with several query rows: it
+// stages the keys, up to transposeKeys at a time in whole groups of 16,
+// transposed (eight columns of Kᵀ, TransposeRows8's 8 × 8 register
+// transposes) and scores every row against sixteen keys per
+// instruction with the products and adds of dotRows8wAVX512's horizontal
+// sum (dotRows8TAVX512), so each score keeps the bits of a one-row
+// DotRows call while the staging is shared by all the rows. The keys past
+// the last group of 16 go through dotRows8wAVX512 itself.
+func dotRows8T(out []float32, ldo int, q []float32, n int, base []float32, rows []int) {
+	var kT [8 * transposeKeys]float32
+	for j0 := 0; j0 < len(rows); j0 += transposeKeys {
+		m := min(transposeKeys, len(rows)-j0)
+		full := m &^ 15
+		if full > 0 {
+			transpose8AVX2(&kT[0], full, &base[0], &rows[j0], full/8)
+			dotRows8TAVX512(&out[j0], ldo, &q[0], n, &kT[0], full, full/16)
+		}
+		if full < m {
+			for i := 0; i < n; i++ {
+				dotRows8wAVX512(&out[i*ldo+j0+full], &q[i*8], &base[0], &rows[j0+full], m-full)
+			}
+		}
+	}
 }
 
 // AxpyRowsN adds Σ_j p[i·ldp+j]·base[rows[j] : rows[j]+D] to each of n
@@ -77,7 +111,14 @@ func axpyRows(op string, acc []float32, D, n int, p []float32, ldp int, base []f
 	if len(rows) == 0 || D == 0 {
 		return nil
 	}
-	for i := 0; i < n; i++ {
+	i := 0
+	if D == 8 && RowsAccelerated(D) {
+		// Four accumulators per pass, each with its own FMA chain.
+		for ; i+4 <= n; i += 4 {
+			axpyRows8x4AVX512(&acc[i*D], &p[i*ldp], ldp, &base[0], &rows[0], len(rows))
+		}
+	}
+	for ; i < n; i++ {
 		a, pi := acc[i*D:i*D+D], p[i*ldp:i*ldp+len(rows)]
 		switch {
 		case RowsAccelerated(D) && D == 8:

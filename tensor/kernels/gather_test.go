@@ -159,8 +159,11 @@ func TestRowsNMatchOneRowCalls(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	withImpl(t, func(t *testing.T, impl Impl) {
 		for _, D := range []int{8, 16, 24, 64} {
-			for _, nq := range []int{1, 2, 3, 6} {
+			for _, nq := range []int{1, 2, 3, 4, 5, 6, 9, 12} {
 				nk := 1 + rng.IntN(40)
+				if nq > 3 {
+					nk = 1 + rng.IntN(300) // several groups of 16 and staging chunks
+				}
 				base, rows := gatherCase(rng, D, nk)
 				ld := nk + 3
 				q := make([]float32, nq*D)

@@ -211,6 +211,7 @@ func init() {
 	type lane = sized[tileKernel]
 	type k4 = sized[q4KTileKernel]
 	type k6 = sized[q6KTileKernel]
+	type q81 = sized[q81TileKernel]
 	avx2 := ggmlDots{
 		q8_0: asmRows(ggmlQ8_0RowsAVX2, ggmlQ8_0Rows4AVX2),
 		q4_0: asmRows(ggmlQ4_0RowsAVX2, ggmlQ4_0Rows4AVX2),
@@ -228,6 +229,8 @@ func init() {
 		tileQ4K:  tilesOf(q4KTile, k4{2, ggmlQ4KTile4x2AVX2}),
 		tileQ6K:  tilesOf(q6KTile, k6{2, ggmlQ6KTile4x2AVX2}),
 		tileQ5K:  tilesOf(q4KTile, k4{2, ggmlQ5KTile4x2AVX2}),
+		tileQ4_1: tilesOf(q81Tile, q81{2, ggmlQ4_1Tile4x2AVX2}),
+		tileQ5_1: tilesOf(q81Tile, q81{2, ggmlQ5_1Tile4x2AVX2}),
 	}
 	simdGGMLDots[ImplAVX2] = avx2
 	avx512 := avx2
@@ -244,6 +247,8 @@ func init() {
 		avx512.tileQ4K = tilesOf(q4KTile, k4{4, ggmlQ4KTile4x4VNNI}, k4{2, ggmlQ4KTile4x2AVX2})
 		avx512.tileQ6K = tilesOf(q6KTile, k6{4, ggmlQ6KTile4x4VNNI}, k6{2, ggmlQ6KTile4x2AVX2})
 		avx512.tileQ5K = tilesOf(q4KTile, k4{4, ggmlQ5KTile4x4VNNI}, k4{2, ggmlQ5KTile4x2AVX2})
+		avx512.tileQ4_1 = tilesOf(q81Tile, q81{8, ggmlQ4_1Tile4x8VNNI}, q81{4, ggmlQ4_1Tile4x4VNNI}, q81{3, ggmlQ4_1Tile4x3VNNI}, q81{2, ggmlQ4_1Tile4x2VNNI})
+		avx512.tileQ5_1 = tilesOf(q81Tile, q81{8, ggmlQ5_1Tile4x8VNNI}, q81{4, ggmlQ5_1Tile4x4VNNI}, q81{3, ggmlQ5_1Tile4x3VNNI}, q81{2, ggmlQ5_1Tile4x2VNNI})
 	}
 	simdGGMLDots[ImplAVX512] = avx512
 }

@@ -51,6 +51,7 @@ type ggmlDots struct {
 
 	q4_1, q5_0, q5_1, q5K ggmlRowsFn // ggml_q5.go
 	tileQ5_0, tileQ5K     ggmlTileFn
+	tileQ4_1, tileQ5_1    ggmlTileFn
 }
 
 // rowsOf lifts a one-row dot product to a ggmlRowsFn.
@@ -92,6 +93,7 @@ func ggmlDotsFor(impl Impl) ggmlDots {
 	d.q5_1, d.q5K = orRows(s.q5_1, d.q5_1), orRows(s.q5K, d.q5K)
 	d.tileQ8_0, d.tileQ4_0, d.tileQ4K, d.tileQ6K = s.tileQ8_0, s.tileQ4_0, s.tileQ4K, s.tileQ6K
 	d.tileQ5_0, d.tileQ5K = s.tileQ5_0, s.tileQ5K
+	d.tileQ4_1, d.tileQ5_1 = s.tileQ4_1, s.tileQ5_1
 	return d
 }
 
@@ -116,11 +118,11 @@ func (d ggmlDots) forFormat(f Format) (rows ggmlRowsFn, tile ggmlTileFn) {
 	case Q4_K:
 		return d.q4K, d.tileQ4K
 	case Q4_1:
-		return d.q4_1, nil
+		return d.q4_1, d.tileQ4_1
 	case Q5_0:
 		return d.q5_0, d.tileQ5_0
 	case Q5_1:
-		return d.q5_1, nil
+		return d.q5_1, d.tileQ5_1
 	case Q5_K:
 		return d.q5K, d.tileQ5K
 	}

@@ -15,8 +15,8 @@ var ggmlTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ4_1, Typ
 // under every Impl).
 var ggmlSIMDTypes = []GGMLType{TypeQ8_0, TypeQ4_0, TypeQ4_K, TypeQ6_K, TypeQ5_0, TypeQ5_K}
 
-// ggmlRowSIMDTypes have amd64 assembly row kernels only (decode; a
-// prefill runs them token by token).
+// ggmlRowSIMDTypes have amd64 assembly row kernels and tile kernels (8,
+// 4, 3 and 2 tokens with AVX-512 VNNI, 2 with AVX2), in a file of their own.
 var ggmlRowSIMDTypes = []GGMLType{TypeQ4_1, TypeQ5_1}
 
 // randGGML returns rows·RowBytes(cols) random bytes of a block type: every

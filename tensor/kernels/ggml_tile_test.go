@@ -111,10 +111,16 @@ func TestGGMLTilesBlockedPanels(t *testing.T) {
 // first (none: the row kernels run the prefill; the types without SIMD
 // kernels have no tiles either).
 func tileWidths(impl Impl, typ GGMLType) []int {
+	vnni := impl == ImplAVX512 && hasVNNI
+	switch {
+	case vnni && slices.Contains(ggmlRowSIMDTypes, typ):
+		return []int{8, 4, 3, 2}
+	case impl != ImplGeneric && slices.Contains(ggmlRowSIMDTypes, typ):
+		return []int{2}
+	}
 	if impl == ImplGeneric || !slices.Contains(ggmlSIMDTypes, typ) {
 		return nil
 	}
-	vnni := impl == ImplAVX512 && hasVNNI
 	switch {
 	case (typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K) && vnni:
 		return []int{4, 2}
