@@ -90,6 +90,7 @@ var rules = []rule{
 		imports: []string{"web/wasm/explain"}, planned: true},
 	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
 		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer"}, external: []string{prom}},
+	{pkg: "serve/loadgen", concept: "`infer bench serve`: the vLLM-style serving benchmark client of any OpenAI-compatible server (arrivals, datasets, streamed measurements, metrics, reports), knowing no model"},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
