@@ -187,8 +187,16 @@ func (t *Target) Send(ctx context.Context, p Prompt, ignoreEOS bool, start time.
 	}
 	rec := Record{Index: p.Index}
 	sent := now()
-	rec.Start = sent.Sub(start)
 	resp, err := t.post(ctx, url, body)
+	if err != nil && strings.Contains(err.Error(), "server closed idle connection") {
+		// The server closed a kept-alive connection as the request went
+		// out on it (llama-server, cpp-httplib, closes one idle for 5 s): nothing
+		// was generated, so it is sent again on a new connection, timed
+		// from there.
+		sent = now()
+		resp, err = t.post(ctx, url, body)
+	}
+	rec.Start = sent.Sub(start)
 	if err != nil {
 		return failed(ctx, rec, "error", err)
 	}

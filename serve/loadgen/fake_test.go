@@ -305,3 +305,43 @@ func TestReportJSONFieldNames(t *testing.T) {
 		t.Errorf("table:\n%s", tb.String())
 	}
 }
+
+// A kept-alive connection the server closes as a request goes out on it
+// is retried once on a new one: the server generated nothing for it. The
+// race is the transport's, so a RoundTripper stages it: the first
+// attempt of every second request fails as net/http reports it.
+func TestSendRetriesAConnectionClosedWhenIdle(t *testing.T) {
+	f := newFake(t, 0, 0)
+	tg, _ := NewTarget(f.ts.URL, "", 1)
+	tg.Model = "fake-1"
+	rt := &closingIdle{next: tg.Client.Transport}
+	tg.Client.Transport = rt
+	for i := range 4 {
+		rec := tg.Send(context.Background(), Prompt{Text: "the cat", OutputLen: 2}, true, time.Now(), time.Now)
+		if !rec.OK() || rec.OutputLen != 2 {
+			t.Errorf("request %d: %s %s", i, rec.Status, rec.Err)
+		}
+	}
+	if rt.calls != 6 {
+		t.Errorf("%d round trips, want 4 and 2 retries", rt.calls)
+	}
+	// A second failure is not retried again.
+	rt.always = true
+	if rec := tg.Send(context.Background(), Prompt{Text: "the cat", OutputLen: 2}, true, time.Now(), time.Now); rec.Status != "error" {
+		t.Errorf("status %q", rec.Status)
+	}
+}
+
+type closingIdle struct {
+	next   http.RoundTripper
+	calls  int
+	always bool
+}
+
+func (c *closingIdle) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.calls++
+	if c.always || c.calls%3 == 2 {
+		return nil, errors.New("http: server closed idle connection")
+	}
+	return c.next.RoundTrip(r)
+}
