@@ -50,6 +50,10 @@ func NewTarget(base, apiKey string, conns int) (*Target, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns+4, conns+4
 	tr.DisableCompression = true
+	// Idle connections are dropped before a server would drop them
+	// (cpp-httplib under llama-server: 5 s; uvicorn: 5 s), so a request
+	// seldom goes out on a connection the server is closing.
+	tr.IdleConnTimeout = 2 * time.Second
 	return &Target{API: api, Root: root, APIKey: apiKey, Client: &http.Client{Transport: tr}}, nil
 }
 
@@ -190,7 +194,7 @@ func (t *Target) Send(ctx context.Context, p Prompt, ignoreEOS bool, start time.
 	resp, err := t.post(ctx, url, body)
 	if err != nil && strings.Contains(err.Error(), "server closed idle connection") {
 		// The server closed a kept-alive connection as the request went
-		// out on it (llama-server, cpp-httplib, closes one idle for 5 s): nothing
+		// out on it (the race IdleConnTimeout makes rare): nothing
 		// was generated, so it is sent again on a new connection, timed
 		// from there.
 		sent = now()
