@@ -15,10 +15,14 @@
 # infer serve's --max-batch with KV blocks for slots full sequences) and the
 # same threads (-threads). Both run during the whole sweep (an idle server
 # costs nothing); each setting is measured on both back to back, the order
-# alternating between settings, so a shared machine's drift touches both.
+# alternating between settings (-swap starts with Stride instead of
+# llama-server), so a shared machine's drift touches both.
 # The prompts are the same for both: random, token-exact by the GGUF's own
 # tokenizer (--checkpoint GGUF), greedy, with ignore_eos so every request
-# generates -out tokens.
+# generates -out tokens. Each setting has its own seed, so its prompts are
+# new to both servers' prefix caches (llama-server keeps each slot's last
+# prompt; infer serve shares prefixes), and the warm-up has prompts of its
+# own.
 #
 # The sweep: closed-loop concurrency (-conc, all requests at once, at most C
 # in flight), then a Poisson rate sweep (-rates, requests per second). Each
@@ -36,15 +40,17 @@
 #   -rates LIST  Poisson request rates [2,8,32]
 #   -dir DIR     results [a new temporary directory]
 #   -infer BIN   an infer binary [built from this checkout]
+#   -swap        measure Stride first in the first setting [llama-server]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ctx=512 slots=16 threads=2 prompts=64 in=128 out=128 conc=1,4,16 rates=2,8,32 dir="" infer=""
+ctx=512 slots=16 threads=2 prompts=64 in=128 out=128 conc=1,4,16 rates=2,8,32 dir="" infer="" swap=0
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case "$1" in
 	-ctx) ctx=$2 ;; -slots) slots=$2 ;; -threads) threads=$2 ;; -prompts) prompts=$2 ;;
 	-in) in=$2 ;; -out) out=$2 ;; -conc) conc=$2 ;; -rates) rates=$2 ;; -dir) dir=$2 ;; -infer) infer=$2 ;;
-	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
+	-swap) swap=1; shift; continue ;;
+	-h | --help) sed -n '2,43p' "$0"; exit 0 ;;
 	*) echo "bench-serve-vs-llamacpp: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -89,10 +95,10 @@ wait_up "$lport"
 wait_up "$sport"
 
 common=(--checkpoint "$gguf" --num-prompts "$prompts" --input-len "$in" --output-len "$out" --ignore-eos
-	--percentiles 50,99 --output json --seed 1)
+	--percentiles 50,99 --output json)
 # one runs setting $1 (a label) against both servers, the order set by $2.
 one() {
-	local label=$1 order=$2
+	local label=$1 order=$2 seed=$((++setting))
 	shift 2
 	local names=(llama stride)
 	[[ $order == 1 ]] && names=(stride llama)
@@ -100,12 +106,13 @@ one() {
 		local port=$lport
 		[[ $name == stride ]] && port=$sport
 		echo "== $label: $name" >&2
-		"$infer" bench serve --base-url "http://127.0.0.1:$port/v1" "${common[@]}" --warmup 2 "$@" |
+		"$infer" bench serve --base-url "http://127.0.0.1:$port/v1" "${common[@]}" --seed "$seed" --warmup 2 "$@" |
 			sed "s|^{|{\"server\":\"$name\",\"setting\":\"$label\",|" >>"$dir/results.jsonl"
 	done
 }
 : >"$dir/results.jsonl"
-i=0
+setting=0
+i=$swap
 for c in ${conc//,/ }; do
 	one "concurrency $c" $((i++ % 2)) --request-rate inf --max-concurrency "$c"
 done

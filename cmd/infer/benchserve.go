@@ -148,6 +148,10 @@ func runBenchServe(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if n := a.getInt("bench.serve.num-prompts"); len(prompts) > n {
+		// The random dataset's extra prompts are the warm-up's own.
+		prompts, plan.cfg.WarmupPrompts = prompts[:n], prompts[n:]
+	}
 	reports, runErr := benchServeRates(ctx, a, cmd, tg, plan, prompts, counter)
 	if runErr != nil || plot == nil {
 		return runErr
@@ -237,7 +241,10 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 		return nil, "", err
 	}
 	defer closeCounter()
-	r := loadgen.Random{N: n, InputLen: a.getInt("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.getFloat("bench.serve.range-ratio")}
+	// The warm-up gets prompts of its own (drawn after the measured
+	// ones, which stay the same whatever --warmup is), so no server's
+	// prefix cache holds a measured prompt.
+	r := loadgen.Random{N: n + a.getInt("bench.serve.warmup"), InputLen: a.getInt("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.getFloat("bench.serve.range-ratio")}
 	rng := rand.New(rand.NewPCG(uint64(a.getInt("bench.serve.seed")), 0xda7a))
 	ps, inexact, err := loadgen.RandomPrompts(ctx, r, rng, count)
 	if err != nil {
@@ -247,7 +254,7 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 		return nil, "", err
 	}
 	if inexact > 0 {
-		fmt.Fprintf(errw, "note: %d of %d prompts could not be made exactly %d tokens long; their lengths are in the JSON\n", inexact, n, r.InputLen)
+		fmt.Fprintf(errw, "note: %d of %d prompts could not be made exactly %d tokens long; their lengths are in the JSON\n", inexact, r.N, r.InputLen)
 	}
 	return ps, counter, nil
 }

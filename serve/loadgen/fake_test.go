@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ type fakeServer struct {
 	inFlight  int
 	maxFlight int
 	bad       []string
+	prompts   []string // every prompt received, in order
 	ts        *httptest.Server
 }
 
@@ -90,6 +92,9 @@ func (f *fakeServer) generate(w http.ResponseWriter, r *http.Request) {
 	default:
 		f.problem("no prompt in %+v", b)
 	}
+	f.mu.Lock()
+	f.prompts = append(f.prompts, prompt)
+	f.mu.Unlock()
 	if b.Model != "fake-1" || !b.Stream || !b.StreamOptions.IncludeUsage || b.MaxTokens < 1 || !b.IgnoreEOS {
 		f.problem("request %+v", b)
 	}
@@ -344,4 +349,28 @@ func (c *closingIdle) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("http: server closed idle connection")
 	}
 	return c.next.RoundTrip(r)
+}
+
+// The warm-up sends its own prompts when it has them, else the dataset's
+// first ones; either way before every measured request.
+func TestWarmupPrompts(t *testing.T) {
+	for _, own := range []bool{true, false} {
+		f := newFake(t, 0, 0)
+		tg, _ := NewTarget(f.ts.URL, "", 1)
+		tg.Model = "fake-1"
+		cfg := Config{Rate: math.Inf(1), Burstiness: 1, MaxConcurrency: 1, Warmup: 3, IgnoreEOS: true}
+		want := "[a a b a b]" // the warm-up's three, then the run's, each sorted
+		if own {
+			cfg.WarmupPrompts = prompts("w1", "w2")
+			want = "[w1 w1 w2 a b]"
+		}
+		if _, err := Run(context.Background(), tg, prompts("a", "b"), cfg); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(f.prompts[:3]) // goroutines race for the one slot
+		slices.Sort(f.prompts[3:])
+		if got := fmt.Sprint(f.prompts); got != want {
+			t.Errorf("own %v: prompts sent %s, want %s", own, got, want)
+		}
+	}
 }

@@ -23,8 +23,11 @@ type Config struct {
 	// Seed seeds the arrival times.
 	Seed uint64
 	// Warmup requests are sent first, MaxConcurrency (or all) at a time,
-	// and not measured.
-	Warmup int
+	// and not measured: WarmupPrompts when given (prompts of their own,
+	// so a server's prefix cache cannot carry them into the measured
+	// run), else the dataset's first ones, cycled.
+	Warmup        int
+	WarmupPrompts []Prompt
 	// IgnoreEOS asks the server to generate every output token.
 	IgnoreEOS bool
 	// Progress, when set, is called after each measured request.
@@ -130,10 +133,14 @@ func sleepUntil(ctx context.Context, when time.Time, now func() time.Time) bool 
 	}
 }
 
-// warmup sends cfg.Warmup requests (the dataset's first ones, cycled),
+// warmup sends cfg.Warmup requests (WarmupPrompts, else the dataset's
+// first ones, cycled),
 // MaxConcurrency at a time, and fails when one fails: a server that
 // cannot answer the warm-up would fail the run for the same reason.
 func warmup(ctx context.Context, t *Target, prompts []Prompt, cfg Config, now func() time.Time) error {
+	if len(cfg.WarmupPrompts) > 0 {
+		prompts = cfg.WarmupPrompts
+	}
 	if cfg.Warmup == 0 || len(prompts) == 0 {
 		return nil
 	}
