@@ -218,6 +218,7 @@ func readStream(ctx context.Context, rec Record, body io.Reader, sent time.Time,
 	var text strings.Builder
 	var last time.Time
 	var u *usage
+	done := false
 	sse := newSSEReader(body)
 	end := func(status, msg string) Record {
 		rec.Latency = now().Sub(sent)
@@ -245,6 +246,7 @@ func readStream(ctx context.Context, rec Record, body io.Reader, sent time.Time,
 			return end("stream error", ev.errMsg)
 		}
 		if ev.done {
+			done = true
 			break
 		}
 		if ev.usage != nil {
@@ -265,7 +267,10 @@ func readStream(ctx context.Context, rec Record, body io.Reader, sent time.Time,
 	if last.IsZero() {
 		rec.TTFT = time.Duration(math.MaxInt64) // the whole latency: end cuts it
 	}
-	if u == nil {
+	switch {
+	case u == nil && !done:
+		return end("error", "the stream ended before its usage and [DONE]")
+	case u == nil:
 		return end("missing usage", "the stream carried no usage (stream_options.include_usage)")
 	}
 	rec.PromptLen, rec.OutputLen = *u.PromptTokens, *u.CompletionTokens

@@ -79,6 +79,7 @@ func TestReadStreamFailures(t *testing.T) {
 		body, status string
 	}{
 		{data(`{"choices":[{"text":"a"}]}`) + data(`[DONE]`), "missing usage"},
+		{data(`{"choices":[{"text":"a"}]}`), "error"}, // cut off: no usage, no [DONE]
 		{data(`{"choices":[{"text":"a"}]}`) + data(`{"error":{"message":"boom","type":"server_error"}}`) + data(`[DONE]`), "stream error"},
 		{data(`{"choices":[{"text":"a"}]`), "stream error"},
 		{data(`{"usage":{"prompt_tokens":-1,"completion_tokens":2}}`), "stream error"},
