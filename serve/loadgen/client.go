@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -190,15 +191,22 @@ func (t *Target) Send(ctx context.Context, p Prompt, ignoreEOS bool, start time.
 		body["ignore_eos"] = true
 	}
 	rec := Record{Index: p.Index}
-	sent := now()
-	resp, err := t.post(ctx, url, body)
-	if err != nil && strings.Contains(err.Error(), "server closed idle connection") {
-		// The server closed a kept-alive connection as the request went
-		// out on it (the race IdleConnTimeout makes rare): nothing
-		// was generated, so it is sent again on a new connection, timed
-		// from there.
+	var sent time.Time
+	var resp *http.Response
+	var err error
+	for try := 0; ; try++ {
 		sent = now()
-		resp, err = t.post(ctx, url, body)
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		resp, err = t.post(httptrace.WithClientTrace(ctx, trace), url, body)
+		// A kept-alive connection the server closed as the request went
+		// out on it fails with no answer at all (EOF, or net/http's
+		// "server closed idle connection"): the server did not take the
+		// request, so it is sent again, timed from the new try, at most
+		// twice. A new connection's failure is the server's.
+		if err == nil || !reused || try == 2 || ctx.Err() != nil {
+			break
+		}
 	}
 	rec.Start = sent.Sub(start)
 	if err != nil {
