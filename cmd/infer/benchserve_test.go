@@ -17,8 +17,9 @@ import (
 )
 
 // strideHTTP serves the built-in stories260K in process on a loopback
-// port the test picks, as `infer serve` would.
-func strideHTTP(t *testing.T) string {
+// port the test picks, as `infer serve` would, requiring one of keys
+// when any are given.
+func strideHTTP(t *testing.T, keys ...string) string {
 	t.Helper()
 	ck, err := checkpoint.Open("", checkpoint.Options{})
 	if err != nil {
@@ -33,7 +34,7 @@ func strideHTTP(t *testing.T) string {
 		t.Fatal(err)
 	}
 	b := serve.NewEngineBackend(e, serve.EngineConfig{Tokenizer: ck.Tokenizer, Template: chat.Fallback(), StopTokens: ck.Generation.StopTokens})
-	ts := httptest.NewServer(serve.New(b, serve.Config{ModelName: "stories260K", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	ts := httptest.NewServer(serve.New(b, serve.Config{ModelName: "stories260K", APIKeys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(func() { ts.Close(); e.Close(); m.Close() })
 	return ts.URL
 }
@@ -129,5 +130,20 @@ func TestBenchServeErrors(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, stderr %q, want one line with %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// The API key goes with every request; without it the first request's
+// refusal is the one-line error.
+func TestBenchServeAPIKey(t *testing.T) {
+	base := strideHTTP(t, "k1")
+	code, out, errOut := cli(t, "bench", "serve", "--base-url", base, "--api-key", "k1", "--num-prompts", "2",
+		"--input-len", "8", "--output-len", "2", "--ignore-eos", "--output", "json")
+	if code != 0 || jsonLines(t, out)[0]["completed"] != 2.0 {
+		t.Fatalf("exit %d: %s %s", code, errOut, out)
+	}
+	code, _, errOut = cli(t, "bench", "serve", "--base-url", base, "--num-prompts", "2")
+	if code == 0 || !strings.Contains(errOut, "HTTP 401") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("without the key: exit %d, %q", code, errOut)
 	}
 }
