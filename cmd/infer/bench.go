@@ -77,6 +77,7 @@ the tokens kept per sequence-step. tg rates count generated tokens.`,
 	a.flag(cmd, "reps", "bench.reps", "repetitions")
 	a.flag(cmd, "roofline", "bench.roofline", "bandwidth roofline")
 	a.flag(cmd, "output", "bench.output", "output format")
+	cmd.AddCommand(newBenchServeCmd(a)) // benchserve.go
 	return cmd
 }
 

@@ -21,12 +21,13 @@ func flagsMarkdown() string {
 	for _, c := range root.Commands() {
 		if !c.Hidden && c.Name() != "help" && c.Name() != "completion" {
 			cmds = append(cmds, c)
+			cmds = append(cmds, c.Commands()...) // bench serve
 		}
 	}
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].CommandPath() < cmds[j].CommandPath() })
 	var b strings.Builder
 	for _, c := range cmds {
-		fmt.Fprintf(&b, "### infer %s\n\n| flag | meaning |\n|---|---|\n", c.Name())
+		fmt.Fprintf(&b, "### %s\n\n| flag | meaning |\n|---|---|\n", c.CommandPath())
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Name == "help" {
 				return

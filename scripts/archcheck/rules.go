@@ -92,6 +92,7 @@ var rules = []rule{
 	{pkg: "web/kv", concept: "the KV cache page's static files (index.html, kv.js, kv.css), embedded with go:embed"},
 	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
 		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer", "web/kv"}, external: []string{prom}},
+	{pkg: "serve/loadgen", concept: "`infer bench serve`: the vLLM-style serving benchmark client of any OpenAI-compatible server (arrivals, datasets, streamed measurements, metrics, reports), knowing no model"},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
