@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -72,6 +73,31 @@ func BenchmarkDecodeStep(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkDecodeStepFile is BenchmarkDecodeStep on the checkpoint named
+// by $STRIDE_DECODE_MODEL (any file the loader reads, a GGUF included), on
+// 2 threads at context 64: the batch-1 decode profile of a model that is
+// not in ../shared (docs/performance.md, "Issue 26 side by side"):
+//
+//	STRIDE_DECODE_MODEL=/tmp/s110-gqa-q8_0.gguf go test ./model -run '^$' \
+//	    -bench DecodeStepFile -benchtime 400x -cpuprofile q8_0.prof
+func BenchmarkDecodeStepFile(b *testing.B) {
+	path := os.Getenv("STRIDE_DECODE_MODEL")
+	if path == "" {
+		b.Skip("STRIDE_DECODE_MODEL is not set: no checkpoint to profile")
+	}
+	m, err := Load(path, LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := decodeStep(b, m, "fused", 2, 64)
+	step()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 }
 
 // A steady decode step of the fused path allocates nothing: the forward
