@@ -9,13 +9,17 @@
 #
 # GGUF is a model whose context holds a long prompt and its output, e.g. a
 # synthetic export with --synthetic.seq_len 4096. For each chunked-prefill
-# budget (-budgets, infer serve's --max-batched-tokens) the script starts
-# infer serve (prefix sharing off, so repeated prompts are prefilled again)
-# and runs two datasets, closed loop at -conc requests in flight:
+# budget (-budgets, infer serve's --max-batched-tokens) and each chunk
+# rule (-stalls, its --max-prefill-stall; 0 = the token budget alone) the
+# script starts infer serve (prefix sharing off, so repeated prompts are
+# prefilled again) and runs two datasets, closed loop at -conc requests in
+# flight:
 #   short: -short prompts of -short-len tokens, each generating -out tokens;
 #   mix:   the same, with -long prompts of -long-len tokens (generating 4)
 #          placed among them (every tenth request).
-# The two alternate, -reps times. The table gives, per run, the short
+# The two alternate, -reps times, and the settings take turns within each
+# repetition (a row's budget reads "256 k2" for budget 256 with
+# --max-prefill-stall 2). The table gives, per run, the short
 # requests' ITL p50, p99 and max (from the per-request records of the
 # JSON, split by input length) and the long prompts' TTFT; the goal is p99 ITL
 # of the short streams in the mix within 2× of the short-only run.
@@ -31,6 +35,7 @@
 #   -ctx N        context per sequence [4096]
 #   -threads N    compute threads [1]
 #   -budgets LIST --max-batched-tokens values [256,64]
+#   -stalls LIST  --max-prefill-stall values [0]
 #   -conc N       requests in flight [8]
 #   -short N      short prompts [36]      -short-len N  their tokens [64]
 #   -long N       long prompts [4]        -long-len N   their tokens [2000]
@@ -42,13 +47,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ctx=4096 threads=1 budgets=256,64 conc=8 short=36 shortlen=64 long=4 longlen=2000 out=128 reps=2 dir="" infer="" llama=""
+ctx=4096 threads=1 budgets=256,64 stalls=0 conc=8 short=36 shortlen=64 long=4 longlen=2000 out=128 reps=2 dir="" infer="" llama=""
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case "$1" in
-	-ctx) ctx=$2 ;; -threads) threads=$2 ;; -budgets) budgets=$2 ;; -conc) conc=$2 ;;
+	-ctx) ctx=$2 ;; -threads) threads=$2 ;; -budgets) budgets=$2 ;; -stalls) stalls=$2 ;; -conc) conc=$2 ;;
 	-short) short=$2 ;; -short-len) shortlen=$2 ;; -long) long=$2 ;; -long-len) longlen=$2 ;;
 	-out) out=$2 ;; -reps) reps=$2 ;; -dir) dir=$2 ;; -infer) infer=$2 ;; -llama) llama=$2 ;;
-	-h | --help) sed -n '2,41p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,46p' "$0"; exit 0 ;;
 	*) echo "bench-serve-long-short: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift 2
@@ -99,16 +104,23 @@ run() {
 		sed "s|^{|{\"budget\":\"$1\",\"dataset\":\"$2\",\"rep\":$3,|" >>"$dir/results.jsonl"
 }
 
+# start starts infer serve with budget $1 and --max-prefill-stall $2.
 start() {
 	"$infer" serve --checkpoint "$gguf" --port "$port" -c "$ctx" -t "$threads" --max-batch 16 \
-		--num-blocks $((16 * ctx / 16)) --prefix-sharing=false --max-batched-tokens "$1" >"$dir/serve-$1.log" 2>&1 &
+		--num-blocks $((16 * ctx / 16)) --prefix-sharing=false --max-batched-tokens "$1" \
+		--max-prefill-stall "$2" >"$dir/serve-$1-$2.log" 2>&1 &
 	pid=$!
-	up "serve-$1"
+	up "serve-$1-$2"
 }
+cfgs=()
+for b in ${budgets//,/ }; do
+	for k in ${stalls//,/ }; do cfgs+=("$b:$k"); done
+done
 
 # The datasets: random words cut to the exact lengths by the server's
 # /tokenize (binary search on the word count), seed 1.
-start "${budgets%%,*}"
+start "${cfgs[0]%%:*}" "${cfgs[0]#*:}"
+cur=${cfgs[0]}
 python3 - "$port" "$dir" "$short" "$shortlen" "$long" "$longlen" "$out" <<'EOF'
 import json, random, sys, urllib.request
 port, d, ns, ls, nl, ll, out = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
@@ -134,15 +146,18 @@ for name, rows in (("short", shorts), ("mix", mix)):
     open(f"{d}/{name}.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
 EOF
 : >"$dir/results.jsonl"
-first=1
-for b in ${budgets//,/ }; do
-	if [[ $first == 0 ]]; then
-		kill "$pid"; wait "$pid" 2>/dev/null || true
-		start "$b"
-	fi
-	first=0
-	for rep in $(seq 1 "$reps"); do
-		for ds in short mix; do run "$b" "$ds" "$rep"; done
+for rep in $(seq 1 "$reps"); do
+	for c in "${cfgs[@]}"; do
+		b=${c%%:*} k=${c#*:}
+		if [[ $c != "$cur" ]]; then
+			kill "$pid"; wait "$pid" 2>/dev/null || true
+			port=$(free_port)
+			start "$b" "$k"
+			cur=$c
+		fi
+		label=$b
+		[[ $k == 0 ]] || label="$b k$k"
+		for ds in short mix; do run "$label" "$ds" "$rep"; done
 	done
 done
 if [[ -n $llama ]]; then

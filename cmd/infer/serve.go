@@ -35,6 +35,7 @@ func init() {
 		configKey{Name: "serve.debug_endpoints", Kind: kindBool, Default: false, Help: "serve /debug/kv, /debug/kv/events and the KV cache page /kv (off in production)"},
 		configKey{Name: "serve.debug_show_text", Kind: kindBool, Default: false, Help: "let the debug routes show prompt and generated text"},
 		configKey{Name: "max_batched_tokens", Kind: kindInt, Default: engine.DefaultMaxBatchedTokens, Range: atLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
+		configKey{Name: "max_prefill_stall", Kind: kindFloat, Default: engine.DefaultPrefillStall, Range: atLeast(0), Help: "while streams decode, a step's prefill costs about this many of their decode steps (measured); 0 = the token budget alone"},
 	)
 	register(newServeCmd)
 }
@@ -73,6 +74,7 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 		{"served-model-name", "serve.served_model_name", "the model's name in the API"},
 		{"api-key", "api_key", "accepted bearer key (repeatable)"},
 		{"max-batched-tokens", "max_batched_tokens", "tokens per step (chunked prefill); 0 = off"},
+		{"max-prefill-stall", "max_prefill_stall", "a step's prefill beside decodes, in decode steps; 0 = off"},
 		{"chat-template", "chat.template", "chat template name or file"},
 		{"debug-endpoints", "serve.debug_endpoints", "serve /debug/kv, its events and the /kv page"},
 		{"debug-show-text", "serve.debug_show_text", "show prompt and generated text on the debug routes"},
@@ -152,6 +154,7 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 	}
 	opts.Context = ctxLen
 	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
+	opts.PrefillStall = a.getFloat("max_prefill_stall")
 	// The Ledger feeds /metrics' stride_bytes_copied_total: what the
 	// attention path copies per step is what Stride exists to show.
 	opts.Ledger = tensor.NewLedger()

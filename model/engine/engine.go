@@ -60,6 +60,13 @@ type Options struct {
 	// step, however long. DefaultMaxBatchedTokens is the servers'
 	// default.
 	MaxBatchedTokens int
+	// PrefillStall bounds chunked prefill in time: while streams decode,
+	// a step's prefill tokens are capped at what costs about this many
+	// of their decode steps, from step times the engine measures as it
+	// runs (docs/serving.md, "Chunked prefill"). With no stream decoding
+	// MaxBatchedTokens alone applies. 0 turns the rule off;
+	// DefaultPrefillStall is the servers' default.
+	PrefillStall float64
 }
 
 // defaultBlockSize is the KV block size when Options.BlockSize is 0.
@@ -116,6 +123,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 	}
 	if opts.MaxBatchedTokens < 0 {
 		return nil, fmt.Errorf("engine: max_batched_tokens must be >= 0 (got %d)", opts.MaxBatchedTokens)
+	}
+	if opts.PrefillStall < 0 || opts.PrefillStall != opts.PrefillStall {
+		return nil, fmt.Errorf("engine: max_prefill_stall must be >= 0 (got %v)", opts.PrefillStall)
 	}
 	if opts.MaxBatch < 0 {
 		return nil, fmt.Errorf("engine: max_batch must be >= 0 (got %d)", opts.MaxBatch)

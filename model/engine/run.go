@@ -84,6 +84,7 @@ type scheduler struct {
 	spec             Speculation // normalized: Method is "off" or "ngram"
 	proposer         ngramProposer
 	done             []*seqState // the step's finished sequences (retire)
+	cost             stepCost    // measured step costs: the chunk rule's input (stall.go)
 }
 
 // newScheduler returns an idle scheduler over e's cache and forward.

@@ -34,8 +34,14 @@ func (s *scheduler) step() ([]float32, error) {
 	}
 	b := s.pack()
 	prefill := false
+	prompt, decodes := 0, 0 // the step's prefill tokens and decode rows
 	for _, q := range s.running {
 		prefill = prefill || q.chunk > 1
+		if q.computed < len(q.req.Prompt) {
+			prompt += q.chunk
+		} else {
+			decodes += q.chunk + len(q.spec.drafts)
+		}
 	}
 	e := s.e
 	t0 := time.Now()
@@ -44,6 +50,7 @@ func (s *scheduler) step() ([]float32, error) {
 		return nil, err
 	}
 	dt := time.Since(t0)
+	s.cost.observe(dt, prompt, decodes)
 	s.st.Steps++
 	s.st.MaxBatch = max(s.st.MaxBatch, len(s.running))
 	if prefill {
