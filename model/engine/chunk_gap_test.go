@@ -30,9 +30,18 @@ type gapRun struct {
 
 // measureGap starts 8 decoding streams on the online loop, then submits
 // a promptLen-token prompt and records, until the prompt's first token,
-// the longest gap between consecutive tokens of any stream.
+// the longest gap between consecutive tokens of any stream. The engine
+// runs the chunk rule at STRIDE_CHUNK_STALL decode steps (Options.
+// PrefillStall; unset or 0 = the token budget alone).
 func measureGap(t *testing.T, m *model.Model, budget, promptLen int) gapRun {
-	e := newEngine(t, m, Options{MaxBatchedTokens: budget, NumBlocks: 16 * 4352 / 16})
+	stall := 0.0
+	if s := os.Getenv("STRIDE_CHUNK_STALL"); s != "" {
+		var err error
+		if stall, err = strconv.ParseFloat(s, 64); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, m, Options{MaxBatchedTokens: budget, NumBlocks: 16 * 4352 / 16, PrefillStall: stall})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
@@ -131,7 +140,8 @@ func measureAlone(t *testing.T, m *model.Model, budget, promptLen int) time.Dura
 // budgets, and the CPU time of that prompt's prefill alone at each
 // budget, five times each in turn (medians) (docs/serving.md). It takes
 // about half a minute: it runs only with STRIDE_CHUNK_GAP=1
-// (STRIDE_CHUNK_BUDGETS=0,512,... to choose).
+// (STRIDE_CHUNK_BUDGETS=0,512,... to choose; STRIDE_CHUNK_STALL=k turns
+// the chunk rule on for the online runs, measureGap).
 // Chunking at the default budget must at least halve the worst gap.
 func TestChunkedPrefillGap(t *testing.T) {
 	if os.Getenv("STRIDE_CHUNK_GAP") != "1" {

@@ -30,7 +30,9 @@
 // UTF-8 character is cut, and the engine ends a sequence at a stop string
 // itself. With Options.MaxBatchedTokens a prompt is prefilled in aligned
 // chunks over several steps between the decodes (chunk.go), bit for bit
-// as in one step. docs/serving.md has the design and measurements.
+// as in one step; Options.PrefillStall sizes those chunks in time while
+// streams decode, from step costs the scheduler measures (stall.go).
+// docs/serving.md has the design and measurements.
 //
 // # The cache does the bookkeeping
 //
