@@ -21,10 +21,11 @@ import (
 	"github.com/stride-lm/stride/model/engine"
 )
 
-// engineBackend is the built-in stories260K on the online engine.
+// engineBackend is the built-in stories260K on the online engine, with
+// infer serve's chunked-prefill defaults (token budget and chunk rule).
 func engineBackend(t *testing.T) *EngineBackend {
 	t.Helper()
-	b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 2})
+	b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, PrefillStall: engine.DefaultPrefillStall, Threads: 2})
 	return b
 }
 
@@ -221,11 +222,13 @@ func send(ctx context.Context, url string, r loadRequest, delay time.Duration) (
 // reasons equal the same request's sent alone to the idle server. Then
 // the engine is idle again: nothing running, every block free. The same
 // holds with speculative decoding on (drafts depend only on a sequence's
-// own tokens).
+// own tokens). Both run infer serve's chunked-prefill defaults: the chunk
+// rule sizes chunks from the wall clock, so they differ run to run, and
+// the bytes must not.
 func TestSameBytesUnderLoad(t *testing.T) {
 	t.Run("off", func(t *testing.T) { sameBytesUnderLoad(t, engineBackend(t)) })
 	t.Run("ngram", func(t *testing.T) {
-		b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 2,
+		b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, PrefillStall: engine.DefaultPrefillStall, Threads: 2,
 			Speculation: engine.Speculation{Method: "ngram"}})
 		sameBytesUnderLoad(t, b)
 	})

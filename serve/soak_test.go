@@ -126,7 +126,7 @@ func rssBytes() int64 {
 // scale 400 requests; -soak=D runs for D.
 func TestSoak(t *testing.T) {
 	verifyNoLeaks(t)
-	b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: 32, MaxBatch: 8, Threads: 2})
+	b, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: 32, PrefillStall: engine.DefaultPrefillStall, MaxBatch: 8, Threads: 2})
 	_, ts := startServer(t, b, Config{ModelName: "m", MaxQueue: 32}, nil)
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	defer tr.CloseIdleConnections()
