@@ -139,3 +139,46 @@ func TestPrefillStallValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStall: plan applies the rule only while a stream decodes. A
+// 200-token prompt alone gets the token budget (or all of it without
+// one); beside a decoding stream it gets the rule's cap, or what the
+// budget leaves if that is less; with the rule off, the budget's aligned
+// rest. Costs are set directly: 1 ms a decode step, 0.1 ms a token.
+func TestPlanStall(t *testing.T) {
+	m := tinyGQA(t)
+	ms := float64(time.Millisecond)
+	cost := stepCost{decode: ms, perToken: ms / 10}
+	prompt := make([]int, 200)
+	for _, tc := range []struct {
+		name   string
+		budget int
+		k      float64
+		decode bool
+		want   func(align int) int
+	}{
+		{"alone, budget 256", 256, 2, false, func(int) int { return 200 }},
+		{"alone, no budget", 0, 2, false, func(int) int { return 200 }},
+		{"alone, budget 64", 64, 2, false, func(a int) int { return 64 / a * a }},
+		{"beside a decode, k 2", 256, 2, true, func(a int) int { return max(20/a*a, a) }},
+		{"beside a decode, k 8, no budget", 0, 8, true, func(a int) int { return max(80/a*a, a) }},
+		{"beside a decode, k 8, budget 33", 33, 8, true, func(a int) int { return max(32/a*a, a) }},
+		{"beside a decode, off", 128, 0, true, func(a int) int { return 127 / a * a }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, m, Options{BlockSize: 4, MaxBatchedTokens: tc.budget, PrefillStall: tc.k})
+			s := newScheduler(e)
+			s.cost = cost
+			long := &seqState{req: Request{Prompt: prompt}, tokens: prompt}
+			s.running = []*seqState{long}
+			if tc.decode {
+				d := &seqState{req: Request{Prompt: prompt[:3]}, tokens: prompt[:5], computed: 4}
+				s.running = []*seqState{d, long}
+			}
+			s.plan()
+			if want := tc.want(e.chunkAlign); long.chunk != want {
+				t.Fatalf("prompt chunk %d (align %d), want %d", long.chunk, e.chunkAlign, want)
+			}
+		})
+	}
+}
