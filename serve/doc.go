@@ -24,7 +24,9 @@
 //     request's max_tokens, else Config.MaxTokens, else the rest of the
 //     context) and checked against the context (400
 //     context_length_exceeded), and the queue is checked (503 with
-//     Retry-After when Config.MaxQueue sequences wait).
+//     Retry-After when the waiting sequences plus the request's own
+//     would pass Config.MaxQueue; the check and the submission hold one
+//     lock).
 //  3. The n choices of each prompt are submitted to the Backend with
 //     one context: the client's, bounded by Config.RequestTimeout and
 //     cancelled by a drain that runs out of time. A client that goes away
