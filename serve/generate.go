@@ -147,7 +147,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	streams, err := s.admit(ctx, j)
 	if err != nil {
 		cancel()
-		for _, st := range streams {
+		for _, st := range streams { // those submitted before the refusal
+			for range st.Tokens() { // a token may be on its way: take it, or its sender never ends
+			}
 			st.Wait()
 		}
 		writeError(w, asAPIError(err))
@@ -194,7 +196,7 @@ func (s *Server) submit(ctx context.Context, j *job) ([]Stream, error) {
 			st, err := s.b.Submit(ctx, Generation{Prompt: ids, MaxTokens: j.max[p], Sampling: smp,
 				Stop: g.stop, StopTokenIDs: g.stopTokenIDs, IgnoreEOS: g.ignoreEOS, Logprobs: g.logprobs, Chat: g.chat})
 			if err != nil {
-				return out, badParam("", "%v", err)
+				return out, badParam("prompt", "%v", err) // the engine refused the prompt
 			}
 			out = append(out, st)
 		}
