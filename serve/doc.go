@@ -7,7 +7,8 @@
 // A Server is an http.Handler. ServeHTTP wraps every request the same
 // way: one structured access-log line when it ends (log/slog), a recover
 // that turns a panic into a logged 500 while the server keeps serving,
-// and the API-key check (every route but /health, the key compared in
+// and the API-key check (every route but /health and the /kv page's
+// static files, the key compared in
 // constant time). The mux then picks the route.
 //
 // A generation request (chat or completion) goes through four stages,

@@ -25,7 +25,8 @@ type Config struct {
 	// ModelName is the name /v1/models lists and requests must use.
 	ModelName string
 	// APIKeys, when not empty, are the accepted bearer keys: every route
-	// but /health then needs `Authorization: Bearer <key>`.
+	// but /health (and, with EnableDebug, the /kv page's static files)
+	// then needs `Authorization: Bearer <key>`.
 	APIKeys []string
 	// MaxQueue is the most sequences waiting for the engine; a request
 	// whose sequences (n × prompts) would pass it gets 503 with
