@@ -8,8 +8,8 @@
 // way: one structured access-log line when it ends (log/slog), a recover
 // that turns a panic into a logged 500 while the server keeps serving,
 // and the API-key check (every route but /health and the /kv page's
-// static files, the key compared in
-// constant time). The mux then picks the route.
+// static files, the key compared in constant time). The mux then picks
+// the route.
 //
 // A generation request (chat or completion) goes through four stages,
 // each in its own file:
