@@ -7,8 +7,9 @@
 // A Server is an http.Handler. ServeHTTP wraps every request the same
 // way: one structured access-log line when it ends (log/slog), a recover
 // that turns a panic into a logged 500 while the server keeps serving,
-// and the API-key check (every route but /health, the key compared in
-// constant time). The mux then picks the route.
+// and the API-key check (every route but /health and the /kv page's
+// static files, the key compared in constant time). The mux then picks
+// the route.
 //
 // A generation request (chat or completion) goes through four stages,
 // each in its own file:
@@ -24,7 +25,9 @@
 //     request's max_tokens, else Config.MaxTokens, else the rest of the
 //     context) and checked against the context (400
 //     context_length_exceeded), and the queue is checked (503 with
-//     Retry-After when Config.MaxQueue sequences wait).
+//     Retry-After when the waiting sequences plus the request's own
+//     would pass Config.MaxQueue; the check and the submission hold one
+//     lock).
 //  3. The n choices of each prompt are submitted to the Backend with
 //     one context: the client's, bounded by Config.RequestTimeout and
 //     cancelled by a drain that runs out of time. A client that goes away

@@ -31,10 +31,14 @@ const (
 	typeServerError = "server_error"
 )
 
-// badParam is a 400 naming the request field that was wrong.
+// badParam is a 400 naming the request field that was wrong; param ""
+// names none (OpenAI's null).
 func badParam(param, format string, args ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: typeInvalid, Param: param,
-		Message: fmt.Sprintf(format, args...)}
+	e := &apiError{Status: http.StatusBadRequest, Type: typeInvalid, Message: fmt.Sprintf(format, args...)}
+	if param != "" {
+		e.Param = param
+	}
+	return e
 }
 
 // unsupported is the 400 for a field Stride knows but cannot honour: it is

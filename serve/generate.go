@@ -144,14 +144,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	defer context.AfterFunc(s.stop, cancel)()
-	if st := s.b.Stats(); st.Waiting >= s.cfg.MaxQueue {
-		writeError(w, overloaded("the server is at capacity: "+itoa(st.Waiting)+" sequences are waiting (--max-queue); retry later", s.cfg.RetryAfter))
-		return
-	}
-	streams, err := s.submit(ctx, j)
+	streams, err := s.admit(ctx, j)
 	if err != nil {
 		cancel()
-		for _, st := range streams {
+		for _, st := range streams { // those submitted before the refusal
+			for range st.Tokens() { // a token may be on its way: take it, or its sender never ends
+			}
 			st.Wait()
 		}
 		writeError(w, asAPIError(err))
@@ -164,6 +162,25 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j *job) {
 	} else {
 		s.whole(ctx, r, w, c, events)
 	}
+}
+
+// admit submits the job's sequences if the waiting queue has room for
+// all of them, else answers a 503 (or a 400 for a job larger than the
+// whole queue, which no retry would fit). The check and the submission
+// hold s.admitMu, so concurrent requests cannot together push the engine's
+// waiting count past MaxQueue: the engine counts a sequence as waiting
+// from Submit on.
+func (s *Server) admit(ctx context.Context, j *job) ([]Stream, error) {
+	need := j.choiceCount()
+	if need > s.cfg.MaxQueue {
+		return nil, badParam("n", "the request asks for %d sequences (n × prompts), more than the server's queue of %d (--max-queue)", need, s.cfg.MaxQueue)
+	}
+	s.admitMu.Lock()
+	defer s.admitMu.Unlock()
+	if st := s.b.Stats(); st.Waiting+need > s.cfg.MaxQueue {
+		return nil, overloaded("the server is at capacity: "+itoa(st.Waiting)+" sequences are waiting (--max-queue "+itoa(s.cfg.MaxQueue)+"); retry later", s.cfg.RetryAfter)
+	}
+	return s.submit(ctx, j)
 }
 
 // submit queues every choice of every prompt. Choice k of a prompt uses
@@ -179,7 +196,7 @@ func (s *Server) submit(ctx context.Context, j *job) ([]Stream, error) {
 			st, err := s.b.Submit(ctx, Generation{Prompt: ids, MaxTokens: j.max[p], Sampling: smp,
 				Stop: g.stop, StopTokenIDs: g.stopTokenIDs, IgnoreEOS: g.ignoreEOS, Logprobs: g.logprobs, Chat: g.chat})
 			if err != nil {
-				return out, badParam("", "%v", err)
+				return out, badParam("prompt", "%v", err) // the engine refused the prompt
 			}
 			out = append(out, st)
 		}

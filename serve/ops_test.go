@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -139,6 +140,56 @@ func TestQueueFull(t *testing.T) {
 	wg.Wait()
 	if r := post(t, ts.URL+"/v1/completions", `{"prompt":"q","max_tokens":2}`); r.status != 200 {
 		t.Errorf("after the queue drained: %d", r.status)
+	}
+}
+
+// The queue bound counts sequences, a request's n choices included, and
+// holds under concurrent arrivals: the engine's waiting count never passes
+// MaxQueue. A request with more sequences than the whole queue is a 400
+// naming n, since no retry would fit it.
+func TestQueueBoundCountsChoices(t *testing.T) {
+	f := newFake(1)
+	gate := make(chan struct{})
+	f.gate = gate
+	_, ts := startServer(t, f, Config{MaxQueue: 3}, nil)
+	open := sync.OnceFunc(func() {
+		f.mu.Lock()
+		close(gate)
+		f.gate = nil
+		f.mu.Unlock()
+	})
+	t.Cleanup(open)
+	url := ts.URL + "/v1/completions"
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	send := func(body string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := post(t, url, body); r.status == 503 {
+				refused.Add(1)
+			}
+		}()
+	}
+	send(`{"prompt":"q","max_tokens":2}`) // runs, held at the gate
+	waitFor(t, func() bool { return f.Stats().Running == 1 })
+	send(`{"prompt":"q","max_tokens":2,"n":2}`) // waits: 2 of 3
+	waitFor(t, func() bool { return f.Stats().Waiting == 2 })
+	send(`{"prompt":"q","max_tokens":2,"n":2}`) // 2 + 2 > 3
+	waitFor(t, func() bool { return refused.Load() == 1 })
+	for range 16 { // together: exactly one more fits
+		send(`{"prompt":"q","max_tokens":2}`)
+	}
+	waitFor(t, func() bool { return refused.Load()+int64(f.Stats().Waiting)-2 == 1+16 })
+	if w, n := f.Stats().Waiting, refused.Load(); w != 3 || n != 16 {
+		t.Errorf("queue of 3: %d waiting, %d refused; want 3 and 16", w, n)
+	}
+	open()
+	wg.Wait()
+	if r := post(t, url, `{"prompt":"q","max_tokens":2,"n":4}`); r.status != 400 {
+		t.Errorf("n = 4 over a queue of 3: status %d, want 400", r.status)
+	} else if _, _, param, _ := errorObject(t, r); param != "n" {
+		t.Errorf("n = 4 over a queue of 3: param %v, want n", param)
 	}
 }
 

@@ -194,9 +194,7 @@ func decodeJSON(body []byte, v any) *apiError {
 		}
 		return badParam(te.Field, "%s must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 	}
-	e := badParam("", "the request body is not valid JSON: %v", err)
-	e.Param = nil
-	return e
+	return badParam("", "the request body is not valid JSON: %v", err)
 }
 
 // checkDepth refuses a body nested deeper than maxJSONDepth, before the

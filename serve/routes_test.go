@@ -343,3 +343,23 @@ func TestRunCChatWithoutBOS(t *testing.T) {
 		}
 	}
 }
+
+// A prompt the engine refuses at submission (token ids without BOS, which
+// run.c's rule needs) is a 400 naming prompt, not an empty param, and the
+// server keeps serving. The first prompt of the request was already
+// submitted: its tokens must be drained, or its forwarding goroutine
+// blocks and the handler never answers (it hung under -race).
+func TestEngineRefusalNamesPrompt(t *testing.T) {
+	_, ts := startServer(t, engineBackend(t), Config{ModelName: "m"}, nil)
+	r := post(t, ts.URL+"/v1/completions", `{"prompt":[[1,2],[3]],"max_tokens":1}`)
+	if _, typ, param, _ := errorObject(t, r); r.status != 400 || typ != "invalid_request_error" || param != "prompt" {
+		t.Errorf("ids without BOS: %d %s", r.status, r.body)
+	}
+	r = post(t, ts.URL+"/v1/completions", `{"prompt":"{","max_tokens":1}`)
+	if r.status != 200 {
+		t.Errorf("after the refusal: %d %s", r.status, r.body)
+	}
+	if r := post(t, ts.URL+"/v1/completions", `{"prompt":`); r.status != 400 || !strings.Contains(string(r.body), `"param":null`) {
+		t.Errorf("bad JSON: %d %s; want 400 with param null", r.status, r.body)
+	}
+}

@@ -25,10 +25,12 @@ type Config struct {
 	// ModelName is the name /v1/models lists and requests must use.
 	ModelName string
 	// APIKeys, when not empty, are the accepted bearer keys: every route
-	// but /health then needs `Authorization: Bearer <key>`.
+	// but /health (and, with EnableDebug, the /kv page's static files)
+	// then needs `Authorization: Bearer <key>`.
 	APIKeys []string
 	// MaxQueue is the most sequences waiting for the engine; a request
-	// beyond it gets 503 with Retry-After (default 64).
+	// whose sequences (n × prompts) would pass it gets 503 with
+	// Retry-After, or 400 when they alone exceed it (default 64).
 	MaxQueue int
 	// RequestTimeout bounds a request's queueing plus generation
 	// (default 10m).
@@ -109,6 +111,7 @@ type Server struct {
 	active   int           // generation requests in flight
 	idle     chan struct{} // closed when active drops to 0 while draining
 	nextID   atomic.Uint64
+	admitMu  sync.Mutex // the queue check and the submission (admit)
 
 	// debug and pageOpen are set by EnableDebug (debugkv.go).
 	debug    DebugOptions
