@@ -31,7 +31,7 @@ func init() {
 		configKey{Name: "serve.max_body", Kind: kindString, Default: "4MiB", Help: "largest request body; beyond, 413"},
 		configKey{Name: "serve.max_tokens", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "generated-token cap of a request that sets none; 0 = the rest of the context (vLLM)"},
 		configKey{Name: "serve.served_model_name", Kind: kindString, Default: "", Help: "the model's name in the API; empty = the checkpoint's file name"},
-		configKey{Name: "api_key", Kind: kindStrings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health then needs one", Secret: true},
+		configKey{Name: "api_key", Kind: kindStrings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health and the /kv page's own files then needs one", Secret: true},
 		configKey{Name: "serve.debug_endpoints", Kind: kindBool, Default: false, Help: "serve /debug/kv, /debug/kv/events and the KV cache page /kv (off in production)"},
 		configKey{Name: "serve.debug_show_text", Kind: kindBool, Default: false, Help: "let the debug routes show prompt and generated text"},
 		configKey{Name: "max_batched_tokens", Kind: kindInt, Default: engine.DefaultMaxBatchedTokens, Range: atLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
