@@ -74,29 +74,29 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 
 // Q4KZ_T4, Q4KZ_T3, Q4KZ_T2(xo): step j's products of every token, its
 // q8 at xo from the token's quants pointer.
-#define Q4KZ_T4(xo) \
+#define Q4KZ_T4(xo, OP) \
 	VPMADDUBSW xo(R11), Z12, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z12, Z23; \
 	VPMADDUBSW xo(R8), Z12, Z24; \
 	VPMADDUBSW xo(R8)(R9*1), Z12, Z25; \
-	VPDPWSSD Z13, Z22, Z4; \
-	VPDPWSSD Z13, Z23, Z5; \
-	VPDPWSSD Z13, Z24, Z6; \
-	VPDPWSSD Z13, Z25, Z7
+	OP Z13, Z22, Z4; \
+	OP Z13, Z23, Z5; \
+	OP Z13, Z24, Z6; \
+	OP Z13, Z25, Z7
 
-#define Q4KZ_T3(xo) \
+#define Q4KZ_T3(xo, OP) \
 	VPMADDUBSW xo(R11), Z12, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z12, Z23; \
 	VPMADDUBSW xo(R8), Z12, Z24; \
-	VPDPWSSD Z13, Z22, Z4; \
-	VPDPWSSD Z13, Z23, Z5; \
-	VPDPWSSD Z13, Z24, Z6
+	OP Z13, Z22, Z4; \
+	OP Z13, Z23, Z5; \
+	OP Z13, Z24, Z6
 
-#define Q4KZ_T2(xo) \
+#define Q4KZ_T2(xo, OP) \
 	VPMADDUBSW xo(R11), Z12, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z12, Z23; \
-	VPDPWSSD Z13, Z22, Z4; \
-	VPDPWSSD Z13, Z23, Z5
+	OP Z13, Z22, Z4; \
+	OP Z13, Z23, Z5
 
 // Q4KZ_BLK(T) is one super-block of the row for the tokens of T: the
 // prefetch, the scales and mins as in ggmlQ4KRowsAVX2 (K4SCALES), and
@@ -119,14 +119,16 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	VEXTRACTI32X4 $1, Y16, X14; \
 	VMOVD 0(R10), X21; \
 	VCVTPH2PS X21, X21; \
+	VBROADCASTSS X21, Y30; \
+	VPERMILPS $0x55, X21, X31; \
 	Q4KZ_W(16, Z26); \
-	T(0); \
+	T(0, VPMADDWD); \
 	Q4KZ_W(48, Z27); \
-	T(64); \
+	T(64, VPDPWSSD); \
 	Q4KZ_W(80, Z28); \
-	T(128); \
+	T(128, VPDPWSSD); \
 	Q4KZ_W(112, Z29); \
-	T(192)
+	T(192, VPDPWSSD)
 
 // Q4KZ_TOKEN closes one token's super-block: the lanes' halves added
 // (LZ, its lower half LY), then as ggmlQ4KTile4x2AVX2's Q4KA_TOKEN:
@@ -136,17 +138,13 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 #define Q4KZ_TOKEN(yd, bs, LZ, LY, M, A) \
 	VEXTRACTI64X4 $1, LZ, Y17; \
 	VPADDD Y17, LY, LY; \
-	VBROADCASTSS yd, X16; \
-	VXORPS X20, X16, X16; \
-	VMULPS X16, X21, X16; \
+	VMULPS.BCST yd, X31, X18; \
 	VPMADDWD bs, X14, X17; \
 	VCVTDQ2PS X17, X17; \
-	VPERMILPS $0x55, X16, X18; \
-	VFMADD231PS X17, X18, M; \
-	VBROADCASTSS X16, Y16; \
+	VFNMADD231PS X17, X18, M; \
+	VMULPS.BCST yd, Y30, Y16; \
 	VCVTDQ2PS LY, LY; \
-	VFMADD231PS LY, Y16, A; \
-	VPXORD LZ, LZ, LZ
+	VFMADD231PS LY, Y16, A
 
 // Q4KZ_STORE folds token t's acc_m M and acc A as the row kernel does,
 // hsum(A) + hsum4(M), into o.
@@ -178,8 +176,6 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	MOVQ $4, DX; \
 	MOVL $0x0f0f0f0f, CX; \
 	VPBROADCASTD CX, Z15; \
-	MOVQ $0x8000000000000000, CX; \
-	VMOVQ CX, X20; \
 	VMOVDQU64 ggmlK4ZIdx<>+0(SB), Z26; \
 	VMOVDQU64 ggmlK4ZIdx<>+64(SB), Z27; \
 	VMOVDQU64 ggmlK4ZIdx<>+128(SB), Z28; \
@@ -199,10 +195,6 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	VPXORD Y1, Y1, Y1; \
 	VPXORD Y2, Y2, Y2; \
 	VPXORD Y3, Y3, Y3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7; \
 	VPXORD X8, X8, X8; \
 	VPXORD X9, X9, X9; \
 	VPXORD X10, X10, X10; \
@@ -376,7 +368,7 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 
 // Q6KZ_T4, Q6KZ_T3, Q6KZ_T2(xo): a quad pair's codes Z9 and scales Z8
 // against every token's q8 and q8s at xo.
-#define Q6KZ_T4(xo) \
+#define Q6KZ_T4(xo, OP) \
 	VPMADDUBSW xo(R11), Z9, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z9, Z23; \
 	VPMADDUBSW xo(R8), Z9, Z24; \
@@ -385,35 +377,35 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPSUBW xo(R14)(R9*1), Z23, Z23; \
 	VPSUBW xo(DI), Z24, Z24; \
 	VPSUBW xo(DI)(R9*1), Z25, Z25; \
-	VPDPWSSD Z8, Z22, Z4; \
-	VPDPWSSD Z8, Z23, Z5; \
-	VPDPWSSD Z8, Z24, Z6; \
-	VPDPWSSD Z8, Z25, Z7
+	OP Z8, Z22, Z4; \
+	OP Z8, Z23, Z5; \
+	OP Z8, Z24, Z6; \
+	OP Z8, Z25, Z7
 
-#define Q6KZ_T3(xo) \
+#define Q6KZ_T3(xo, OP) \
 	VPMADDUBSW xo(R11), Z9, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z9, Z23; \
 	VPMADDUBSW xo(R8), Z9, Z24; \
 	VPSUBW xo(R14), Z22, Z22; \
 	VPSUBW xo(R14)(R9*1), Z23, Z23; \
 	VPSUBW xo(DI), Z24, Z24; \
-	VPDPWSSD Z8, Z22, Z4; \
-	VPDPWSSD Z8, Z23, Z5; \
-	VPDPWSSD Z8, Z24, Z6
+	OP Z8, Z22, Z4; \
+	OP Z8, Z23, Z5; \
+	OP Z8, Z24, Z6
 
-#define Q6KZ_T2(xo) \
+#define Q6KZ_T2(xo, OP) \
 	VPMADDUBSW xo(R11), Z9, Z22; \
 	VPMADDUBSW xo(R11)(R9*1), Z9, Z23; \
 	VPSUBW xo(R14), Z22, Z22; \
 	VPSUBW xo(R14)(R9*1), Z23, Z23; \
-	VPDPWSSD Z8, Z22, Z4; \
-	VPDPWSSD Z8, Z23, Z5
+	OP Z8, Z22, Z4; \
+	OP Z8, Z23, Z5
 
 // Q6KZ_HALF(T, qlo, qho, xo, I0, I1) is a half of a super-block: ql at
 // qlo(R10), qh at qho(R10), q8 from xo, the pairs' scale indexes I0, I1.
 // Pair (0, 1): ((qh >> 0|2) & 3) << 4 | ql & 15; pair (2, 3): ((qh >>
 // 4|6) & 3) << 4 | (ql >> 4) & 15, as the row kernel's quads.
-#define Q6KZ_HALF(T, qlo, qho, xo, I0, I1) \
+#define Q6KZ_HALF(T, OP, qlo, qho, xo, I0, I1) \
 	VMOVDQU64 qlo(R10), Z16; \
 	VBROADCASTI64X4 qho(R10), Z17; \
 	VPSRLVW Z30, Z17, Z9; \
@@ -422,7 +414,7 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPANDD Z15, Z16, Z18; \
 	VPORD Z18, Z9, Z9; \
 	VPERMW Z10, I0, Z8; \
-	T(xo); \
+	T(xo, OP); \
 	VPSRLVW Z31, Z17, Z9; \
 	VPANDD Z14, Z9, Z9; \
 	VPSLLW $4, Z9, Z9; \
@@ -430,7 +422,7 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPANDD Z15, Z18, Z18; \
 	VPORD Z18, Z9, Z9; \
 	VPERMW Z10, I1, Z8; \
-	T(64+xo)
+	T(64+xo, VPDPWSSD)
 
 // Q6KZ_BLK(T) is one super-block of the row for the tokens of T.
 #define Q6KZ_BLK(T) \
@@ -439,11 +431,10 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	PREFETCHT1 4224(R10); \
 	PREFETCHT1 4288(R10); \
 	VPMOVSXBW 192(R10), Y10; \
-	Q6KZ_HALF(T, 0, 128, 0, Z26, Z27); \
-	Q6KZ_HALF(T, 64, 160, 128, Z28, Z29); \
-	MOVWLZX 208(R10), R13; \
-	VMOVD R13, X21; \
-	VCVTPH2PS X21, X21
+	Q6KZ_HALF(T, VPMADDWD, 0, 128, 0, Z26, Z27); \
+	Q6KZ_HALF(T, VPDPWSSD, 64, 160, 128, Z28, Z29); \
+	VPBROADCASTW 208(R10), X21; \
+	VCVTPH2PS X21, Y21
 
 // Q6KZ_TOKEN closes one token's super-block: the lanes' halves added (LZ,
 // its lower half LY), acc A += d·y.d (y.d at yd) × float(lanes), the
@@ -451,11 +442,9 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 #define Q6KZ_TOKEN(yd, LZ, LY, A) \
 	VEXTRACTI64X4 $1, LZ, Y17; \
 	VPADDD Y17, LY, LY; \
-	VMULSS yd, X21, X16; \
-	VBROADCASTSS X16, Y16; \
+	VMULPS.BCST yd, Y21, Y16; \
 	VCVTDQ2PS LY, LY; \
-	VFMADD231PS LY, Y16, A; \
-	VPXORD LZ, LZ, LZ
+	VFMADD231PS LY, Y16, A
 
 // Q6KZ_STORE folds acc A into o as hsum_float_8.
 #define Q6KZ_STORE(AY, AX, o) \
@@ -501,11 +490,7 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPXORD Y0, Y0, Y0; \
 	VPXORD Y1, Y1, Y1; \
 	VPXORD Y2, Y2, Y2; \
-	VPXORD Y3, Y3, Y3; \
-	VPXORD Z4, Z4, Z4; \
-	VPXORD Z5, Z5, Z5; \
-	VPXORD Z6, Z6, Z6; \
-	VPXORD Z7, Z7, Z7
+	VPXORD Y3, Y3, Y3
 
 // Q6KZ_NEXT steps every pointer to the next super-block.
 #define Q6KZ_NEXT \
