@@ -117,10 +117,12 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	VPORD X18, X17, X17; \
 	VPMOVZXBW X17, Y16; \
 	VEXTRACTI32X4 $1, Y16, X14; \
+	VSHUFI32X4 $0, Z14, Z14, Z14; \
 	VMOVD 0(R10), X21; \
 	VCVTPH2PS X21, X21; \
-	VBROADCASTSS X21, Y30; \
+	VBROADCASTSS X21, Z30; \
 	VPERMILPS $0x55, X21, X31; \
+	VBROADCASTSS X31, Z31; \
 	Q4KZ_W(16, Z26); \
 	T(0, VPMADDWD); \
 	Q4KZ_W(48, Z27); \
@@ -145,6 +147,51 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	VMULPS.BCST yd, Y30, Y16; \
 	VCVTDQ2PS LY, LY; \
 	VFMADD231PS LY, Y16, A
+
+// Q4KZ_PAIR closes the super-block of tokens t and u at once, t in the
+// lower halves (8 lanes of acc, 4 of acc_m) and u in the upper (acc lanes
+// 8-15, acc_m lanes 8-11) of A and M: lane by lane the operations of
+// Q4KZ_TOKEN (the lanes' halves of LT and LU added, y.d of t and u at
+// ydt and ydu broadcast under mask K1, bs32 at bst and bsu), so each
+// token's floats are still the row kernel's. Lanes 4-7 and 12-15 of M
+// add zeros and are never read.
+#define Q4KZ_PAIR(ydt, ydu, bst, bsu, LT, LU, M, A) \
+	VSHUFI64X2 $0x44, LU, LT, Z17; \
+	VSHUFI64X2 $0xEE, LU, LT, Z18; \
+	VPADDD Z18, Z17, Z17; \
+	VBROADCASTSS ydt, Z16; \
+	VBROADCASTSS ydu, K1, Z16; \
+	VMOVDQU32 bst, X18; \
+	VINSERTI32X4 $2, bsu, Z18, Z18; \
+	VPMADDWD Z18, Z14, Z18; \
+	VCVTDQ2PS Z18, Z18; \
+	VMULPS Z31, Z16, Z19; \
+	VFNMADD231PS Z18, Z19, M; \
+	VMULPS Z30, Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VFMADD231PS Z17, Z16, A
+
+// Q4KZ_STORE2 stores a pair's rows, t's to ot and u's to ou: Q4KZ_STORE
+// on both halves at once, lane by lane the same adds. A's 128-bit
+// quarters swapped within each half (VSHUFF32X4 $0xb1) and added give
+// hsum_float_8's first fold; VPERMILPS $0x4e is VMOVHLPS on the lanes
+// read; then VMOVSHDUP; M's folds the same; t's row in lane 0, u's in
+// lane 8.
+#define Q4KZ_STORE2(MZ, AZ, ot, ou) \
+	VSHUFF32X4 $0xb1, AZ, AZ, Z17; \
+	VADDPS AZ, Z17, Z17; \
+	VPERMILPS $0x4e, Z17, Z18; \
+	VADDPS Z18, Z17, Z17; \
+	VMOVSHDUP Z17, Z18; \
+	VADDPS Z18, Z17, Z17; \
+	VPERMILPS $0x4e, MZ, Z16; \
+	VADDPS Z16, MZ, MZ; \
+	VMOVSHDUP MZ, Z16; \
+	VADDPS Z16, MZ, MZ; \
+	VADDPS MZ, Z17, Z17; \
+	VMOVSS X17, ot; \
+	VEXTRACTF32X4 $2, Z17, X17; \
+	VMOVSS X17, ou
 
 // Q4KZ_STORE folds token t's acc_m M and acc A as the row kernel does,
 // hsum(A) + hsum4(M), into o.
@@ -176,6 +223,8 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	MOVQ $4, DX; \
 	MOVL $0x0f0f0f0f, CX; \
 	VPBROADCASTD CX, Z15; \
+	MOVL $0xff00, CX; \
+	KMOVW CX, K1; \
 	VMOVDQU64 ggmlK4ZIdx<>+0(SB), Z26; \
 	VMOVDQU64 ggmlK4ZIdx<>+64(SB), Z27; \
 	VMOVDQU64 ggmlK4ZIdx<>+128(SB), Z28; \
@@ -191,14 +240,10 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	MOVQ bs32+48(FP), R14; \
 	LEAQ (R14)(AX*2), DI; \
 	MOVQ nb+64(FP), CX; \
-	VPXORD Y0, Y0, Y0; \
-	VPXORD Y1, Y1, Y1; \
-	VPXORD Y2, Y2, Y2; \
-	VPXORD Y3, Y3, Y3; \
-	VPXORD X8, X8, X8; \
-	VPXORD X9, X9, X9; \
-	VPXORD X10, X10, X10; \
-	VPXORD X11, X11, X11
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9
 
 // Q4KZ_NEXT steps every pointer to the next super-block.
 #define Q4KZ_NEXT \
@@ -217,22 +262,16 @@ q4kz4_row:
 	Q4KZ_ROW
 q4kz4_blk:
 	Q4KZ_BLK(Q4KZ_T4)
-	Q4KZ_TOKEN((R12), (R14), Z4, Y4, X8, Y0)
-	Q4KZ_TOKEN((R12)(R13*1), (R14)(AX*1), Z5, Y5, X9, Y1)
-	Q4KZ_TOKEN((BX), (DI), Z6, Y6, X10, Y2)
-	Q4KZ_TOKEN((BX)(R13*1), (DI)(AX*1), Z7, Y7, X11, Y3)
+	Q4KZ_PAIR((R12), (R12)(R13*1), (R14), (R14)(AX*1), Z4, Z5, Z8, Z0)
+	Q4KZ_PAIR((BX), (BX)(R13*1), (DI), (DI)(AX*1), Z6, Z7, Z9, Z1)
 	Q4KZ_NEXT
 	DECQ CX
 	JNZ q4kz4_blk
 	MOVQ 0(SP), R10
 	MOVQ os+80(FP), R11
-	Q4KZ_STORE(X8, Y0, X0, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X9, Y1, X1, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X10, Y2, X2, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X11, Y3, X3, (R10))
+	Q4KZ_STORE2(Z8, Z0, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q4KZ_STORE2(Z9, Z1, (R10), (R10)(R11*1))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
@@ -247,19 +286,15 @@ q4kz3_row:
 	Q4KZ_ROW
 q4kz3_blk:
 	Q4KZ_BLK(Q4KZ_T3)
-	Q4KZ_TOKEN((R12), (R14), Z4, Y4, X8, Y0)
-	Q4KZ_TOKEN((R12)(R13*1), (R14)(AX*1), Z5, Y5, X9, Y1)
-	Q4KZ_TOKEN((BX), (DI), Z6, Y6, X10, Y2)
+	Q4KZ_PAIR((R12), (R12)(R13*1), (R14), (R14)(AX*1), Z4, Z5, Z8, Z0)
+	Q4KZ_TOKEN((BX), (DI), Z6, Y6, X9, Y1)
 	Q4KZ_NEXT
 	DECQ CX
 	JNZ q4kz3_blk
 	MOVQ 0(SP), R10
 	MOVQ os+80(FP), R11
-	Q4KZ_STORE(X8, Y0, X0, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X9, Y1, X1, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X10, Y2, X2, (R10))
+	Q4KZ_STORE2(Z8, Z0, (R10), (R10)(R11*1))
+	Q4KZ_STORE(X9, Y1, X1, (R10)(R11*2))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
@@ -274,16 +309,13 @@ q4kz2_row:
 	Q4KZ_ROW
 q4kz2_blk:
 	Q4KZ_BLK(Q4KZ_T2)
-	Q4KZ_TOKEN((R12), (R14), Z4, Y4, X8, Y0)
-	Q4KZ_TOKEN((R12)(R13*1), (R14)(AX*1), Z5, Y5, X9, Y1)
+	Q4KZ_PAIR((R12), (R12)(R13*1), (R14), (R14)(AX*1), Z4, Z5, Z8, Z0)
 	Q4KZ_NEXT
 	DECQ CX
 	JNZ q4kz2_blk
 	MOVQ 0(SP), R10
 	MOVQ os+80(FP), R11
-	Q4KZ_STORE(X8, Y0, X0, (R10))
-	ADDQ R11, R10
-	Q4KZ_STORE(X9, Y1, X1, (R10))
+	Q4KZ_STORE2(Z8, Z0, (R10), (R10)(R11*1))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
