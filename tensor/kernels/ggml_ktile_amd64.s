@@ -465,8 +465,8 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPMOVSXBW 192(R10), Y10; \
 	Q6KZ_HALF(T, VPMADDWD, 0, 128, 0, Z26, Z27); \
 	Q6KZ_HALF(T, VPDPWSSD, 64, 160, 128, Z28, Z29); \
-	VPBROADCASTW 208(R10), X21; \
-	VCVTPH2PS X21, Y21
+	VPBROADCASTW 208(R10), Y21; \
+	VCVTPH2PS Y21, Z21
 
 // Q6KZ_TOKEN closes one token's super-block: the lanes' halves added (LZ,
 // its lower half LY), acc A += d·y.d (y.d at yd) × float(lanes), the
@@ -477,6 +477,32 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VMULPS.BCST yd, Y21, Y16; \
 	VCVTDQ2PS LY, LY; \
 	VFMADD231PS LY, Y16, A
+
+// Q6KZ_PAIR closes the super-block of tokens t and u at once, t in the
+// lower half of A and u in the upper: lane by lane Q6KZ_TOKEN's
+// operations (y.d of t and u at ydt and ydu, broadcast under mask K1).
+#define Q6KZ_PAIR(ydt, ydu, LT, LU, A) \
+	VSHUFI64X2 $0x44, LU, LT, Z17; \
+	VSHUFI64X2 $0xEE, LU, LT, Z18; \
+	VPADDD Z18, Z17, Z17; \
+	VBROADCASTSS ydt, Z16; \
+	VBROADCASTSS ydu, K1, Z16; \
+	VMULPS Z21, Z16, Z16; \
+	VCVTDQ2PS Z17, Z17; \
+	VFMADD231PS Z17, Z16, A
+
+// Q6KZ_STORE2 stores a pair's rows, t's to ot and u's to ou: Q6KZ_STORE
+// on both halves at once, as Q4KZ_STORE2 without acc_m.
+#define Q6KZ_STORE2(AZ, ot, ou) \
+	VSHUFF32X4 $0xb1, AZ, AZ, Z17; \
+	VADDPS AZ, Z17, Z17; \
+	VPERMILPS $0x4e, Z17, Z18; \
+	VADDPS Z18, Z17, Z17; \
+	VMOVSHDUP Z17, Z18; \
+	VADDPS Z18, Z17, Z17; \
+	VMOVSS X17, ot; \
+	VEXTRACTF32X4 $2, Z17, X17; \
+	VMOVSS X17, ou
 
 // Q6KZ_STORE folds acc A into o as hsum_float_8.
 #define Q6KZ_STORE(AY, AX, o) \
@@ -502,6 +528,8 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VPBROADCASTD CX, Z15; \
 	MOVL $0x03030303, CX; \
 	VPBROADCASTD CX, Z14; \
+	MOVL $0xff00, CX; \
+	KMOVW CX, K1; \
 	VMOVDQU64 ggmlK6ZIdx<>+0(SB), Z26; \
 	VMOVDQU64 ggmlK6ZIdx<>+64(SB), Z27; \
 	VMOVDQU64 ggmlK6ZIdx<>+128(SB), Z28; \
@@ -519,10 +547,8 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	MOVQ xd+40(FP), R12; \
 	LEAQ (R12)(AX*2), BX; \
 	MOVQ nb+56(FP), CX; \
-	VPXORD Y0, Y0, Y0; \
-	VPXORD Y1, Y1, Y1; \
-	VPXORD Y2, Y2, Y2; \
-	VPXORD Y3, Y3, Y3
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1
 
 // Q6KZ_NEXT steps every pointer to the next super-block.
 #define Q6KZ_NEXT \
@@ -541,22 +567,16 @@ q6kz4_row:
 	Q6KZ_ROW
 q6kz4_blk:
 	Q6KZ_BLK(Q6KZ_T4)
-	Q6KZ_TOKEN((R12), Z4, Y4, Y0)
-	Q6KZ_TOKEN((R12)(AX*1), Z5, Y5, Y1)
-	Q6KZ_TOKEN((BX), Z6, Y6, Y2)
-	Q6KZ_TOKEN((BX)(AX*1), Z7, Y7, Y3)
+	Q6KZ_PAIR((R12), (R12)(AX*1), Z4, Z5, Z0)
+	Q6KZ_PAIR((BX), (BX)(AX*1), Z6, Z7, Z1)
 	Q6KZ_NEXT
 	DECQ CX
 	JNZ q6kz4_blk
 	MOVQ 0(SP), R10
 	MOVQ os+72(FP), R11
-	Q6KZ_STORE(Y0, X0, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y1, X1, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y2, X2, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y3, X3, (R10))
+	Q6KZ_STORE2(Z0, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q6KZ_STORE2(Z1, (R10), (R10)(R11*1))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
@@ -571,19 +591,15 @@ q6kz3_row:
 	Q6KZ_ROW
 q6kz3_blk:
 	Q6KZ_BLK(Q6KZ_T3)
-	Q6KZ_TOKEN((R12), Z4, Y4, Y0)
-	Q6KZ_TOKEN((R12)(AX*1), Z5, Y5, Y1)
-	Q6KZ_TOKEN((BX), Z6, Y6, Y2)
+	Q6KZ_PAIR((R12), (R12)(AX*1), Z4, Z5, Z0)
+	Q6KZ_TOKEN((BX), Z6, Y6, Y1)
 	Q6KZ_NEXT
 	DECQ CX
 	JNZ q6kz3_blk
 	MOVQ 0(SP), R10
 	MOVQ os+72(FP), R11
-	Q6KZ_STORE(Y0, X0, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y1, X1, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y2, X2, (R10))
+	Q6KZ_STORE2(Z0, (R10), (R10)(R11*1))
+	Q6KZ_STORE(Y1, X1, (R10)(R11*2))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
@@ -598,16 +614,13 @@ q6kz2_row:
 	Q6KZ_ROW
 q6kz2_blk:
 	Q6KZ_BLK(Q6KZ_T2)
-	Q6KZ_TOKEN((R12), Z4, Y4, Y0)
-	Q6KZ_TOKEN((R12)(AX*1), Z5, Y5, Y1)
+	Q6KZ_PAIR((R12), (R12)(AX*1), Z4, Z5, Z0)
 	Q6KZ_NEXT
 	DECQ CX
 	JNZ q6kz2_blk
 	MOVQ 0(SP), R10
 	MOVQ os+72(FP), R11
-	Q6KZ_STORE(Y0, X0, (R10))
-	ADDQ R11, R10
-	Q6KZ_STORE(Y1, X1, (R10))
+	Q6KZ_STORE2(Z0, (R10), (R10)(R11*1))
 	ADDQ $4, 0(SP)
 	ADDQ ws+8(FP), SI
 	DECQ DX
