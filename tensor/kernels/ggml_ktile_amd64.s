@@ -118,10 +118,10 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	VPMOVZXBW X17, Y16; \
 	VEXTRACTI32X4 $1, Y16, X14; \
 	VSHUFI32X4 $0, Z14, Z14, Z14; \
-	VMOVD 0(R10), X21; \
-	VCVTPH2PS X21, X21; \
-	VBROADCASTSS X21, Z30; \
-	VPERMILPS $0x55, X21, X31; \
+	VMOVD 0(R10), X31; \
+	VCVTPH2PS X31, X31; \
+	VBROADCASTSS X31, Z30; \
+	VPERMILPS $0x55, X31, X31; \
 	VBROADCASTSS X31, Z31; \
 	Q4KZ_W(16, Z26); \
 	T(0, VPMADDWD); \
@@ -625,5 +625,116 @@ q6kz2_blk:
 	ADDQ ws+8(FP), SI
 	DECQ DX
 	JNZ q6kz2_row
+	VZEROUPPER
+	RET
+
+// The Q4_K 4 × 8 tile: the 4 × 4 tile's code for eight tokens, so a
+// super-block's unpack serves eight. Every zmm is taken: Z0-Z3 the pairs'
+// accumulators, Z4-Z11 the tokens' lanes, Z20-Z23 the pairs' acc_m,
+// Z24, Z25 the products, the rest as in the 4 × 4 tile. Token k's
+// pointers: quants R11 + k·xs for k = 0, 1, 2, 4 (xs in R9), R8 = R11 +
+// 3·xs for 3 and 5, SI = R11 + 6·xs for 6 and 7; scales R12, BX, DX the
+// same with ds (R13); pair sums R14, DI, CX with bss (AX). The frame
+// holds token 0's output of the row (0), the row (8), the rows left (16)
+// and the row's end (24).
+
+// Q4KZ_T8(xo, OP): step j's products of the eight tokens.
+#define Q4KZ_T8(xo, OP) \
+	VPMADDUBSW xo(R11), Z12, Z24; \
+	VPMADDUBSW xo(R11)(R9*1), Z12, Z25; \
+	OP Z13, Z24, Z4; \
+	OP Z13, Z25, Z5; \
+	VPMADDUBSW xo(R11)(R9*2), Z12, Z24; \
+	VPMADDUBSW xo(R8), Z12, Z25; \
+	OP Z13, Z24, Z6; \
+	OP Z13, Z25, Z7; \
+	VPMADDUBSW xo(R11)(R9*4), Z12, Z24; \
+	VPMADDUBSW xo(R8)(R9*2), Z12, Z25; \
+	OP Z13, Z24, Z8; \
+	OP Z13, Z25, Z9; \
+	VPMADDUBSW xo(SI), Z12, Z24; \
+	VPMADDUBSW xo(SI)(R9*1), Z12, Z25; \
+	OP Z13, Z24, Z10; \
+	OP Z13, Z25, Z11
+
+// func ggmlQ4KTile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+TEXT ·ggmlQ4KTile4x8VNNI(SB), NOSPLIT, $32-88
+	MOVQ w+0(FP), R10
+	MOVQ R10, 8(SP)
+	MOVQ out+72(FP), R10
+	MOVQ R10, 0(SP)
+	MOVQ $4, 16(SP)
+	MOVQ xs+24(FP), R9
+	MOVQ ds+40(FP), R13
+	MOVQ bss+56(FP), AX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Z15
+	MOVL $0xff00, CX
+	KMOVW CX, K1
+	VMOVDQU64 ggmlK4ZIdx<>+0(SB), Z26
+	VMOVDQU64 ggmlK4ZIdx<>+64(SB), Z27
+	VMOVDQU64 ggmlK4ZIdx<>+128(SB), Z28
+	VMOVDQU64 ggmlK4ZIdx<>+192(SB), Z29
+q4kz8_row:
+	MOVQ 8(SP), R10
+	MOVQ nb+64(FP), R11
+	IMUL3Q $144, R11, R11
+	ADDQ R10, R11
+	MOVQ R11, 24(SP)
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	ADDQ R9, R8
+	LEAQ (R8)(R9*2), SI
+	ADDQ R9, SI
+	MOVQ xd+32(FP), R12
+	LEAQ (R12)(R13*2), BX
+	ADDQ R13, BX
+	LEAQ (BX)(R13*2), DX
+	ADDQ R13, DX
+	MOVQ bs32+48(FP), R14
+	LEAQ (R14)(AX*2), DI
+	ADDQ AX, DI
+	LEAQ (DI)(AX*2), CX
+	ADDQ AX, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+q4kz8_blk:
+	Q4KZ_BLK(Q4KZ_T8)
+	Q4KZ_PAIR((R12), (R12)(R13*1), (R14), (R14)(AX*1), Z4, Z5, Z20, Z0)
+	Q4KZ_PAIR((R12)(R13*2), (BX), (R14)(AX*2), (DI), Z6, Z7, Z21, Z1)
+	Q4KZ_PAIR((R12)(R13*4), (BX)(R13*2), (R14)(AX*4), (DI)(AX*2), Z8, Z9, Z22, Z2)
+	Q4KZ_PAIR((DX), (DX)(R13*1), (CX), (CX)(AX*1), Z10, Z11, Z23, Z3)
+	ADDQ $144, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $256, SI
+	ADDQ $4, R12
+	ADDQ $4, BX
+	ADDQ $4, DX
+	ADDQ $16, R14
+	ADDQ $16, DI
+	ADDQ $16, CX
+	CMPQ R10, 24(SP)
+	JNE q4kz8_blk
+	MOVQ 0(SP), R10
+	MOVQ os+80(FP), R11
+	Q4KZ_STORE2(Z20, Z0, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q4KZ_STORE2(Z21, Z1, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q4KZ_STORE2(Z22, Z2, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q4KZ_STORE2(Z23, Z3, (R10), (R10)(R11*1))
+	ADDQ $4, 0(SP)
+	MOVQ ws+8(FP), R11
+	ADDQ R11, 8(SP)
+	DECQ 16(SP)
+	JNZ q4kz8_row
 	VZEROUPPER
 	RET
