@@ -738,3 +738,148 @@ q4kz8_blk:
 	JNZ q4kz8_row
 	VZEROUPPER
 	RET
+
+// The Q6_K 4 × 8 tile: the 4 × 4 tile's code for eight tokens, with a
+// quad pair's scales in Z12, its codes in Z13, the 16 scales in Z19,
+// Z0-Z3 the pairs' accumulators, Z4-Z11 the tokens' lanes, Z24, Z25 the
+// products. Token k's pointers: quants R11 + k·xs for k = 0, 1, 2, 4
+// (xs in R9), R8 = R11 + 3·xs for 3 and 5, SI = R11 + 6·xs for 6 and 7;
+// their q8s R14, DI, CX the same; scales R12, BX, DX with ds (AX). The
+// frame holds token 0's output of the row (0), the row (8), the rows
+// left (16) and the row's end (24).
+
+// Q6KZ_T8(xo, OP): a quad pair against the eight tokens' q8 and q8s.
+#define Q6KZ_T8(xo, OP) \
+	VPMADDUBSW xo(R11), Z13, Z24; \
+	VPMADDUBSW xo(R11)(R9*1), Z13, Z25; \
+	VPSUBW xo(R14), Z24, Z24; \
+	VPSUBW xo(R14)(R9*1), Z25, Z25; \
+	OP Z12, Z24, Z4; \
+	OP Z12, Z25, Z5; \
+	VPMADDUBSW xo(R11)(R9*2), Z13, Z24; \
+	VPMADDUBSW xo(R8), Z13, Z25; \
+	VPSUBW xo(R14)(R9*2), Z24, Z24; \
+	VPSUBW xo(DI), Z25, Z25; \
+	OP Z12, Z24, Z6; \
+	OP Z12, Z25, Z7; \
+	VPMADDUBSW xo(R11)(R9*4), Z13, Z24; \
+	VPMADDUBSW xo(R8)(R9*2), Z13, Z25; \
+	VPSUBW xo(R14)(R9*4), Z24, Z24; \
+	VPSUBW xo(DI)(R9*2), Z25, Z25; \
+	OP Z12, Z24, Z8; \
+	OP Z12, Z25, Z9; \
+	VPMADDUBSW xo(SI), Z13, Z24; \
+	VPMADDUBSW xo(SI)(R9*1), Z13, Z25; \
+	VPSUBW xo(CX), Z24, Z24; \
+	VPSUBW xo(CX)(R9*1), Z25, Z25; \
+	OP Z12, Z24, Z10; \
+	OP Z12, Z25, Z11
+
+// Q6KZ_HALF8 is Q6KZ_HALF for the eight tokens, in its registers.
+#define Q6KZ_HALF8(OP, qlo, qho, xo, I0, I1) \
+	VMOVDQU64 qlo(R10), Z16; \
+	VBROADCASTI64X4 qho(R10), Z17; \
+	VPSRLVW Z30, Z17, Z13; \
+	VPANDD Z14, Z13, Z13; \
+	VPSLLW $4, Z13, Z13; \
+	VPANDD Z15, Z16, Z18; \
+	VPORD Z18, Z13, Z13; \
+	VPERMW Z19, I0, Z12; \
+	Q6KZ_T8(xo, OP); \
+	VPSRLVW Z31, Z17, Z13; \
+	VPANDD Z14, Z13, Z13; \
+	VPSLLW $4, Z13, Z13; \
+	VPSRLW $4, Z16, Z18; \
+	VPANDD Z15, Z18, Z18; \
+	VPORD Z18, Z13, Z13; \
+	VPERMW Z19, I1, Z12; \
+	Q6KZ_T8(64+xo, VPDPWSSD)
+
+// func ggmlQ6KTile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+TEXT ·ggmlQ6KTile4x8VNNI(SB), NOSPLIT, $32-80
+	MOVQ w+0(FP), R10
+	MOVQ R10, 8(SP)
+	MOVQ out+64(FP), R10
+	MOVQ R10, 0(SP)
+	MOVQ $4, 16(SP)
+	MOVQ xs+32(FP), R9
+	MOVQ ds+48(FP), AX
+	MOVL $0x0f0f0f0f, CX
+	VPBROADCASTD CX, Z15
+	MOVL $0x03030303, CX
+	VPBROADCASTD CX, Z14
+	MOVL $0xff00, CX
+	KMOVW CX, K1
+	VMOVDQU64 ggmlK6ZIdx<>+0(SB), Z26
+	VMOVDQU64 ggmlK6ZIdx<>+64(SB), Z27
+	VMOVDQU64 ggmlK6ZIdx<>+128(SB), Z28
+	VMOVDQU64 ggmlK6ZIdx<>+192(SB), Z29
+	VMOVDQU64 ggmlK6ZShift<>+0(SB), Z30
+	VMOVDQU64 ggmlK6ZShift<>+64(SB), Z31
+q6kz8_row:
+	MOVQ 8(SP), R10
+	MOVQ nb+56(FP), R11
+	IMUL3Q $210, R11, R11
+	ADDQ R10, R11
+	MOVQ R11, 24(SP)
+	MOVQ xq+16(FP), R11
+	LEAQ (R11)(R9*2), R8
+	ADDQ R9, R8
+	LEAQ (R8)(R9*2), SI
+	ADDQ R9, SI
+	MOVQ q8s+24(FP), R14
+	LEAQ (R14)(R9*2), DI
+	ADDQ R9, DI
+	LEAQ (DI)(R9*2), CX
+	ADDQ R9, CX
+	MOVQ xd+40(FP), R12
+	LEAQ (R12)(AX*2), BX
+	ADDQ AX, BX
+	LEAQ (BX)(AX*2), DX
+	ADDQ AX, DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+q6kz8_blk:
+	PREFETCHT1 4096(R10)
+	PREFETCHT1 4160(R10)
+	PREFETCHT1 4224(R10)
+	PREFETCHT1 4288(R10)
+	VPMOVSXBW 192(R10), Y19
+	Q6KZ_HALF8(VPMADDWD, 0, 128, 0, Z26, Z27)
+	Q6KZ_HALF8(VPDPWSSD, 64, 160, 128, Z28, Z29)
+	VPBROADCASTW 208(R10), Y21
+	VCVTPH2PS Y21, Z21
+	Q6KZ_PAIR((R12), (R12)(AX*1), Z4, Z5, Z0)
+	Q6KZ_PAIR((R12)(AX*2), (BX), Z6, Z7, Z1)
+	Q6KZ_PAIR((R12)(AX*4), (BX)(AX*2), Z8, Z9, Z2)
+	Q6KZ_PAIR((DX), (DX)(AX*1), Z10, Z11, Z3)
+	ADDQ $210, R10
+	ADDQ $256, R11
+	ADDQ $256, R8
+	ADDQ $256, SI
+	ADDQ $256, R14
+	ADDQ $256, DI
+	ADDQ $256, CX
+	ADDQ $4, R12
+	ADDQ $4, BX
+	ADDQ $4, DX
+	CMPQ R10, 24(SP)
+	JNE q6kz8_blk
+	MOVQ 0(SP), R10
+	MOVQ os+72(FP), R11
+	Q6KZ_STORE2(Z0, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q6KZ_STORE2(Z1, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q6KZ_STORE2(Z2, (R10), (R10)(R11*1))
+	LEAQ (R10)(R11*2), R10
+	Q6KZ_STORE2(Z3, (R10), (R10)(R11*1))
+	ADDQ $4, 0(SP)
+	MOVQ ws+8(FP), R11
+	ADDQ R11, 8(SP)
+	DECQ 16(SP)
+	JNZ q6kz8_row
+	VZEROUPPER
+	RET
