@@ -21,11 +21,13 @@
 // prefetches 4 KiB ahead, as the row kernel does: its rows are one
 // stream, and the next tile's rows follow them.
 //
-// Registers: Y0-Y3 token t's accumulator, Z4-Z7 its lanes, X8-X11 its
-// acc_m; Z12 a step's nibbles, Z13 its scales; X14 the 8 mins; Z15 0x0f
-// bytes; Y16 mins_and_scales; X17-X19 temporaries; X20 the sign of lane
-// 1; X21 (d, dmin); Z22-Z25 the products; Z26-Z29 the VPERMW indexes of
-// steps 0-3.
+// Registers (4 × 4, 4 × 3, 4 × 2; the 4 × 8 tile below differs): Z0, Z1
+// the accumulators of tokens (0, 1) and (2, 3), each token in one half
+// (a lone third token in Y1), Z8, Z9 their acc_m the same way (X9); Z4-Z7
+// token t's lanes; Z12 a step's nibbles, Z13 its scales; Z14 the 8 mins
+// in every 128-bit lane; Z15 0x0f bytes; Y16 mins_and_scales; Z16-Z19
+// temporaries; Z22-Z25 the products; Z26-Z29 the VPERMW indexes of steps
+// 0-3; Z30 the block's d ×16, Z31 its dmin ×16; K1 the upper 8 lanes.
 
 // ggmlK4ZIdx: step j's index for VPERMW, the 16-bit lanes of
 // mins_and_scales to Z13: scale 2j in words 0-15, 2j+1 in words 16-31.
@@ -133,10 +135,12 @@ GLOBL ggmlK4ZIdx<>(SB), RODATA|NOPTR, $256
 	T(192, VPDPWSSD)
 
 // Q4KZ_TOKEN closes one token's super-block: the lanes' halves added
-// (LZ, its lower half LY), then as ggmlQ4KTile4x2AVX2's Q4KA_TOKEN:
-// (d·y.d, dmin·(−y.d)) from X21 and the token's scale at yd; acc_m M +=
-// dmin·(−y.d) × float(madd(mins, bs32 at bs)); acc A += d·y.d ×
-// float(lanes), the lanes cleared.
+// (LZ, its lower half LY), then the floats of ggmlQ4KTile4x2AVX2's
+// Q4KA_TOKEN: acc_m M += dmin·(−y.d) × float(madd(mins, bs32 at bs)),
+// here as M − (dmin·y.d) × float(…) by VFNMADD231PS (the same rounding:
+// the product's sign is exact), y.d at yd by embedded broadcast against
+// Z31's dmin; acc A += d·y.d × float(lanes) against Z30's d. The next
+// super-block's first step overwrites the lanes.
 #define Q4KZ_TOKEN(yd, bs, LZ, LY, M, A) \
 	VEXTRACTI64X4 $1, LZ, Y17; \
 	VPADDD Y17, LY, LY; \
@@ -338,10 +342,11 @@ q4kz2_blk:
 // float(lanes), the row hsum_float_8(acc). Each tile prefetches 4 KiB
 // ahead, as the row kernel does.
 //
-// Registers: Y0-Y3 token t's accumulator, Z4-Z7 its lanes; Z8 a quad
-// pair's scales, Z9 its codes; Z10 the block's 16 scales; Z14 0x03
-// bytes, Z15 0x0f bytes; Z16 ql, Z17 qh, Z18 a temporary; X21 the
-// block's d; Z22-Z25 the products; Z26-Z29 the VPERMW indexes of the
+// Registers (4 × 4, 4 × 3, 4 × 2): Z0, Z1 the accumulators of tokens
+// (0, 1) and (2, 3), one token per half (a lone third token in Y1);
+// Z4-Z7 token t's lanes; Z8 a quad pair's scales, Z9 its codes; Z10 the
+// block's 16 scales; Z14 0x03 bytes, Z15 0x0f bytes; Z16 ql, Z17 qh, Z18
+// a temporary; Z21 the block's d ×16; Z22-Z25 the products; Z26-Z29 the VPERMW indexes of the
 // four quad pairs, Z30 and Z31 the qh shifts of pairs (0, 1) and (2, 3).
 
 // ggmlK6ZIdx: quad pair k's (half k/2, quads 2(k%2), 2(k%2)+1) scale
@@ -469,8 +474,8 @@ GLOBL ggmlK6ZShift<>(SB), RODATA|NOPTR, $128
 	VCVTPH2PS Y21, Z21
 
 // Q6KZ_TOKEN closes one token's super-block: the lanes' halves added (LZ,
-// its lower half LY), acc A += d·y.d (y.d at yd) × float(lanes), the
-// lanes cleared.
+// its lower half LY), acc A += d·y.d (y.d at yd) × float(lanes). The
+// next super-block's first pair overwrites the lanes.
 #define Q6KZ_TOKEN(yd, LZ, LY, A) \
 	VEXTRACTI64X4 $1, LZ, Y17; \
 	VPADDD Y17, LY, LY; \
