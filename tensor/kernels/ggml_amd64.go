@@ -78,12 +78,25 @@ func ggmlQ4_0Tile4x2AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs u
 
 type tileKernel func(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
-// ggmlQ4KTile4x4VNNI computes 4 Q4_K rows × 4 tokens: token j's quants
-// xq + j·xs, its Q8_K scale xd + j·ds and pairwise sums bs32 + j·bss
-// (bytes), row i to out[j·os/4 + i].
+// ggmlQ4KTile4x4VNNI computes 4 Q4_K rows × 4 tokens (ggml_ktile_amd64.s,
+// on 512-bit registers): token j's quants xq + j·xs, its Q8_K scale
+// xd + j·ds and pairwise sums bs32 + j·bss (bytes), row i to
+// out[j·os/4 + i].
 //
 //go:noescape
 func ggmlQ4KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+// ggmlQ4KTile4x8VNNI, ggmlQ4KTile4x3VNNI and ggmlQ4KTile4x2VNNI are
+// ggmlQ4KTile4x4VNNI for 8, 3 and 2 tokens (ggml_ktile_amd64.s).
+//
+//go:noescape
+func ggmlQ4KTile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4KTile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ4KTile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xs uintptr, xd *float32, ds uintptr, bs32 *int16, bss uintptr, nb int, out *float32, os uintptr)
 
 // ggmlQ4KTile4x2AVX2 is ggmlQ4KTile4x4VNNI's AVX2 form, for 2 tokens.
 //
@@ -127,12 +140,25 @@ func q4KTile(k q4KTileKernel, w []byte, rb int, a *ggmlActs, t0, nt int, out []f
 	return nt
 }
 
-// ggmlQ6KTile4x4VNNI computes 4 Q6_K rows × 4 tokens: token j's quants
+// ggmlQ6KTile4x4VNNI computes 4 Q6_K rows × 4 tokens (ggml_ktile_amd64.s,
+// on 512-bit registers): token j's quants
 // xq + j·xs and q8s + j·xs, its Q8_K scale xd + j·ds (bytes), row i to
 // out[j·os/4 + i].
 //
 //go:noescape
 func ggmlQ6KTile4x4VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+// ggmlQ6KTile4x8VNNI, ggmlQ6KTile4x3VNNI and ggmlQ6KTile4x2VNNI are
+// ggmlQ6KTile4x4VNNI for 8, 3 and 2 tokens (ggml_ktile_amd64.s).
+//
+//go:noescape
+func ggmlQ6KTile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ6KTile4x3VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
+
+//go:noescape
+func ggmlQ6KTile4x2VNNI(w unsafe.Pointer, ws uintptr, xq *int8, q8s *int16, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 
 // ggmlQ6KTile4x2AVX2 is ggmlQ6KTile4x4VNNI's AVX2 form, for 2 tokens.
 //
@@ -244,8 +270,8 @@ func init() {
 		avx512.tileQ8_0 = tilesOf(q8_0Tile, lane{8, ggmlQ8_0Tile4x8VNNI}, lane{4, ggmlQ8_0Tile4x4VNNI}, lane{3, ggmlQ8_0Tile4x3VNNI}, lane{2, ggmlQ8_0Tile4x2VNNI})
 		avx512.tileQ4_0 = tilesOf(q4_0Tile, lane{8, ggmlQ4_0Tile4x8VNNI}, lane{4, ggmlQ4_0Tile4x4VNNI}, lane{3, ggmlQ4_0Tile4x3VNNI}, lane{2, ggmlQ4_0Tile4x2VNNI})
 		avx512.tileQ5_0 = tilesOf(q8_0Tile, lane{8, ggmlQ5_0Tile4x8VNNI}, lane{4, ggmlQ5_0Tile4x4VNNI}, lane{3, ggmlQ5_0Tile4x3VNNI}, lane{2, ggmlQ5_0Tile4x2VNNI})
-		avx512.tileQ4K = tilesOf(q4KTile, k4{4, ggmlQ4KTile4x4VNNI}, k4{2, ggmlQ4KTile4x2AVX2})
-		avx512.tileQ6K = tilesOf(q6KTile, k6{4, ggmlQ6KTile4x4VNNI}, k6{2, ggmlQ6KTile4x2AVX2})
+		avx512.tileQ4K = tilesOf(q4KTile, k4{8, ggmlQ4KTile4x8VNNI}, k4{4, ggmlQ4KTile4x4VNNI}, k4{3, ggmlQ4KTile4x3VNNI}, k4{2, ggmlQ4KTile4x2VNNI})
+		avx512.tileQ6K = tilesOf(q6KTile, k6{8, ggmlQ6KTile4x8VNNI}, k6{4, ggmlQ6KTile4x4VNNI}, k6{3, ggmlQ6KTile4x3VNNI}, k6{2, ggmlQ6KTile4x2VNNI})
 		avx512.tileQ5K = tilesOf(q4KTile, k4{4, ggmlQ5KTile4x4VNNI}, k4{2, ggmlQ5KTile4x2AVX2})
 		avx512.tileQ4_1 = tilesOf(q81Tile, q81{8, ggmlQ4_1Tile4x8VNNI}, q81{4, ggmlQ4_1Tile4x4VNNI}, q81{3, ggmlQ4_1Tile4x3VNNI}, q81{2, ggmlQ4_1Tile4x2VNNI})
 		avx512.tileQ5_1 = tilesOf(q81Tile, q81{8, ggmlQ5_1Tile4x8VNNI}, q81{4, ggmlQ5_1Tile4x4VNNI}, q81{3, ggmlQ5_1Tile4x3VNNI}, q81{2, ggmlQ5_1Tile4x2VNNI})

@@ -122,7 +122,9 @@ func tileWidths(impl Impl, typ GGMLType) []int {
 		return nil
 	}
 	switch {
-	case (typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K) && vnni:
+	case (typ == TypeQ4_K || typ == TypeQ6_K) && vnni:
+		return []int{8, 4, 3, 2}
+	case typ == TypeQ5_K && vnni:
 		return []int{4, 2}
 	case typ == TypeQ4_K || typ == TypeQ5_K || typ == TypeQ6_K:
 		return []int{2}
