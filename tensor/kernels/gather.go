@@ -21,14 +21,15 @@ const maxGatherDim = 256
 // scores of each query row against len(rows) key rows at the given element
 // offsets of base, with the offsets checked once for all n; query row i's
 // scores are the bits it gets alone (n = 1). It returns an error, writing
-// nothing, if out is too short or a row does not fit in base. Attention scores the
-// query rows that share a KV head this way, one call per key tile.
+// nothing, if out is too short or a row does not fit in base. Attention
+// scores the query rows that share a KV head this way, one call per key
+// tile.
 func DotRowsN(out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
 	return dotRows("DotRowsN", out, ldo, q, D, n, base, rows)
 }
 
-// dotRows checks a DotRowsN call and
-// runs it, one kernel call per query row.
+// dotRows checks a DotRowsN call and runs it: one kernel call per query
+// row, or at head width 8 with several rows on AVX-512 dotRows8T.
 func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []float32, rows []int) error {
 	if err := checkRowsN(op, len(out), ldo, len(q), D, n, len(rows)); err != nil {
 		return err
@@ -36,12 +37,11 @@ func dotRows(op string, out []float32, ldo int, q []float32, D, n int, base []fl
 	if err := checkRows(op, ldo, D, len(base), rows); err != nil {
 		return err
 	}
-	i := 0
 	if D == 8 && n >= 2 && len(rows) >= 16 && RowsAccelerated(D) {
 		dotRows8T(out, ldo, q, n, base, rows)
 		return nil
 	}
-	for ; i < n; i++ {
+	for i := 0; i < n; i++ {
 		o, qi := out[i*ldo:i*ldo+len(rows)], q[i*D:i*D+D]
 		switch {
 		case len(rows) == 0 || D == 0:
@@ -99,8 +99,8 @@ func AxpyRowsN(acc []float32, D, n int, p []float32, ldp int, base []float32, ro
 	return axpyRows("AxpyRowsN", acc, D, n, p, ldp, base, rows)
 }
 
-// axpyRows checks an AxpyRowsN call
-// and runs it, one kernel call per accumulator.
+// axpyRows checks an AxpyRowsN call and runs it: one kernel call per
+// accumulator, or at head width 8 on AVX-512 one per four of them.
 func axpyRows(op string, acc []float32, D, n int, p []float32, ldp int, base []float32, rows []int) error {
 	if err := checkRowsN(op, len(p), ldp, len(acc), D, n, len(rows)); err != nil {
 		return err
