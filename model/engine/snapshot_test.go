@@ -328,3 +328,78 @@ func TestKVEventsNameCancelled(t *testing.T) {
 		t.Errorf("events named the cancelled sequence %d: %v, the finished request %d: %v", seq, cancelled, st2.Seq, finished)
 	}
 }
+
+// TestKVResubscribe: when the last subscriber leaves, the loop stops
+// recording (the cache keeps no journal, so nobody watching costs
+// nothing), and a later subscriber starts from a fresh snapshot that
+// carries the last event's id and replays to the final snapshot.
+func TestKVResubscribe(t *testing.T) {
+	noLeaks(t)
+	m := tinyGQA(t)
+	e, err := New(m, Options{BlockSize: 4, NumBlocks: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	run := func(seed uint64) {
+		t.Helper()
+		r := build([]reqSpec{{prompt: []int{1, 5, 6, 7, 8}, steps: 6, seed: seed}}, m.Config.VocabSize)[0]
+		st, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := st.Result(); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	first, err := e.SubscribeKV(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(1)
+	first.Close()
+	var last uint64
+	for ev := range first.Events() { // closed at the next boundary
+		last = ev.ID
+	}
+	if last == 0 {
+		t.Fatal("the first subscriber saw no step event")
+	}
+	run(2) // nobody subscribes: nothing may be recorded
+	if j := e.cache.TakeJournal(); len(j.Allocated)+len(j.Freed)+len(j.Shared) > 0 {
+		t.Fatalf("the cache recorded a journal with no subscriber: %+v", j)
+	}
+	second, err := e.SubscribeKV(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := <-second.Events()
+	if start.Type != "snapshot" || start.ID != last || start.Snapshot.Event != last {
+		t.Fatalf("the second subscriber starts with %s event %d (snapshot event %d), want a snapshot at event %d",
+			start.Type, start.ID, start.Snapshot.Event, last)
+	}
+	run(3)
+	final, err := e.KVSnapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	st, n, allocated := stateOf(start.Snapshot), 0, 0
+	for ev := range second.Events() {
+		if ev.Type != "step" || ev.ID != last+uint64(n)+1 {
+			t.Fatalf("event %d (%s) after %d replayed from %d", ev.ID, ev.Type, n, last)
+		}
+		st.apply(ev)
+		allocated += len(ev.Allocated)
+		n++
+	}
+	if n == 0 || final.Event != last+uint64(n) {
+		t.Fatalf("%d events after the resubscription; the final snapshot is at event %d, from %d", n, final.Event, last)
+	}
+	if allocated == 0 {
+		t.Error("no event after the resubscription lists an allocated block: the journal is off")
+	}
+	if d := st.differs(final); d != "" {
+		t.Errorf("the replay after resubscribing differs from the final snapshot: %s", d)
+	}
+}
