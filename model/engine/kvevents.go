@@ -73,9 +73,9 @@ type KVRun struct {
 // maxRuns is the most slot runs an event lists before summarising.
 const maxRuns = 256
 
-// recorder is the state the next event is the difference from.
+// recorder is the state the next event is the difference from; prev
+// is nil while no one subscribes (the cache keeps no journal then).
 type recorder struct {
-	on      bool
 	prev    *KVSnapshot
 	prevQ   map[int]*seqState // cache id → its sequence at prev
 	waiting []*seqState
@@ -83,7 +83,6 @@ type recorder struct {
 
 // reset makes the state now the base of the next event.
 func (r *recorder) reset(e *Engine, s *scheduler) {
-	r.on = true
 	r.prev = e.kvSnapshot(s, false)
 	r.remember(s)
 }

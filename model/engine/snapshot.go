@@ -172,7 +172,7 @@ func (e *Engine) kvBoundary(s *scheduler) {
 	})
 	if len(d.subs) > 0 {
 		e.emitKV(s)
-	} else if d.rec.on {
+	} else if d.rec.prev != nil {
 		e.cache.SetJournal(false)
 		d.rec = recorder{}
 	}
@@ -181,7 +181,7 @@ func (e *Engine) kvBoundary(s *scheduler) {
 			close(sub.ch)
 			continue
 		}
-		if !d.rec.on {
+		if d.rec.prev == nil {
 			e.cache.SetJournal(true)
 			d.rec.reset(e, s)
 		}
