@@ -50,3 +50,32 @@ func TestConversationExtendsWhatWasFed(t *testing.T) {
 		t.Errorf("raw: %d ids %v, want BOS a b", n, raw.IDs())
 	}
 }
+
+// A template that rewrites history (here: it renders the last message
+// only) does not extend what was fed: the turn re-encodes the whole
+// conversation, and every id is new.
+func TestConversationReencodesRewrittenHistory(t *testing.T) {
+	codec, err := tokenizer.NewBytes(259)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "{% for m in messages %}{% if loop.last %}[{{ m.content }}]{% endif %}{% endfor %}"
+	tmpl, err := New("last only", src, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewConversation(tmpl, codec, true, "")
+	if _, err := c.AddUser(context.Background(), "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := codec.Encode("Hello!", false, false)
+	c.AddReply(reply, "Hello!")
+	n, err := c.AddUser(context.Background(), "Bye")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := codec.Encode("[Bye]", true, false)
+	if !slices.Equal(c.IDs(), want) || n != len(want) {
+		t.Errorf("after a rewritten history: %d new ids, ids %v; want all of %v", n, c.IDs(), want)
+	}
+}
