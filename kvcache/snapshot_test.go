@@ -61,6 +61,18 @@ func TestSnapshotAndJournal(t *testing.T) {
 	if s.Blocks[0].State != StateCached || s.Blocks[2].State != StateFree || len(s.Seqs) != 0 {
 		t.Errorf("after freeing: blocks %+v, sequences %v", s.Blocks, s.Seqs)
 	}
+	// A prompt that needs the whole pool reuses the two cached blocks for
+	// new content: evicted, and allocated too.
+	c.TakeJournal()
+	prefill(t, c, 4, seqTokens(8*bs, 100))
+	j = c.TakeJournal()
+	if ev := slices.Sorted(slices.Values(j.Evicted)); !slices.Equal(ev, []int32{0, 1}) ||
+		!slices.Contains(j.Allocated, 0) || !slices.Contains(j.Allocated, 1) || len(j.Allocated) != 8 {
+		t.Errorf("a prompt of the whole pool: journal %+v, want blocks 0 and 1 evicted and all 8 allocated", j)
+	}
+	if err := c.Free(4); err != nil {
+		t.Fatal(err)
+	}
 	c.SetJournal(false)
 	prefill(t, c, 3, p)
 	if j := c.TakeJournal(); len(j.Shared)+len(j.Allocated) != 0 {
