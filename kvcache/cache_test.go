@@ -340,3 +340,15 @@ func TestWriteAndReadBackThroughBlockTable(t *testing.T) {
 	checkSeq(t, c, 2, toks[2])
 	check(t, c)
 }
+
+// Usage is used blocks over all blocks, and 0 for a pool of none.
+func TestStatsUsage(t *testing.T) {
+	for _, c := range []struct {
+		s    Stats
+		want float64
+	}{{Stats{}, 0}, {Stats{NumBlocks: 8, UsedBlocks: 2}, 0.25}, {Stats{NumBlocks: 8, UsedBlocks: 8}, 1}} {
+		if got := c.s.Usage(); got != c.want {
+			t.Errorf("%d of %d blocks used: usage %v, want %v", c.s.UsedBlocks, c.s.NumBlocks, got, c.want)
+		}
+	}
+}

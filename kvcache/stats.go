@@ -26,6 +26,15 @@ type Stats struct {
 // BytesPerBlock.
 func (s Stats) UsedBytes() int64 { return int64(s.UsedBlocks) * s.BytesPerBlock }
 
+// Usage is the fraction of the pool's blocks held by live sequences,
+// UsedBlocks / NumBlocks, from 0 to 1 (0 for a pool of no blocks).
+func (s Stats) Usage() float64 {
+	if s.NumBlocks <= 0 {
+		return 0
+	}
+	return float64(s.UsedBlocks) / float64(s.NumBlocks)
+}
+
 // String formats the stats on one line.
 func (s Stats) String() string {
 	return fmt.Sprintf("blocks=%d free=%d used=%d shared=%d cached=%d seqs=%d block_size=%d bytes/token=%d prompt_tokens=%d prefix_hits=%d cow_blocks=%d cow_bytes=%d evictions=%d",

@@ -351,9 +351,7 @@ func (e *Engine) Stats() LiveStats {
 	if e.opts.Ledger != nil {
 		ls.Ledger = e.opts.Ledger.Stats()
 	}
-	if ls.KV.NumBlocks > 0 {
-		ls.KVUsage = float64(ls.KV.UsedBlocks) / float64(ls.KV.NumBlocks)
-	}
+	ls.KVUsage = ls.KV.Usage()
 	return ls
 }
 

@@ -251,10 +251,7 @@ func counters(st kvcache.Stats, preemptions int) KVCounters {
 	c := KVCounters{FreeBlocks: st.FreeBlocks, UsedBlocks: st.UsedBlocks, SharedBlocks: st.SharedBlocks,
 		CachedBlocks: st.CachedBlocks, PromptTokens: st.PromptTokens, PrefixHitTokens: st.PrefixHitTokens,
 		Preemptions: preemptions, CopyOnWrite: st.CopyOnWriteBlocks, CopyOnWriteB: st.CopyOnWriteBytes,
-		Evictions: st.Evictions}
-	if st.NumBlocks > 0 {
-		c.Usage = float64(st.UsedBlocks) / float64(st.NumBlocks)
-	}
+		Evictions: st.Evictions, Usage: st.Usage()}
 	if st.PromptTokens > 0 {
 		c.PrefixHitRate = float64(st.PrefixHitTokens) / float64(st.PromptTokens)
 	}
