@@ -16,7 +16,10 @@ import "github.com/stride-lm/stride/tensor/kernels"
 // at its position), the same keys, unmasked. Each row's online softmax
 // thus sums in the decode order, by construction, while the tile's K and
 // V come from memory once for all the rows (the second row on reads them
-// from the L1 cache). The row-gather tiles (the SIMD decode path) go
+// from the L1 cache). What each tile implementation does with the keys is
+// still done per row: the MatMul tile (4 or more query heads per KV head)
+// transposes and widens the key tile again for every row, work a staging
+// step shared by the rows would save. The row-gather tiles (the SIMD decode path) go
 // further, in gatherGroupTile: one scoring call for all the rows, so the
 // kernels can share each key's load (and at head width 8 its transposed
 // staging) among them, and P·V in key segments, so each accumulator still
