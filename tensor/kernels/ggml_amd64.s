@@ -389,9 +389,10 @@ q6k_blk:
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
 // and the token's values and scale are loaded once for the four. pf is
-// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
-// generated matvec kernels do): four streams and a block ahead keep more
-// bytes in flight than the hardware streamers alone.
+// four rows further on (rows4Prefetch rows ahead, see ggml_amd64.go),
+// prefetched into L2 in step (PREFETCHT1, as the generated matvec kernels
+// do): four streams well ahead keep more bytes in flight than the
+// hardware streamers alone.
 TEXT ·ggmlQ8_0Rows4AVX2(SB), NOSPLIT, $0-56
 	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
@@ -496,9 +497,10 @@ ggmlq8_0rows4avx2_blk:
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
 // and the token's values and scale are loaded once for the four. pf is
-// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
-// generated matvec kernels do): four streams and a block ahead keep more
-// bytes in flight than the hardware streamers alone.
+// four rows further on (rows4Prefetch rows ahead, see ggml_amd64.go),
+// prefetched into L2 in step (PREFETCHT1, as the generated matvec kernels
+// do): four streams well ahead keep more bytes in flight than the
+// hardware streamers alone.
 TEXT ·ggmlQ8_0Rows4VNNI(SB), NOSPLIT, $0-56
 	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
@@ -603,9 +605,10 @@ ggmlq8_0rows4vnni_blk:
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
 // and the token's values and scale are loaded once for the four. pf is
-// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
-// generated matvec kernels do): four streams and a block ahead keep more
-// bytes in flight than the hardware streamers alone.
+// four rows further on (rows4Prefetch rows ahead, see ggml_amd64.go),
+// prefetched into L2 in step (PREFETCHT1, as the generated matvec kernels
+// do): four streams well ahead keep more bytes in flight than the
+// hardware streamers alone.
 TEXT ·ggmlQ4_0Rows4AVX2(SB), NOSPLIT, $0-56
 	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10
@@ -727,9 +730,10 @@ ggmlq4_0rows4avx2_blk:
 //
 // Four rows at once: each row computes exactly as in the one-row kernel,
 // and the token's values and scale are loaded once for the four. pf is
-// the next four rows, prefetched into L2 in step (PREFETCHT1, as the
-// generated matvec kernels do): four streams and a block ahead keep more
-// bytes in flight than the hardware streamers alone.
+// four rows further on (rows4Prefetch rows ahead, see ggml_amd64.go),
+// prefetched into L2 in step (PREFETCHT1, as the generated matvec kernels
+// do): four streams well ahead keep more bytes in flight than the
+// hardware streamers alone.
 TEXT ·ggmlQ4_0Rows4VNNI(SB), NOSPLIT, $0-56
 	MOVQ pf+48(FP), R9
 	MOVQ w+0(FP), R10

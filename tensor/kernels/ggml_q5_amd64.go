@@ -17,7 +17,8 @@ func ggmlQ5_0RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb in
 func ggmlQ5_0RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, nrows int)
 
 // The Rows4 kernels compute exactly four rows, each as the one-row kernel
-// does, sharing the token's loads; pf is the next four rows, prefetched.
+// does, sharing the token's loads; pf is the four rows rows4Prefetch rows on,
+// prefetched.
 
 //go:noescape
 func ggmlQ5_0Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd *float32, nb int, out *float32, pf unsafe.Pointer)
@@ -40,8 +41,8 @@ func ggmlQ5_1RowsAVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, n
 func ggmlQ5_1RowsVNNI(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, nrows int)
 
 // The Q8_1 Rows4 kernels compute exactly four rows, each as the one-row
-// kernel does, sharing the token's loads; pf is the next four rows,
-// prefetched.
+// kernel does, sharing the token's loads; pf is the four rows rows4Prefetch
+// rows on, prefetched.
 
 //go:noescape
 func ggmlQ4_1Rows4AVX2(w unsafe.Pointer, ws uintptr, xq *int8, xd, xs *float32, nb int, out *float32, pf unsafe.Pointer)
@@ -115,8 +116,8 @@ func asmRowsQ8_1(k rowsQ8_1Kernel, k4 rows4Q8_1Kernel) ggmlRowsFn {
 		i := 0
 		for ; i+4 <= len(out); i += 4 {
 			pf := unsafe.Pointer(&w[i*rb]) // the last group prefetches itself
-			if i+8 <= len(out) {
-				pf = unsafe.Pointer(&w[(i+4)*rb])
+			if j := min(i+rows4Prefetch, len(out)-4); j > i {
+				pf = unsafe.Pointer(&w[j*rb])
 			}
 			k4(unsafe.Pointer(&w[i*rb]), uintptr(rb), &xq[0], &xd[0], &xs[0], len(xd), &out[i], pf)
 		}

@@ -130,7 +130,7 @@ GLOBL ggmlQ5Shuf<>(SB), RODATA|NOPTR, $32
 	VXORPS Y2, Y2, Y2; \
 	VXORPS Y3, Y3, Y3
 
-// R4PREFETCH prefetches the next four rows' block into L2 and loads the
+// R4PREFETCH prefetches pf's four rows' block into L2 and loads the
 // token's block: x to Y4, d_x to Y5.
 #define R4PREFETCH \
 	PREFETCHT1 (R9); \
@@ -209,7 +209,7 @@ GLOBL ggmlQ5Shuf<>(SB), RODATA|NOPTR, $32
 // one-row kernel computes it (the same DOT of codes and x, the same
 // fma into acc per block, summs = fma(m, s, summs) per block, the row
 // hsum_float_8(acc) + summs), sharing the token's loads and prefetching
-// the next four rows. Registers: Y0-Y3 the rows' acc, X4-X7 their summs;
+// the four rows at pf. Registers: Y0-Y3 the rows' acc, X4-X7 their summs;
 // Y8 a block's codes, Y9 their fifth bits, Y10 the lanes, Y11 the scale;
 // Y12 d_x in all lanes; Y13 = 0x10 bytes (Q5_1), Y14 = 0x0f bytes, Y15 =
 // int16 ones. bytes_from_bits_32's constants come from memory.
@@ -244,7 +244,7 @@ GLOBL ggmlQ5Shuf<>(SB), RODATA|NOPTR, $32
 	VPOR Y9, Y8, Y8
 
 // Q81R4BLK is one block of all four rows (R10, BX = ws, R13 = 3·ws),
-// after prefetching the next four rows' block at R9.
+// after prefetching pf's four rows' block at R9.
 #define Q81R4BLK(CODES, DOT) \
 	PREFETCHT1 (R9); \
 	PREFETCHT1 (R9)(BX*1); \
