@@ -68,9 +68,9 @@ says how to read the numbers.`,
 		Example: `  infer bench serve --num-prompts 64 --request-rate 4 --ignore-eos
   infer bench serve --base-url http://127.0.0.1:8080/v1 --request-rate 1,2,4,8,inf --plot rates.png
   infer bench serve --checkpoint model.gguf --input-len 256 --output-len 64 --max-concurrency 4
-  infer bench serve --dataset prompts.jsonl --endpoint chat --goodput ttft:500 --goodput tpot:50 --output json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runBenchServe(a, cmd) },
+  infer bench serve --dataset prompts.jsonl --endpoint chat --goodput ttft:500 tpot:50 --output json`,
+		Args: goodputArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runBenchServe(a, cmd, args) },
 	}
 	for _, f := range []struct{ name, usage string }{
 		{"base-url", "server base URL"}, {"served-model-name", "model field sent"}, {"endpoint", "endpoint"},
@@ -79,12 +79,24 @@ says how to read the numbers.`,
 		{"seed", "seed of dataset and arrivals"}, {"dataset", "random or a JSON-lines file"}, {"input-len", "random prompt tokens"},
 		{"output-len", "max_tokens per request"}, {"range-ratio", "random lengths' spread"}, {"tokenizer", "tokenizer counting prompts"},
 		{"checkpoint", "checkpoint whose tokenizer counts prompts"}, {"ignore-eos", "generate every output token"},
-		{"warmup", "unmeasured requests first"}, {"percentiles", "latency percentiles"}, {"goodput", "SLO, e.g. ttft:500; repeatable"},
+		{"warmup", "unmeasured requests first"}, {"percentiles", "latency percentiles"}, {"goodput", "SLOs, e.g. ttft:500 tpot:50 (vLLM's form) or repeated"},
 		{"output", "output format"}, {"plot", "PNG of latency CDFs and throughput against rate"},
 	} {
 		a.flag(cmd, f.name, "bench.serve."+f.name, f.usage)
 	}
 	return cmd
+}
+
+// goodputArgs takes the words after --goodput as more SLOs, as vLLM's
+// `--goodput ttft:500 tpot:50` (an nargs="+" flag) reads them; any other
+// argument is refused.
+func goodputArgs(cmd *cobra.Command, args []string) error {
+	for _, arg := range args {
+		if !cmd.Flags().Changed("goodput") || !strings.Contains(arg, ":") {
+			return fmt.Errorf("unexpected argument %q (bench serve takes flags only; SLOs follow --goodput, e.g. --goodput ttft:500 tpot:50)", arg)
+		}
+	}
+	return nil
 }
 
 // benchServePlan is what the flags ask for, checked before any request.
@@ -95,7 +107,8 @@ type benchServePlan struct {
 	cfg         loadgen.Config
 }
 
-func parseBenchServe(a *app) (benchServePlan, error) {
+// parseBenchServe checks the flags; slos are --goodput's extra words.
+func parseBenchServe(a *app, slos []string) (benchServePlan, error) {
 	var p benchServePlan
 	var err error
 	if p.rates, err = loadgen.ParseRates(a.getStrings("bench.serve.request-rate")); err != nil {
@@ -104,7 +117,7 @@ func parseBenchServe(a *app) (benchServePlan, error) {
 	if p.percentiles, err = loadgen.ParsePercentiles(a.getString("bench.serve.percentiles")); err != nil {
 		return p, err
 	}
-	if p.slo, err = loadgen.ParseGoodput(a.getStrings("bench.serve.goodput")); err != nil {
+	if p.slo, err = loadgen.ParseGoodput(append(a.getStrings("bench.serve.goodput"), slos...)); err != nil {
 		return p, err
 	}
 	if a.getPath("bench.serve.tokenizer") != "" && a.getPath("bench.serve.checkpoint") != "" {
@@ -115,8 +128,8 @@ func parseBenchServe(a *app) (benchServePlan, error) {
 	return p, nil
 }
 
-func runBenchServe(a *app, cmd *cobra.Command) error {
-	plan, err := parseBenchServe(a)
+func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
+	plan, err := parseBenchServe(a, slos)
 	if err != nil {
 		return err
 	}
