@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
-	"github.com/stride-lm/stride/tensor"
 )
 
 func init() {
@@ -79,30 +76,6 @@ the tokens kept per sequence-step. tg rates count generated tokens.`,
 	a.flag(cmd, "output", "bench.output", "output format")
 	cmd.AddCommand(newBenchServeCmd(a)) // benchserve.go
 	return cmd
-}
-
-// benchRow is one line of the report.
-type benchRow struct {
-	Model     string  `json:"model"`
-	SizeBytes int64   `json:"size_bytes"`
-	Params    int64   `json:"params"`
-	Weights   string  `json:"weights"`
-	Path      string  `json:"path"`
-	Spec      string  `json:"spec"`
-	Threads   int     `json:"threads"`
-	Test      string  `json:"test"`
-	Batch     int     `json:"batch"`
-	Mean      float64 `json:"tokens_per_second"`
-	SD        float64 `json:"sd"`
-	Reps      int     `json:"reps"`
-	// Roofline columns (tg rows with --roofline only).
-	BytesPerToken int64   `json:"bytes_per_token,omitempty"`
-	BandwidthGBs  float64 `json:"bandwidth_gbs,omitempty"`
-	Roofline      float64 `json:"roofline_fraction,omitempty"`
-	// Speculation columns (ngram tg rows): accepted/drafted tokens, and
-	// tokens generated per sequence-step, over all measured runs.
-	AcceptRate    float64 `json:"accept_rate,omitempty"`
-	TokensPerStep float64 `json:"tokens_per_step,omitempty"`
 }
 
 func parseBenchTests(spec string) ([]engine.BenchTest, error) {
@@ -197,7 +170,6 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 // threads), all alive for the whole run so the repetitions interleave.
 type benchRig struct {
 	cases   []*engine.BenchCase
-	rows    []benchRow // the report's columns of each case
 	engines []*engine.Engine
 	models  []*model.Model
 }
@@ -239,9 +211,9 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 						return err
 					}
 					r.engines = append(r.engines, e)
-					base := benchRow{Model: lm.name, SizeBytes: e.WeightBytes(), Params: lm.m.Config.Params(),
+					label := engine.BenchLabel{Model: lm.name, SizeBytes: e.WeightBytes(), Params: lm.m.Config.Params(),
 						Weights: weights, Path: path, Spec: spec, Threads: e.Threads()}
-					r.addRows(base, e, p)
+					r.addCases(label, e, p)
 				}
 			}
 		}
@@ -249,17 +221,14 @@ func (r *benchRig) build(a *app, p benchPlan) error {
 	return nil
 }
 
-func (r *benchRig) addRows(base benchRow, e *engine.Engine, p benchPlan) {
+func (r *benchRig) addCases(label engine.BenchLabel, e *engine.Engine, p benchPlan) {
 	for _, t := range p.tests {
 		bs := p.batches
 		if !t.Gen {
 			bs = []int{1}
 		}
 		for _, b := range bs {
-			row := base
-			row.Test, row.Batch = t.String(), b
-			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b})
-			r.rows = append(r.rows, row)
+			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b, Label: label})
 		}
 	}
 }
@@ -283,22 +252,6 @@ func (r *benchRig) measure(ctx context.Context, reps int, probe *engine.Bandwidt
 	})
 }
 
-// report is the row of every case measured at least once.
-func (r *benchRig) report() []benchRow {
-	var rows []benchRow
-	for i, c := range r.cases {
-		if len(c.Rates) == 0 {
-			continue
-		}
-		row, res := r.rows[i], c.Result()
-		row.Mean, row.SD, row.Reps = res.Mean, res.SD, res.Reps
-		row.BytesPerToken, row.BandwidthGBs, row.Roofline = res.BytesPerToken, res.BandwidthGBs, res.Roofline
-		row.AcceptRate, row.TokensPerStep = res.AcceptRate, res.TokensPerStep
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 func runBench(a *app, cmd *cobra.Command) error {
 	plan, err := parseBenchPlan(a)
 	if err != nil {
@@ -319,7 +272,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 		return err
 	}
 	bws, runErr := rig.measure(cmd.Context(), plan.reps, probe, cmd.ErrOrStderr())
-	rows := rig.report()
+	rows := engine.BenchRows(rig.cases)
 	if len(bws) > 0 {
 		lo, hi := bws[0], bws[0]
 		for _, b := range bws {
@@ -331,23 +284,11 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// The rows measured are printed even when a run failed or was
 	// interrupted part way (with the repetitions they got).
 	if len(rows) > 0 {
-		if err := writeBenchAs(cmd.OutOrStdout(), a.getString("bench.output"), rows, roofline); err != nil {
+		if err := engine.WriteBench(cmd.OutOrStdout(), a.getString("bench.output"), rows, roofline); err != nil {
 			return err
 		}
 	}
 	return runErr
-}
-
-func writeBenchAs(w io.Writer, format string, rows []benchRow, roofline bool) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	case "markdown":
-		return writeBench(w, rows, roofline, true)
-	}
-	return writeBench(w, rows, roofline, false)
 }
 
 // benchProbeBytes is the --roofline probe's buffer: 1 GiB, several times a
@@ -360,63 +301,4 @@ func maxInt(v []int) int {
 		m = max(m, x)
 	}
 	return m
-}
-
-func writeBench(w io.Writer, rows []benchRow, roofline, markdown bool) error {
-	head := []string{"model", "size", "params", "weights", "path", "spec", "threads", "test", "batch", "t/s"}
-	spec := false
-	for _, r := range rows {
-		spec = spec || r.TokensPerStep > 0
-	}
-	if spec {
-		head = append(head, "accept", "tok/step")
-	}
-	if roofline {
-		head = append(head, "bytes/token", "roofline")
-	}
-	var lines [][]string
-	for _, r := range rows {
-		l := []string{r.Model, tensor.FormatBytes(r.SizeBytes), formatParams(r.Params), r.Weights, r.Path, r.Spec,
-			strconv.Itoa(r.Threads), r.Test, strconv.Itoa(r.Batch), fmt.Sprintf("%.2f ± %.2f", r.Mean, r.SD)}
-		if spec {
-			if r.TokensPerStep > 0 {
-				l = append(l, fmt.Sprintf("%.0f%%", 100*r.AcceptRate), fmt.Sprintf("%.2f", r.TokensPerStep))
-			} else {
-				l = append(l, "", "")
-			}
-		}
-		if roofline {
-			if r.BytesPerToken > 0 {
-				l = append(l, tensor.FormatBytes(r.BytesPerToken), fmt.Sprintf("%.0f%%", 100*r.Roofline))
-			} else {
-				l = append(l, "", "")
-			}
-		}
-		lines = append(lines, l)
-	}
-	if markdown {
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
-		for _, l := range lines {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(l, " | "))
-		}
-		return writeErr(w) // the writes above go to a checkedWriter
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, l := range lines {
-		fmt.Fprintln(tw, strings.Join(l, "\t"))
-	}
-	return tw.Flush()
-}
-
-func formatParams(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f B", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f M", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.2f K", float64(n)/1e3)
-	}
-	return strconv.FormatInt(n, 10)
 }

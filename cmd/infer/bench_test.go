@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -12,7 +14,7 @@ func TestBenchJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []benchRow
+	var rows []engine.BenchRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -57,7 +59,7 @@ func TestBenchWeightsList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []benchRow
+	var rows []engine.BenchRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -91,7 +93,7 @@ func TestBenchRoofline(t *testing.T) {
 	if !strings.Contains(errs, "before each of 2 rounds") {
 		t.Fatalf("stderr should report the per-round bandwidth: %q", errs)
 	}
-	var rows []benchRow
+	var rows []engine.BenchRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // Hugging Face checkpoint directories through the CLI: the fixtures are
@@ -144,7 +146,7 @@ func TestHFDirectoryCompareTraceBench(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench: exit %d: %s", code, errs)
 	}
-	var rows []benchRow
+	var rows []engine.BenchRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
 		t.Fatalf("bench rows %v %s", err, out)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 // TestGenerateSpeculateGolden: --speculate ngram keeps stories260K's
@@ -100,7 +102,7 @@ func TestBenchSpeculateRows(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rows []benchRow
+	var rows []engine.BenchRow
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -42,6 +42,8 @@ type BenchCase struct {
 	Engine *Engine
 	Test   BenchTest
 	Batch  int
+	// Label names what ran in the report's row (BenchRows).
+	Label BenchLabel
 	// Rates are the tokens/s of the measured runs, and Bandwidths the
 	// read bandwidth (GB/s) measured before each one's round (none
 	// without a probe).
