@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
-	"github.com/stride-lm/stride/tensor"
+	"github.com/stride-lm/stride/model/engine/engineplot"
 )
 
 func init() {
@@ -63,88 +60,6 @@ against the context length for both paths.`,
 	return cmd
 }
 
-// comparePoint is one row of a sweep (or the single comparison).
-type comparePoint struct {
-	Context int               `json:"context,omitempty"`
-	Naive   pathJSON          `json:"naive"`
-	Fused   pathJSON          `json:"fused"`
-	Ratio   map[string]string `json:"fused_over_naive"`
-	MaxDLog float64           `json:"max_abs_delta_logit"`
-	Same    bool              `json:"tokens_identical"`
-	// First is where the tokens first differ, absent when they do not.
-	First *engine.Divergence `json:"first_divergence,omitempty"`
-}
-
-// divergenceLine says where the paths' tokens first part and by how
-// little: the logit gap of the two picks in each path against the
-// logits' largest difference.
-func divergenceLine(d *engine.Divergence) string {
-	return fmt.Sprintf("request %d position %d: naive %d, fused %d; margins %.3g (naive) and %.3g (fused), |Δlogit| %.3g",
-		d.Seq, d.Pos, d.NaiveToken, d.FusedToken, d.NaiveMargin, d.FusedMargin, d.DeltaLogit)
-}
-
-type pathJSON struct {
-	PrefillMS       float64 `json:"prefill_ms"`
-	DecodeMSPerTok  float64 `json:"decode_ms_per_token"`
-	TokensPerSecond float64 `json:"tokens_per_second"`
-	BytesAllocated  int64   `json:"bytes_allocated"`
-	BytesCopied     int64   `json:"bytes_copied"`
-	CopyOps         int64   `json:"copy_ops"`
-	PeakExtraBytes  int64   `json:"peak_extra_bytes"`
-	PrefillTokens   int     `json:"prefill_tokens"`
-	DecodeTokens    int     `json:"decode_tokens"`
-}
-
-func toPathJSON(r engine.PathReport) pathJSON {
-	return pathJSON{
-		PrefillMS: ms(r.PrefillTime), DecodeMSPerTok: ms(r.DecodePerToken()), TokensPerSecond: r.TokensPerSecond(),
-		BytesAllocated: r.Stats.BytesAllocated, BytesCopied: r.Stats.BytesCopied, CopyOps: r.Stats.CopyOps,
-		PeakExtraBytes: r.PeakExtraBytes, PrefillTokens: r.PrefillTokens, DecodeTokens: r.DecodeTokens,
-	}
-}
-
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-func newPoint(ctx int, c *engine.Comparison) comparePoint {
-	p := comparePoint{Context: ctx, Naive: toPathJSON(c.Naive), Fused: toPathJSON(c.Fused),
-		MaxDLog: c.MaxAbsDeltaLogit, Same: c.TokensIdentical, First: c.First, Ratio: map[string]string{}}
-	for _, r := range compareRows(p) {
-		if r.ratio != "" {
-			p.Ratio[r.key] = r.ratio
-		}
-	}
-	return p
-}
-
-type compareRow struct{ metric, key, naive, fused, ratio string }
-
-// compareRows lays a point out as the table's rows: one metric per row,
-// both paths and fused/naive side by side.
-func compareRows(p comparePoint) []compareRow {
-	f := func(v float64, unit string) string { return strconv.FormatFloat(v, 'f', 3, 64) + unit }
-	b := func(v int64) string { return tensor.FormatBytes(v) }
-	n := func(v int64) string { return strconv.FormatInt(v, 10) }
-	ratio := func(fu, na float64) string {
-		if na == 0 {
-			if fu == 0 {
-				return "—"
-			}
-			return "∞"
-		}
-		return strconv.FormatFloat(fu/na, 'f', 3, 64) + "×"
-	}
-	N, F := p.Naive, p.Fused
-	return []compareRow{
-		{"prefill time", "prefill_ms", f(N.PrefillMS, " ms"), f(F.PrefillMS, " ms"), ratio(F.PrefillMS, N.PrefillMS)},
-		{"decode time / token", "decode_ms_per_token", f(N.DecodeMSPerTok, " ms"), f(F.DecodeMSPerTok, " ms"), ratio(F.DecodeMSPerTok, N.DecodeMSPerTok)},
-		{"tokens / s", "tokens_per_second", f(N.TokensPerSecond, ""), f(F.TokensPerSecond, ""), ratio(F.TokensPerSecond, N.TokensPerSecond)},
-		{"bytes allocated", "bytes_allocated", b(N.BytesAllocated), b(F.BytesAllocated), ratio(float64(F.BytesAllocated), float64(N.BytesAllocated))},
-		{"bytes copied", "bytes_copied", b(N.BytesCopied), b(F.BytesCopied), ratio(float64(F.BytesCopied), float64(N.BytesCopied))},
-		{"copy ops", "copy_ops", n(N.CopyOps), n(F.CopyOps), ratio(float64(F.CopyOps), float64(N.CopyOps))},
-		{"peak extra live bytes", "peak_extra_bytes", b(N.PeakExtraBytes), b(F.PeakExtraBytes), ratio(float64(F.PeakExtraBytes), float64(N.PeakExtraBytes))},
-	}
-}
-
 func runCompare(a *app, cmd *cobra.Command) error {
 	out, ctx := cmd.OutOrStdout(), cmd.Context()
 	lm, err := loadModel(a)
@@ -184,14 +99,19 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	}
 	// The rows measured are printed even when the sweep was interrupted
 	// or failed part way, and before the chart is drawn.
-	if err := writeCompare(out, a.getString("compare.output"), compareHeader(lm, opts), points); err != nil {
+	header := engine.CompareHeader(lm.name, lm.m.Config, opts.BlockSize)
+	if err := engine.WriteCompare(out, a.getString("compare.output"), header, points); err != nil {
 		return err
 	}
 	if runErr != nil {
 		return runErr
 	}
 	if plot != nil {
-		if err := plotSweep(plot, lm.name, points); err != nil {
+		png, err := engineplot.SweepPNG(lm.name, points)
+		if err != nil {
+			return err
+		}
+		if err := writePlot(plot, png); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", plot.Name())
@@ -199,11 +119,21 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	return nil
 }
 
-// comparePoints runs the single comparison, or the sweep over contexts,
-// stopping at the first error or at an interrupt (checked between sweep
-// points: one point runs to its end); it returns the points measured so
-// far with that error.
-func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Options, contexts []int, stderr io.Writer) ([]comparePoint, error) {
+// writePlot writes a drawn chart to its file and commits it.
+func writePlot(f *outfile.File, png io.WriterTo) error {
+	if _, err := png.WriteTo(f); err != nil {
+		return fmt.Errorf("plot %s: %w", f.Name(), err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("plot %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// comparePoints runs the single comparison, or the sweep over contexts
+// (engine.CompareContexts, stopped by an interrupt between points); it
+// returns the points measured so far with the error that stopped it.
+func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Options, contexts []int, stderr io.Writer) ([]engine.ComparePoint, error) {
 	if len(contexts) == 0 {
 		mk, err := generationRequests(a, lm, stderr)
 		if err != nil {
@@ -213,53 +143,17 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		if err != nil {
 			return nil, err
 		}
-		return []comparePoint{newPoint(0, cmp)}, nil
+		return []engine.ComparePoint{engine.NewComparePoint(0, cmp)}, nil
 	}
-	var points []comparePoint
+	// Progress on stderr: a long sweep shows it is moving, and what an
+	// interrupt would keep (a bar on a terminal, a line per point elsewhere).
 	bar := newProgress(stderr, "compare", int64(len(contexts)))
 	defer bar.done()
-	for _, L := range contexts {
-		if err := ctx.Err(); err != nil {
-			return points, err
+	return engine.CompareContexts(ctx, lm.m, opts, contexts, a.getInt("compare.decode"), func(n int) {
+		if bar.set(int64(n)); bar == nil {
+			fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", contexts[n-1], n, len(contexts))
 		}
-		mk, err := engine.ContextRequests(lm.m.Config, L, a.getInt("compare.decode"))
-		if err != nil {
-			return points, err
-		}
-		cmp, err := engine.Compare(lm.m, opts, mk)
-		if err != nil {
-			return points, fmt.Errorf("context %d: %w", L, err)
-		}
-		points = append(points, newPoint(L, cmp))
-		// Progress on stderr: a long sweep shows it is moving, and what
-		// an interrupt would keep (a bar on a terminal).
-		if bar.set(int64(len(points))); bar != nil {
-			continue
-		}
-		fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", L, len(points), len(contexts))
-	}
-	// One point cannot be stopped part way (engine.Compare runs to the
-	// end), so an interrupt during the last one is reported here.
-	return points, ctx.Err()
-}
-
-func compareHeader(lm *loadedModel, opts engine.Options) string {
-	c := lm.m.Config
-	return fmt.Sprintf("model %s: dim %d, %d layers, %d heads, %d kv heads; block size %d",
-		lm.name, c.Dim, c.NLayers, c.NHeads, c.NKVHeads, opts.BlockSize)
-}
-
-// writeCompare prints the points as a table, Markdown or JSON.
-func writeCompare(w io.Writer, format, header string, points []comparePoint) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(points)
-	case "markdown":
-		return writeCompareMarkdown(w, header, points)
-	}
-	return writeCompareTable(w, header, points)
+	})
 }
 
 // generationRequests builds the requests of a plain comparison from the
@@ -298,53 +192,4 @@ func parseContexts(spec string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func writeCompareTable(w io.Writer, header string, points []comparePoint) error {
-	fmt.Fprintln(w, header)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, p := range points {
-		fmt.Fprintln(tw)
-		if p.Context > 0 {
-			fmt.Fprintf(tw, "context %d\t\t\t\t\n", p.Context)
-		}
-		fmt.Fprintln(tw, "metric\tnaive\tfused\tfused/naive\t")
-		for _, r := range compareRows(p) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.metric, r.naive, r.fused, r.ratio)
-		}
-		fmt.Fprintf(tw, "max |Δlogit|\t\t%.3g\t\t\n", p.MaxDLog)
-		fmt.Fprintf(tw, "tokens identical\t\t%s\t\t\n", yesNo(p.Same))
-		if p.First != nil {
-			fmt.Fprintf(tw, "first differing token\t\t%s\t\t\n", divergenceLine(p.First))
-		}
-	}
-	return tw.Flush()
-}
-
-func writeCompareMarkdown(w io.Writer, header string, points []comparePoint) error {
-	fmt.Fprintf(w, "%s\n", header)
-	for _, p := range points {
-		fmt.Fprintln(w)
-		if p.Context > 0 {
-			fmt.Fprintf(w, "**context %d**\n\n", p.Context)
-		}
-		fmt.Fprintln(w, "| metric | naive | fused | fused/naive |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|")
-		for _, r := range compareRows(p) {
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.metric, r.naive, r.fused, r.ratio)
-		}
-		fmt.Fprintf(w, "| max \\|Δlogit\\| | | %.3g | |\n", p.MaxDLog)
-		fmt.Fprintf(w, "| tokens identical | | %s | |\n", yesNo(p.Same))
-		if p.First != nil {
-			fmt.Fprintf(w, "| first differing token | | %s | |\n", divergenceLine(p.First))
-		}
-	}
-	return writeErr(w) // the writes above go to a checkedWriter
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/model/engine"
 )
 
 func TestCompareTableAndJSON(t *testing.T) {
@@ -23,7 +25,7 @@ func TestCompareTableAndJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var points []comparePoint
+	var points []engine.ComparePoint
 	if err := json.Unmarshal([]byte(out), &points); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -31,8 +33,8 @@ func TestCompareTableAndJSON(t *testing.T) {
 		t.Fatalf("points %+v", points)
 	}
 	for _, p := range points {
-		if !p.Same || p.MaxDLog > 1e-3 {
-			t.Fatalf("context %d: paths disagree (max Δ %g)", p.Context, p.MaxDLog)
+		if !p.TokensIdentical || p.MaxAbsDeltaLogit > 1e-3 {
+			t.Fatalf("context %d: paths disagree (max Δ %g)", p.Context, p.MaxAbsDeltaLogit)
 		}
 		if p.Naive.BytesCopied <= p.Fused.BytesCopied || p.Naive.PrefillTokens != p.Context || p.Fused.DecodeTokens != 3 {
 			t.Fatalf("context %d: %+v", p.Context, p)

@@ -84,11 +84,11 @@ func TestCompareSpeculate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var points []comparePoint
+	var points []engine.ComparePoint
 	if err := json.Unmarshal([]byte(out), &points); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(points) != 1 || !points[0].Same {
+	if len(points) != 1 || !points[0].TokensIdentical {
 		t.Fatalf("paths disagree with speculation: %s", out)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -182,11 +183,11 @@ func firstDivergence(naive, fused [][]int, nl, fl map[logitKey][]float32) *Diver
 	return d
 }
 
-// ContextRequests builds the request of a context-length sweep point: a
+// contextRequests builds the request of a context-length sweep point: a
 // prompt of ctxLen tokens (BOS then a deterministic cycle through the
 // vocabulary) followed by decode greedy decode steps, so prefill runs at
 // S = ctxLen and decode at contexts ctxLen … ctxLen+decode.
-func ContextRequests(c model.Config, ctxLen, decode int) (func() []Request, error) {
+func contextRequests(c model.Config, ctxLen, decode int) (func() []Request, error) {
 	if ctxLen < 1 || decode < 1 {
 		return nil, fmt.Errorf("context sweep: context %d and decode steps %d must be >= 1", ctxLen, decode)
 	}
@@ -201,4 +202,34 @@ func ContextRequests(c model.Config, ctxLen, decode int) (func() []Request, erro
 	return func() []Request {
 		return []Request{{Prompt: prompt, Steps: ctxLen + decode, Sampler: model.NewSampler(c.VocabSize, 0, 0, 1)}}
 	}, nil
+}
+
+// CompareContexts is the sweep of `infer compare --contexts`: Compare at
+// each context length L of contexts, on a prompt of L tokens followed by
+// decode greedy steps, so prefill runs at S = L and decode at contexts
+// L … L+decode. ctx is checked between lengths (one comparison runs to
+// its end, so an interrupt during the last one is returned after it),
+// and done, when not nil, is called after each with the number measured
+// so far. It returns the points measured before the error that stopped
+// it, with that error.
+func CompareContexts(ctx context.Context, m *model.Model, base Options, contexts []int, decode int, done func(measured int)) ([]ComparePoint, error) {
+	var points []ComparePoint
+	for _, L := range contexts {
+		if err := ctx.Err(); err != nil {
+			return points, err
+		}
+		mk, err := contextRequests(m.Config, L, decode)
+		if err != nil {
+			return points, err
+		}
+		cmp, err := Compare(m, base, mk)
+		if err != nil {
+			return points, fmt.Errorf("context %d: %w", L, err)
+		}
+		points = append(points, NewComparePoint(L, cmp))
+		if done != nil {
+			done(len(points))
+		}
+	}
+	return points, ctx.Err()
 }

@@ -29,10 +29,10 @@ func TestCompareSameTokensAndFusedCopiesLess(t *testing.T) {
 
 func TestContextRequestsBounds(t *testing.T) {
 	m := tinyGQA(t)
-	if _, err := ContextRequests(m.Config, m.Config.SeqLen, 1); err == nil {
+	if _, err := contextRequests(m.Config, m.Config.SeqLen, 1); err == nil {
 		t.Fatal("a context filling seq_len leaves no room for decode and must be refused")
 	}
-	mk, err := ContextRequests(m.Config, 32, 4)
+	mk, err := contextRequests(m.Config, 32, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

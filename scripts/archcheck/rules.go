@@ -78,6 +78,8 @@ var rules = []rule{
 		imports: append([]string{"model/llama2c", "model/gguf", "model/hf", "model/checkpoint/stories260k"}, formatImports...)},
 	{pkg: "model/engine", concept: "the continuous-batching scheduler: admit, step, preempt, retire",
 		imports: []string{"model", "model/tokenizer", "kvcache", "attention", "tensor", "tensor/kernels"}, external: []string{xSys}},
+	{pkg: "model/engine/engineplot", concept: "the charts of the engine's measurements: infer compare's context sweep as PNG",
+		imports: []string{"model/engine"}, external: []string{plot}},
 	{pkg: "model/internal/formattest", concept: "test helper of the format packages: a generation through model/engine",
 		imports: []string{"model", "model/engine"}},
 	{pkg: "cuda", concept: "experimental: CUDA kernels for the attention paths and their memory-traffic simulation",
