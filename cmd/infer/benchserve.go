@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/serve/loadgen"
+	"github.com/stride-lm/stride/serve/loadgen/loadplot"
 )
 
 func init() {
@@ -169,7 +169,11 @@ func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
 	if runErr != nil || plot == nil {
 		return runErr
 	}
-	if err := plotBenchServe(plot, tg.Model, reports); err != nil {
+	png, err := loadplot.PNG(tg.Model, reports)
+	if err != nil {
+		return err
+	}
+	if err := writePlot(plot, png); err != nil { // compare.go
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", plot.Name())
@@ -187,10 +191,7 @@ func benchServeRates(ctx context.Context, a *app, cmd *cobra.Command, tg *loadge
 		if i > 0 {
 			cfg.Warmup = 0 // the server is warm after the first rate
 		}
-		label := fmt.Sprintf("rate %g", rate)
-		if math.IsInf(rate, 1) {
-			label = "rate inf"
-		}
+		label := "rate " + loadgen.RateName(rate)
 		bar := newProgress(cmd.ErrOrStderr(), label, int64(len(prompts)))
 		cfg.Progress = func(done, total int) { bar.set(int64(done)) }
 		start := time.Now()
@@ -204,34 +205,17 @@ func benchServeRates(ctx context.Context, a *app, cmd *cobra.Command, tg *loadge
 		if i > 0 && a.getString("bench.serve.output") == "table" {
 			fmt.Fprintln(cmd.OutOrStdout())
 		}
-		if werr := writeBenchServe(cmd.OutOrStdout(), a.getString("bench.serve.output"), rep); werr != nil {
+		if werr := rep.Write(cmd.OutOrStdout(), a.getString("bench.serve.output")); werr != nil {
 			return reports, werr
 		}
 		if err != nil {
 			return reports, err
 		}
 		if rep.Summary.Completed == 0 {
-			return reports, fmt.Errorf("no request succeeded at %s: %s", label, firstFailure(res.Records))
+			return reports, fmt.Errorf("no request succeeded at %s: %s", label, res.FirstFailure())
 		}
 	}
 	return reports, nil
-}
-
-func writeBenchServe(w io.Writer, format string, rep *loadgen.Report) error {
-	if format == "json" {
-		return rep.WriteJSON(w)
-	}
-	return rep.WriteTable(w)
-}
-
-// firstFailure is the status and message of the first failed record.
-func firstFailure(recs []loadgen.Record) string {
-	for _, r := range recs {
-		if !r.OK() {
-			return r.Status + ": " + r.Err
-		}
-	}
-	return "no requests"
 }
 
 // benchServeDataset builds the prompts, and names what counted them.
@@ -299,12 +283,4 @@ func benchServeCounter(a *app, tg *loadgen.Target) (loadgen.Counter, string, fun
 		}, ckPath, func() { ck.Close() }, nil
 	}
 	return tg.Count, "server", func() {}, nil
-}
-
-// rateLabel names a rate on the chart.
-func rateLabel(r float64) string {
-	if math.IsInf(r, 1) {
-		return "inf"
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%g", r), ".0")
 }

@@ -95,6 +95,8 @@ var rules = []rule{
 	{pkg: "serve", concept: "the OpenAI-compatible HTTP server: an http.Handler over a Backend, and the Backend of the online engine",
 		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer", "web/kv"}, external: []string{prom}},
 	{pkg: "serve/loadgen", concept: "`infer bench serve`: the vLLM-style serving benchmark client of any OpenAI-compatible server (arrivals, datasets, streamed measurements, metrics, reports), knowing no model"},
+	{pkg: "serve/loadgen/loadplot", concept: "`infer bench serve --plot`'s chart: the latency CDFs per request rate and throughput against rate, as PNG",
+		imports: []string{"serve/loadgen"}, external: []string{plot}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
 		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{

@@ -34,6 +34,15 @@ func ParseRates(items []string) ([]float64, error) {
 	return out, nil
 }
 
+// RateName is a request rate as ParseRates reads it and the report's
+// labels show it: "inf", or the rate's shortest decimal form ("2.5").
+func RateName(r float64) string {
+	if math.IsInf(r, 1) {
+		return "inf"
+	}
+	return fmt.Sprintf("%g", r)
+}
+
 // ParsePercentiles reads "50,90,99": percentiles in [0, 100].
 func ParsePercentiles(s string) ([]float64, error) {
 	var out []float64

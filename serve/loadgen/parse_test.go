@@ -34,3 +34,17 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// RateName is ParseRates' inverse: every name reads back as its rate.
+func TestRateName(t *testing.T) {
+	for _, r := range []float64{1, 2.5, 0.125, 1e-3, 100, math.Inf(1)} {
+		name := RateName(r)
+		back, err := ParseRates([]string{name})
+		if err != nil || len(back) != 1 || back[0] != r {
+			t.Errorf("RateName(%g) = %q, which reads back as %v, %v", r, name, back, err)
+		}
+	}
+	if got := RateName(4); got != "4" {
+		t.Errorf("RateName(4) = %q, want 4", got)
+	}
+}

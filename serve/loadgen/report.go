@@ -107,6 +107,18 @@ func (r *Report) perRequest(m map[string]any) {
 	m["generated_texts"], m["errors"], m["requests"] = texts, errs, reqs
 }
 
+// Write writes the report in format "table" (WriteTable) or "json"
+// (WriteJSON), `infer bench serve --output`'s two.
+func (r *Report) Write(w io.Writer, format string) error {
+	switch format {
+	case "table":
+		return r.WriteTable(w)
+	case "json":
+		return r.WriteJSON(w)
+	}
+	return fmt.Errorf("bench serve report: unknown format %q (want table or json)", format)
+}
+
 // WriteJSON writes the report as one line of JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	b, err := json.Marshal(r.Fields())

@@ -48,6 +48,18 @@ type Result struct {
 	Duration time.Duration
 }
 
+// FirstFailure says why the run's first failed request failed, as its
+// status and message ("503: server busy"), or "no requests" when none
+// failed: what a front end reports when no request succeeded.
+func (r *Result) FirstFailure() string {
+	for i := range r.Records {
+		if rec := &r.Records[i]; !rec.OK() {
+			return rec.Status + ": " + rec.Err
+		}
+	}
+	return "no requests"
+}
+
 // Run sends prompts to t as cfg says and measures every request. It
 // returns the records even when ctx ends (the requests cut short are
 // "cancelled", ctx's error is returned), and ErrNoUsage (with the

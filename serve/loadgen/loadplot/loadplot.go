@@ -1,7 +1,17 @@
-package main
+// Package loadplot draws `infer bench serve --plot`'s chart from
+// loadgen's reports: the latency CDFs of every request rate, and output
+// throughput against the rate asked.
+//
+// It lives apart from package loadgen, which imports nothing outside the
+// standard library, so that the benchmark client stays small and a
+// front end that draws imports gonum/plot through this package alone.
+// PNG returns the picture as an io.WriterTo, so a drawing error and a
+// writing error come apart for the caller.
+package loadplot
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -13,15 +23,15 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/serve/loadgen"
 )
 
-// plotBenchServe draws bench serve's chart: the CDFs of TTFT, ITL and
-// E2EL, one line per request rate, and, when two or more finite rates
-// ran, output throughput against request rate. It writes a PNG to f and
-// commits it.
-func plotBenchServe(f *outfile.File, modelName string, reports []*loadgen.Report) error {
+// PNG draws the reports side by side, 400 × 380 points a chart: the
+// empirical CDFs of TTFT, ITL and E2EL over the successful requests, one
+// line per report's request rate, and, when two or more finite rates
+// ran, output throughput (tokens/s) against request rate. WriteTo writes
+// it as PNG.
+func PNG(modelName string, reports []*loadgen.Report) (io.WriterTo, error) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	metrics := []struct {
 		title string
@@ -39,24 +49,10 @@ func plotBenchServe(f *outfile.File, modelName string, reports []*loadgen.Report
 	}
 	var row []*plot.Plot
 	for _, m := range metrics {
-		p := plot.New()
-		p.Title.Text = m.title
-		p.X.Label.Text = "ms"
-		p.Y.Label.Text = "fraction of requests"
-		var lines []any
-		for _, rep := range reports {
-			var xs []float64
-			for i := range rep.Result.Records {
-				if r := &rep.Result.Records[i]; r.OK() {
-					xs = append(xs, m.get(r)...)
-				}
-			}
-			lines = append(lines, "rate "+rateLabel(rep.Result.Config.Rate), cdf(xs))
+		p, err := cdfPlot(m.title, reports, m.get)
+		if err != nil {
+			return nil, err
 		}
-		if err := plotutil.AddLines(p, lines...); err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
-		p.Legend.Top = false
 		row = append(row, p)
 	}
 	if tp := throughputPlot(reports); tp != nil {
@@ -69,13 +65,30 @@ func plotBenchServe(f *outfile.File, modelName string, reports []*loadgen.Report
 	for i, p := range row {
 		p.Draw(canvases[0][i])
 	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		return fmt.Errorf("plot %s: %w", f.Name(), err)
+	return vgimg.PngCanvas{Canvas: img}, nil
+}
+
+// cdfPlot is one metric's CDF chart, a line per report ("rate 4").
+func cdfPlot(title string, reports []*loadgen.Report, get func(r *loadgen.Record) []float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "ms"
+	p.Y.Label.Text = "fraction of requests"
+	var lines []any
+	for _, rep := range reports {
+		var xs []float64
+		for i := range rep.Result.Records {
+			if r := &rep.Result.Records[i]; r.OK() {
+				xs = append(xs, get(r)...)
+			}
+		}
+		lines = append(lines, "rate "+loadgen.RateName(rep.Result.Config.Rate), cdf(xs))
 	}
-	if err := f.Commit(); err != nil {
-		return fmt.Errorf("plot %s: %w", f.Name(), err)
+	if err := plotutil.AddLines(p, lines...); err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
 	}
-	return nil
+	p.Legend.Top = false
+	return p, nil
 }
 
 // cdf is the empirical CDF of xs as a step line.
