@@ -103,4 +103,16 @@
 // it. A subscriber is never waited for: one that falls behind loses events
 // and gets a resync snapshot. infer serve --debug-endpoints draws them
 // (docs/serving.md).
+//
+// # Measuring, and the reports
+//
+// RunBench (benchsuite.go) measures llama-bench's cases, interleaved
+// round by round, and Compare (compare.go) runs the same requests
+// through the naive and the fused attention path, once or over a sweep
+// of context lengths (CompareContexts). Their reports live beside them
+// (benchreport.go, comparereport.go): rows with the JSON names the CLI
+// prints, written as a table, Markdown or JSON to any io.Writer, so
+// `infer bench`, `infer compare` and any other front end show the same
+// bytes. The charts are in package engineplot, which alone imports
+// gonum/plot.
 package engine

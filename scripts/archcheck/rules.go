@@ -98,12 +98,12 @@ var rules = []rule{
 	{pkg: "serve/loadgen/loadplot", concept: "`infer bench serve --plot`'s chart: the latency CDFs per request rate and throughput against rate, as PNG",
 		imports: []string{"serve/loadgen"}, external: []string{plot}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
 			"attention": "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
 			"cuda":      "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
 		}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
+		imports: []string{"*"}, external: []string{cobra, pflag, viper, xSys, jinja}},
 	{pkg: "scripts/archcheck", concept: "this check: the import rules and the size report"},
 }
