@@ -198,12 +198,9 @@ func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
 	case ckpt == "":
 		return nil, errors.New("tokenize needs --tokenizer FILE or --checkpoint FILE")
 	}
-	kind, err := checkpoint.Sniff(ckpt)
-	if err != nil {
-		return nil, err
+	tk, err := checkpoint.TokenizerOf(ckpt)
+	if errors.Is(err, checkpoint.ErrNoTokenizer) {
+		return nil, fmt.Errorf("%w: give --tokenizer tokenizer.bin", err)
 	}
-	if kind == checkpoint.Llama2c {
-		return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which carries no tokenizer: give --tokenizer tokenizer.bin", ckpt)
-	}
-	return checkpoint.OpenTokenizer(ckpt)
+	return tk, err
 }
