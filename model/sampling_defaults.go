@@ -37,3 +37,34 @@ func (d SamplingDefaults) Under(user SamplingDefaults) SamplingDefaults {
 	}
 	return out
 }
+
+// SamplingSettings are resolved sampling settings, each with its value:
+// what a front end's sampler runs with (Resolve).
+type SamplingSettings struct {
+	Temperature       float64 // 0 = greedy
+	TopP              float64 // 0 or 1 = off
+	TopK              int     // 0 = off
+	MinP              float64 // 0 = off
+	RepetitionPenalty float64 // 0 or 1 = off
+}
+
+// Resolve is the one rule every front end resolves its sampling by: each
+// setting user gives (a nil field: not given), else the one d, the
+// checkpoint's defaults, suggests (Under), else own, the front end's own
+// default. infer generate and chat resolve their keys this way, and
+// infer serve each request's fields.
+func (d SamplingDefaults) Resolve(user SamplingDefaults, own SamplingSettings) SamplingSettings {
+	m := d.Under(user)
+	for _, f := range []struct {
+		v   *float64
+		dst *float64
+	}{{m.Temperature, &own.Temperature}, {m.TopP, &own.TopP}, {m.MinP, &own.MinP}, {m.RepetitionPenalty, &own.RepetitionPenalty}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if m.TopK != nil {
+		own.TopK = *m.TopK
+	}
+	return own
+}

@@ -378,18 +378,11 @@ func (c *commonFields) applySampling(g *genRequest) *apiError {
 // (Config.SamplingDefaults) in the fields it omitted, as vLLM's
 // --generation-config auto fills them; the fields it set win.
 func (g *genRequest) withDefaults(d model.SamplingDefaults) Sampling {
-	s, m := g.sampling, d.Under(g.given)
-	for _, f := range []struct {
-		v   *float64
-		dst *float64
-	}{{m.Temperature, &s.Temperature}, {m.TopP, &s.TopP}, {m.MinP, &s.MinP}, {m.RepetitionPenalty, &s.RepetitionPenalty}} {
-		if f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	if m.TopK != nil {
-		s.TopK = max(*m.TopK, 0)
-	}
+	s := g.sampling
+	r := d.Resolve(g.given, model.SamplingSettings{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK,
+		MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty})
+	s.Temperature, s.TopP, s.MinP, s.RepetitionPenalty = r.Temperature, r.TopP, r.MinP, r.RepetitionPenalty
+	s.TopK = max(r.TopK, 0) // top_k -1 is off, as 0
 	return s
 }
 

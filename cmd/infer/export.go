@@ -9,10 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
-	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
-	"github.com/stride-lm/stride/model/llama2c"
 )
 
 func init() {
@@ -120,31 +118,24 @@ func runExport(a *app, cmd *cobra.Command) error {
 }
 
 // checkpointWriter returns the writer of lm in format (legacy, v2 with
-// Q8_0 group size gs, 0 = model.Q8GroupSize's choice, or gguf) and the
-// format's description for the report.
-func checkpointWriter(a *app, lm *loadedModel, format string, gs int) (string, func(*bufio.Writer) error, error) {
-	switch format {
-	case "v2":
-		if gs == 0 {
-			gs = model.Q8GroupSize(lm.m.Config, 0)
-		}
-		return fmt.Sprintf("llama2.c version 2, Q8_0 group size %d", gs),
-			func(w *bufio.Writer) error { return llama2c.WriteV2(w, lm.m, gs) }, nil
-	case "gguf":
-		opts, err := ggufExportOptions(a, lm)
-		if err != nil {
+// Q8_0 group size gs, or gguf: checkpoint.Export) and the format's
+// description for the report.
+func checkpointWriter(a *app, lm *loadedModel, format string, gs int) (string, func(io.Writer) error, error) {
+	opts := checkpoint.ExportOptions{Format: format, GroupSize: gs}
+	if format == checkpoint.ExportGGUF {
+		var err error
+		if opts.GGUF, err = ggufExportOptions(a, lm); err != nil {
 			return "", nil, err
 		}
-		return "GGUF, " + opts.Type.String(),
-			func(w *bufio.Writer) error { return gguf.WriteModel(w, lm.m, opts) }, nil
 	}
-	return "llama2.c legacy, float32", func(w *bufio.Writer) error { return llama2c.WriteLegacy(w, lm.m) }, nil
+	write, desc, err := checkpoint.Export(lm.m, opts)
+	return desc, write, err
 }
 
 // withProgress wraps write so that the bytes it writes advance bar; the
 // buffer in between updates the bar once a MiB, not on every small write.
-func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Writer) error {
-	return func(w *bufio.Writer) error {
+func withProgress(write func(io.Writer) error, bar *progress) func(io.Writer) error {
+	return func(w io.Writer) error {
 		pw := bufio.NewWriterSize(&progressWriter{w: w, p: bar}, 1<<20)
 		if err := write(pw); err != nil {
 			return err
@@ -170,7 +161,7 @@ func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
 // temporary file renamed over a regular target once complete, or written
 // through to a FIFO or device) and returns the bytes written. On any
 // error, an interrupt included, the temporary file is removed.
-func writeCheckpoint(ctx context.Context, path string, write func(*bufio.Writer) error) (int64, error) {
+func writeCheckpoint(ctx context.Context, path string, write func(io.Writer) error) (int64, error) {
 	f, err := outfile.Create(ctx, path)
 	if err != nil {
 		return 0, fmt.Errorf("export: %w", err)

@@ -226,7 +226,9 @@ func (g *generation) token(ev engine.Event) {
 		g.first = time.Now()
 		if lead := g.seqs[0].lead; lead != nil {
 			// The first fed id is text, not BOS: it was never an event.
-			err = writePiece(g.out, g.lm.codec, g.lm.codec.Decode(model.BOSID, lead[0]))
+			if p := tokenizer.PrintableText(g.lm.codec, model.BOSID, lead[:1]); p != "" {
+				_, err = io.WriteString(g.out, p)
+			}
 		}
 	}
 	g.emitted++
@@ -314,35 +316,6 @@ func (g *generation) failures() error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d sequences failed", failed, len(g.res))
-	}
-	return nil
-}
-
-// decodeAll turns the ids after BOS into text as run.c prints it.
-func decodeAll(codec tokenizer.Codec, ids []int) string {
-	var b []byte
-	prev := model.BOSID
-	for _, id := range ids {
-		b = appendPiece(codec, b, codec.Decode(prev, id))
-		prev = id
-	}
-	return string(b)
-}
-
-// appendPiece applies run.c's safe_printf for the run.c codecs: a piece
-// that is a single byte which is neither printable nor whitespace in the C
-// locale (control bytes, and every byte >= 0x80 from a <0xHH> byte piece)
-// is dropped, so the printed text is exactly run.c's. Other tokenizers'
-// pieces are printed whole (see tokenizer.Printable).
-func appendPiece(codec tokenizer.Codec, b []byte, piece string) []byte {
-	return append(b, tokenizer.Printable(codec, piece)...)
-}
-
-// writePiece writes one streamed piece as run.c's safe_printf would.
-func writePiece(w io.Writer, codec tokenizer.Codec, piece string) error {
-	if b := appendPiece(codec, nil, piece); len(b) > 0 {
-		_, err := w.Write(b)
-		return err
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
+	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 // seqTrack is what generate follows for one sequence while it runs: its
@@ -79,7 +81,8 @@ func (g *generation) timing(i int, r engine.Result) seqTiming {
 // the engine's generated text (cut before a matched stop string).
 func (g *generation) text(i int, r engine.Result) string {
 	n := min(len(r.Tokens), max(0, g.seqs[i].promptLen-1))
-	return decodeAll(g.lm.codec, append(append([]int(nil), g.seqs[i].lead...), r.Tokens[:n]...)) + r.Text
+	ids := append(append([]int(nil), g.seqs[i].lead...), r.Tokens[:n]...)
+	return tokenizer.PrintableText(g.lm.codec, model.BOSID, ids) + r.Text
 }
 
 // shown is prompt i's ids as generate prints them: the engine's result

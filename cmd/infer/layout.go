@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -95,7 +94,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 	// Unquoted programs with spaces arrive as several args.
 	src := strings.Join(args, " ")
 	if lf.file != "" {
-		b, err := readLayoutFile(lf.file)
+		b, err := layoutexpr.ReadProgram(lf.file)
 		if err != nil {
 			return err
 		}
@@ -105,7 +104,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 	if err != nil {
 		var se *layoutexpr.SyntaxError
 		if errors.As(err, &se) {
-			return fmt.Errorf("%v\n%s", err, pointAt(src, se.Pos))
+			return fmt.Errorf("%v\n%s", err, layoutexpr.Locate(src, se.Pos).Caret())
 		}
 		return err
 	}
@@ -126,7 +125,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 			return err
 		}
 	}
-	return layoutStepError(src, rows[len(rows)-1])
+	return rows[len(rows)-1].Err(src)
 }
 
 // writeLayoutGrids prints the CuTe-style grid of every step that worked.
@@ -136,20 +135,6 @@ func writeLayoutGrids(w io.Writer, rows []layoutexpr.Row) {
 			fmt.Fprintf(w, "\nstep %d %s\n%s", r.Step, r.Op, layoutexpr.Grid(r))
 		}
 	}
-}
-
-// layoutStepError is the error of a failed last row, naming its step (and its
-// line, in a program of several lines); nil when the row worked.
-func layoutStepError(src string, last layoutexpr.Row) error {
-	if last.Error == "" {
-		return nil
-	}
-	line, _ := lineOf(src, last.ErrPos)
-	where := fmt.Sprintf("step %d", last.Step)
-	if strings.Contains(src, "\n") {
-		where = fmt.Sprintf("line %d, step %d", line, last.Step)
-	}
-	return fmt.Errorf("%s %s: %s", where, last.Op, last.Error)
 }
 
 // drawLayout writes the picture of rows to path: SVG or PNG by extension,
@@ -186,49 +171,4 @@ func drawLayout(ctx context.Context, path string, rows []layoutexpr.Row) error {
 		return fmt.Errorf("--draw: %w", err)
 	}
 	return nil
-}
-
-// maxLayoutFile bounds -f: a program is text, and the evaluator refuses
-// more than layoutexpr.MaxProgramLen bytes anyway.
-const maxLayoutFile = layoutexpr.MaxProgramLen
-
-func readLayoutFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return "", err
-	} else if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxLayoutFile+1))
-	if err != nil {
-		return "", fmt.Errorf("%s: %v", path, err)
-	}
-	if len(b) > maxLayoutFile {
-		return "", fmt.Errorf("%s: program longer than %d bytes", path, maxLayoutFile)
-	}
-	return string(b), nil
-}
-
-// lineOf returns the 1-based line of byte offset pos and that line's text.
-func lineOf(src string, pos int) (int, string) {
-	pos = min(max(pos, 0), len(src))
-	start := strings.LastIndexByte(src[:pos], '\n') + 1
-	end := strings.IndexByte(src[pos:], '\n')
-	if end < 0 {
-		end = len(src)
-	} else {
-		end += pos
-	}
-	return 1 + strings.Count(src[:pos], "\n"), src[start:end]
-}
-
-// pointAt shows the line holding pos with a caret under the column.
-func pointAt(src string, pos int) string {
-	_, line := lineOf(src, pos)
-	col := pos - (strings.LastIndexByte(src[:min(max(pos, 0), len(src))], '\n') + 1)
-	return fmt.Sprintf("  %s\n  %s^", line, strings.Repeat(" ", col))
 }

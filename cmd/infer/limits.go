@@ -3,11 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 
-	"github.com/stride-lm/stride/model"
-	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
 )
 
@@ -40,20 +37,4 @@ func readCapped(path, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s is larger than %s, the most it may be", what, path, tensor.FormatBytes(maxInputBytes))
 	}
 	return data, nil
-}
-
-// checkWeights refuses a synthetic model whose weights exceed physical
-// memory before they are drawn.
-func checkWeights(c model.Config) error {
-	if c.Validate() != nil {
-		return nil // Synthesize reports the config itself
-	}
-	size := c.WeightDType.Size()
-	if size == 0 {
-		size = 4
-	}
-	// In float64: params × size can overflow int64 at the sizes Validate
-	// still accepts.
-	f := min(float64(c.Params())*float64(size), math.MaxInt64/2)
-	return engine.FitsMemory("the synthetic model's weights", int64(f))
 }

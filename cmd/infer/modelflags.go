@@ -237,7 +237,7 @@ func synthesize(a *app, wdt tensor.DType) (*loadedModel, error) {
 		SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
 		SharedClassifier: true, WeightDType: wdt,
 	}
-	if err := checkWeights(c); err != nil {
+	if err := engine.CheckWeights("the synthetic model's weights", c); err != nil {
 		return nil, err
 	}
 	codec, g, err := checkpoint.OpenCodec(a.getPath("tokenizer"), c.VocabSize)

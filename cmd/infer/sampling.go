@@ -113,10 +113,11 @@ type sampling struct {
 	filters           model.Filters
 }
 
-// samplerSettings resolves the sampler keys: what the user set (a flag,
-// INFER_*, the config file), else the checkpoint's defaults
-// (generation_config.json, checkpoint.Generation.Sampling), else the
-// keys' own defaults (run.c's sampler, every filter off). A repetition
+// samplerSettings resolves the sampler keys (SamplingDefaults.Resolve):
+// what the user set (a flag, INFER_*, the config file), else the
+// checkpoint's defaults (generation_config.json,
+// checkpoint.Generation.Sampling), else the keys' own defaults (run.c's
+// sampler, every filter off). A repetition
 // penalty that comes from the checkpoint looks at the whole sequence, as
 // transformers applies it, unless repeat_last_n is set.
 func samplerSettings(a *app, lm *loadedModel) sampling {
@@ -133,20 +134,12 @@ func samplerSettings(a *app, lm *loadedModel) sampling {
 		k := a.getInt("top_k")
 		user.TopK = &k
 	}
-	d := lm.gen.Sampling.Under(user)
-	or := func(v *float64, key string) float32 {
-		if v != nil {
-			return float32(*v)
-		}
-		return float32(a.getFloat(key))
-	}
-	st := sampling{temperature: or(d.Temperature, "temperature"), topp: or(d.TopP, "topp"),
-		filters: model.Filters{TopK: a.getInt("top_k"), MinP: or(d.MinP, "min_p"),
-			RepeatPenalty: or(d.RepetitionPenalty, "repeat_penalty"), RepeatLastN: a.getInt("repeat_last_n")}}
-	if d.TopK != nil {
-		st.filters.TopK = *d.TopK
-	}
-	if user.RepetitionPenalty == nil && d.RepetitionPenalty != nil && a.source("repeat_last_n") == "default" {
+	r := lm.gen.Sampling.Resolve(user, model.SamplingSettings{Temperature: a.getFloat("temperature"), TopP: a.getFloat("topp"),
+		TopK: a.getInt("top_k"), MinP: a.getFloat("min_p"), RepetitionPenalty: a.getFloat("repeat_penalty")})
+	st := sampling{temperature: float32(r.Temperature), topp: float32(r.TopP),
+		filters: model.Filters{TopK: r.TopK, MinP: float32(r.MinP), RepeatPenalty: float32(r.RepetitionPenalty),
+			RepeatLastN: a.getInt("repeat_last_n")}}
+	if user.RepetitionPenalty == nil && lm.gen.Sampling.RepetitionPenalty != nil && a.source("repeat_last_n") == "default" {
 		st.filters.RepeatLastN = -1
 	}
 	return st

@@ -114,7 +114,7 @@ func detokenize(cmd *cobra.Command, args []string, tk *tokenizer.Tokenizer, pars
 			return err
 		}
 	}
-	ids, err := parseIDs(input, tk.VocabSize())
+	ids, err := tokenizer.ParseIDs(input, tk.VocabSize())
 	if err != nil {
 		return err
 	}
@@ -169,26 +169,6 @@ func eachPart(s *tokenizer.Stream, f func([]int) error) error {
 	}
 }
 
-// parseIDs reads token ids separated by whitespace or commas (a JSON array
-// is fine) and checks each against the vocabulary.
-func parseIDs(s string, vocab int) ([]int, error) {
-	fields := strings.FieldsFunc(s, func(r rune) bool {
-		return r == ',' || r == '[' || r == ']' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	})
-	ids := make([]int, 0, len(fields))
-	for i, f := range fields {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, fmt.Errorf("id %d: %q is not an integer", i+1, f)
-		}
-		if id < 0 || id >= vocab {
-			return nil, fmt.Errorf("id %d: %d is outside the %d-token vocabulary", i+1, id, vocab)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
 // tokenizerFor opens the tokenizer of infer tokenize: tokPath if given,
 // else the one the checkpoint carries.
 func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
@@ -198,12 +178,9 @@ func tokenizerFor(tokPath, ckpt string) (*tokenizer.Tokenizer, error) {
 	case ckpt == "":
 		return nil, errors.New("tokenize needs --tokenizer FILE or --checkpoint FILE")
 	}
-	kind, err := checkpoint.Sniff(ckpt)
-	if err != nil {
-		return nil, err
+	tk, err := checkpoint.TokenizerOf(ckpt)
+	if errors.Is(err, checkpoint.ErrNoTokenizer) {
+		return nil, fmt.Errorf("%w: give --tokenizer tokenizer.bin", err)
 	}
-	if kind == checkpoint.Llama2c {
-		return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which carries no tokenizer: give --tokenizer tokenizer.bin", ckpt)
-	}
-	return checkpoint.OpenTokenizer(ckpt)
+	return tk, err
 }

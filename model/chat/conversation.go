@@ -84,11 +84,6 @@ func (c *Conversation) AddReply(ids []int, text string) {
 		prev = c.ids[len(c.ids)-1]
 	}
 	c.ids = append(c.ids, ids...)
-	var b strings.Builder
-	for _, id := range ids { // the text fed, markers included
-		b.WriteString(tokenizer.Printable(c.codec, c.codec.Decode(prev, id)))
-		prev = id
-	}
-	c.fed += b.String()
+	c.fed += tokenizer.PrintableText(c.codec, prev, ids) // the text fed, markers included
 	c.msgs = append(c.msgs, Message{Role: "assistant", Content: text})
 }

@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -109,6 +110,36 @@ func TestOpenTokenizerChoice(t *testing.T) {
 	defer m.Close()
 	if _, err := ck.Load(); err == nil || !strings.Contains(err.Error(), "already loaded") {
 		t.Fatalf("second Load: %v", err)
+	}
+}
+
+// TokenizerOf opens the vocabulary a GGUF checkpoint carries, the same
+// ids as its full Open, and refuses a llama2.c
+// checkpoint, which carries none, with ErrNoTokenizer.
+func TestTokenizerOf(t *testing.T) {
+	for _, p := range []string{"models/gguf/stories260K-q8_0.gguf", "models/gguf/stories260K-f32.gguf"} {
+		path := testfixture.File(t, p)
+		tk, err := checkpoint.TokenizerOf(path)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		ck, err := checkpoint.Open(path, checkpoint.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ck.Tokenizer.Encode("Once upon a time", true, false)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tk.Encode("Once upon a time", true, false); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: TokenizerOf encodes %v (%v), Open's tokenizer %v", p, got, err, want)
+		}
+	}
+	bin := testfixture.File(t, "models/stories260K.bin")
+	_, err := checkpoint.TokenizerOf(bin)
+	if !errors.Is(err, checkpoint.ErrNoTokenizer) || !strings.Contains(err.Error(), bin) {
+		t.Errorf("llama2.c checkpoint: %v, want ErrNoTokenizer naming it", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,26 @@ func OpenTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return hf.OpenTokenizer(path)
 	}
 	return llama2c.LoadTokenizerFile(path)
+}
+
+// ErrNoTokenizer is what TokenizerOf's error wraps for a checkpoint that
+// carries no tokenizer (a llama2.c checkpoint).
+var ErrNoTokenizer = errors.New("carries no tokenizer")
+
+// TokenizerOf opens the tokenizer the checkpoint at path carries, without
+// its weights, for a front end that needs the vocabulary alone (infer
+// tokenize): a GGUF's, a Hugging Face directory's tokenizer.json, or the
+// tokenizer file path itself (OpenTokenizer). A llama2.c checkpoint
+// carries none, and its error wraps ErrNoTokenizer.
+func TokenizerOf(path string) (*tokenizer.Tokenizer, error) {
+	kind, err := Sniff(path)
+	if err != nil {
+		return nil, err
+	}
+	if kind == Llama2c {
+		return nil, fmt.Errorf("checkpoint %s is a llama2.c checkpoint, which %w", path, ErrNoTokenizer)
+	}
+	return OpenTokenizer(path)
 }
 
 // ownTokenizer is the tokenizer the checkpoint at path carries, or ""

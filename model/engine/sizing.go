@@ -87,6 +87,25 @@ func CheckMemory(c model.Config, opts Options) error {
 	return FitsMemory(fmt.Sprintf("the KV cache pool (%d blocks × %s)", n, tensor.FormatBytes(bpb)), pool)
 }
 
+// CheckWeights refuses, with one line naming what and both sizes, a model
+// of config c whose weights at c.WeightDType (float32 when unset) exceed
+// the machine's physical memory, before a caller draws them
+// (model.Synthesize). A config Validate rejects passes: the caller
+// reports that itself.
+func CheckWeights(what string, c model.Config) error {
+	if c.Validate() != nil {
+		return nil
+	}
+	size := c.WeightDType.Size()
+	if size == 0 {
+		size = 4
+	}
+	// In float64: params × size can overflow int64 at the sizes Validate
+	// still accepts.
+	f := min(float64(c.Params())*float64(size), math.MaxInt64/2)
+	return FitsMemory(what, int64(f))
+}
+
 // FitsMemory returns an error naming what and both sizes when bytes
 // exceed the machine's physical memory (nil when it cannot tell: the
 // allocation then decides).

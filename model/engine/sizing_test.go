@@ -51,6 +51,31 @@ func TestPoolBeyondPhysicalMemory(t *testing.T) {
 	}
 }
 
+// CheckWeights refuses weights beyond physical memory before they are
+// drawn, passes a small model, and leaves an invalid config to its
+// caller.
+func TestCheckWeights(t *testing.T) {
+	if _, err := PhysicalMemory(); err != nil {
+		t.Skip(err)
+	}
+	c := model.Config{Dim: 64, HiddenDim: 172, NLayers: 5, NHeads: 8, NKVHeads: 4, VocabSize: 512, SeqLen: 512,
+		RopeTheta: 10000, NormEps: 1e-5}
+	if err := CheckWeights("the weights", c); err != nil {
+		t.Errorf("a small model: %v", err)
+	}
+	huge := c
+	huge.Dim, huge.HiddenDim, huge.NLayers, huge.NHeads, huge.NKVHeads = 65536, 262144, 64, 64, 64
+	if err := CheckWeights("the weights", huge); err == nil || !strings.HasPrefix(err.Error(), "the weights would take") ||
+		!strings.Contains(err.Error(), "physical memory") {
+		t.Errorf("a model beyond memory: %v", err)
+	}
+	bad := huge
+	bad.NHeads = 0
+	if err := CheckWeights("the weights", bad); err != nil {
+		t.Errorf("an invalid config is its caller's to report: %v", err)
+	}
+}
+
 // ContextSize: 0 is min(seq_len, 4096), more than seq_len is seq_len
 // (and says so), anything else is what was asked.
 func TestContextSize(t *testing.T) {

@@ -182,6 +182,23 @@ func TestPrintable(t *testing.T) {
 	}
 }
 
+// TestPrintableText: a sequence's text is its pieces under Printable's
+// rule, so a run.c codec drops the stray high byte that a byte-level
+// tokenizer keeps.
+func TestPrintableText(t *testing.T) {
+	bytes, err := NewBytes(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int{'H' + byteOffset, 'i' + byteOffset, 0xe4 + byteOffset, '\n' + byteOffset, 299}
+	if got, want := PrintableText(bytes, 1, ids), "Hi\n<299>"; got != want {
+		t.Errorf("PrintableText(Bytes) = %q, want %q", got, want)
+	}
+	if got := PrintableText(bytes, 1, nil); got != "" {
+		t.Errorf("PrintableText(no ids) = %q", got)
+	}
+}
+
 // bpeBenchVocab is a byte-level BPE vocabulary (GGUF "gpt2") whose merges
 // spell each of longPrompt's words one character at a time, so every word
 // goes through a full run of rank merges in bpeWord.

@@ -35,3 +35,16 @@ func Printable(codec Codec, piece string) string {
 	}
 	return RunCPrintable(piece)
 }
+
+// PrintableText is the text of ids after prev (model.BOSID for a
+// sequence's first token) as a front end prints it, piece by piece:
+// Decode(prev, id) under Printable's rule, so a run.c codec's text is
+// run.c's byte for byte.
+func PrintableText(codec Codec, prev int, ids []int) string {
+	var b []byte
+	for _, id := range ids {
+		b = append(b, Printable(codec, codec.Decode(prev, id))...)
+		prev = id
+	}
+	return string(b)
+}

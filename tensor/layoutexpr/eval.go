@@ -79,18 +79,11 @@ type SyntaxError struct {
 
 // Error implements error, naming the 1-based line and column.
 func (e *SyntaxError) Error() string {
-	line, col := lineCol(e.Src, e.Pos)
-	if line == 1 {
-		return fmt.Sprintf("layout expression: column %d: %s", col, e.Msg)
+	p := Locate(e.Src, e.Pos)
+	if p.Line == 1 {
+		return fmt.Sprintf("layout expression: column %d: %s", p.Col, e.Msg)
 	}
-	return fmt.Sprintf("layout expression: line %d, column %d: %s", line, col, e.Msg)
-}
-
-// lineCol turns a byte offset into a 1-based line and column.
-func lineCol(src string, pos int) (int, int) {
-	pos = min(max(pos, 0), len(src))
-	line := 1 + strings.Count(src[:pos], "\n")
-	return line, pos - strings.LastIndexByte(src[:pos], '\n')
+	return fmt.Sprintf("layout expression: line %d, column %d: %s", p.Line, p.Col, e.Msg)
 }
 
 // Eval parses and evaluates a program on meta tensors. It returns a

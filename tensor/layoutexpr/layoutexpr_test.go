@@ -231,7 +231,7 @@ func TestEvalSyntaxErrors(t *testing.T) {
 			t.Errorf("%q: error %v, want a *SyntaxError", c.expr, err)
 			continue
 		}
-		_, col := lineCol(c.expr, se.Pos)
+		col := Locate(c.expr, se.Pos).Col
 		if col != c.col || !strings.Contains(se.Msg, c.msg) {
 			t.Errorf("%q: %v (column %d), want column %d and %q", c.expr, err, col, c.col, c.msg)
 		}
@@ -264,7 +264,7 @@ func TestEvalArgumentErrors(t *testing.T) {
 			continue
 		}
 		last := rows[len(rows)-1]
-		_, col := lineCol(c.expr, last.ErrPos)
+		col := Locate(c.expr, last.ErrPos).Col
 		if !strings.Contains(last.Error, c.msg) || col != c.col {
 			t.Errorf("%q: last row error %q at column %d, want %q at column %d", c.expr, last.Error, col, c.msg, c.col)
 		}

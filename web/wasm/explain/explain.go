@@ -13,8 +13,6 @@ package explain
 import (
 	"encoding/json"
 	"errors"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 )
@@ -68,7 +66,7 @@ func explain(src string) Explained {
 			e.Msg = se.Msg
 			e.Pos = se.Pos
 		}
-		e.Line, e.Col = lineCol(src, e.Pos)
+		e.place(src)
 		return Explained{Extra: []Extra{}, Error: e}
 	}
 	out := Explained{Rows: string(layoutexpr.MarshalRows(rows)), Extra: make([]Extra, len(rows))}
@@ -81,16 +79,15 @@ func explain(src string) Explained {
 	}
 	if last := rows[len(rows)-1]; last.Error != "" {
 		e := &Error{Kind: "step", Msg: last.Error, Step: last.Step, Pos: last.ErrPos}
-		e.Line, e.Col = lineCol(src, e.Pos)
+		e.place(src)
 		out.Error = e
 	}
 	return out
 }
 
-// lineCol turns a byte offset into a 1-based line and a 1-based column
-// counted in runes, the unit a browser's text field uses.
-func lineCol(src string, pos int) (int, int) {
-	pos = min(max(pos, 0), len(src))
-	start := strings.LastIndexByte(src[:pos], '\n') + 1
-	return 1 + strings.Count(src[:pos], "\n"), 1 + utf8.RuneCountInString(src[start:pos])
+// place sets e's line and its column in runes, the unit a browser's
+// text field uses, from its byte offset in src.
+func (e *Error) place(src string) {
+	p := layoutexpr.Locate(src, e.Pos)
+	e.Line, e.Col = p.Line, p.RuneCol()
 }

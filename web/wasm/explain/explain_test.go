@@ -80,9 +80,6 @@ func TestErrorPlacement(t *testing.T) {
 	if e.Error.Line != 2 || e.Error.Col != 1+last.ErrPos-len("x = arange(12).view(3, 4).t()  # é\n") {
 		t.Errorf("step error at line %d col %d (pos %d)", e.Error.Line, e.Error.Col, last.ErrPos)
 	}
-	if line, col := lineCol("ab\néé x", len("ab\néé ")); line != 2 || col != 4 {
-		t.Errorf("lineCol counts bytes, not characters: %d:%d", line, col)
-	}
 }
 
 // Whatever the program, Explain returns one valid JSON document whose
