@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
@@ -18,15 +19,15 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "bench.tests", Kind: kindString, Default: "pp512,tg128", Help: "tests: ppN (prompt processing) and tgN (generation)"},
-		configKey{Name: "bench.batches", Kind: kindString, Default: "1", Help: "sequences decoding together in tg tests, e.g. 1,4,16"},
-		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
-		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
-		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
-		configKey{Name: "bench.speculate", Kind: kindString, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
-		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "repetitions per row (after one warm-up)"},
-		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
-		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
+		configs.Key{Name: "bench.tests", Kind: configs.String, Default: "pp512,tg128", Help: "tests: ppN (prompt processing) and tgN (generation)"},
+		configs.Key{Name: "bench.batches", Kind: configs.String, Default: "1", Help: "sequences decoding together in tg tests, e.g. 1,4,16"},
+		configs.Key{Name: "bench.paths", Kind: configs.String, Default: "fused", Help: "attention paths, e.g. fused,naive"},
+		configs.Key{Name: "bench.threads", Kind: configs.String, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
+		configs.Key{Name: "bench.weights", Kind: configs.String, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
+		configs.Key{Name: "bench.speculate", Kind: configs.String, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
+		configs.Key{Name: "bench.reps", Kind: configs.Int, Default: 3, Range: configs.AtLeast(1), Help: "repetitions per row (after one warm-up)"},
+		configs.Key{Name: "bench.roofline", Kind: configs.Bool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
+		configs.Key{Name: "bench.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
 	)
 	register(newBenchCmd)
 }

@@ -14,33 +14,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/serve/loadgen"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "bench.serve.base-url", Kind: kindString, Default: "http://127.0.0.1:8080/v1", Help: "the server's base URL, as OpenAI clients take it (http://host:port/v1); without /v1 works too"},
-		configKey{Name: "bench.serve.served-model-name", Kind: kindString, Default: "", Help: "the model field sent; empty = the first entry of the server's /v1/models"},
-		configKey{Name: "bench.serve.endpoint", Kind: kindString, Default: "completions", Allowed: []string{"completions", "chat"}, Help: "/v1/completions or /v1/chat/completions (the prompt as one user message)"},
-		configKey{Name: "bench.serve.api-key", Kind: kindString, Default: "", Help: "bearer key sent with every request"},
-		configKey{Name: "bench.serve.num-prompts", Kind: kindInt, Default: 100, Range: inRange(1, 1e6), Help: "requests measured per request rate"},
-		configKey{Name: "bench.serve.request-rate", Kind: kindStrings, Default: []string{"inf"}, Help: "requests per second, or inf (all at t=0; the default); a list (1,2,4 or a repeated flag) runs one benchmark per rate"},
-		configKey{Name: "bench.serve.burstiness", Kind: kindFloat, Default: 1.0, Range: above(0), Help: "gamma shape of the gaps between requests: 1 = Poisson, < 1 burstier, > 1 more regular"},
-		configKey{Name: "bench.serve.max-concurrency", Kind: kindInt, Default: 0, Range: inRange(0, 1e5), Help: "most requests in flight; 0 = no bound"},
-		configKey{Name: "bench.serve.seed", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "seed of the random dataset and of the arrival times"},
-		configKey{Name: "bench.serve.dataset", Kind: kindString, Default: "random", Help: "random, or a file of JSON lines {\"prompt\": ..., \"output_len\": N}"},
-		configKey{Name: "bench.serve.input-len", Kind: kindInt, Default: 128, Range: inRange(1, 1e6), Help: "random dataset: prompt length in tokens"},
-		configKey{Name: "bench.serve.output-len", Kind: kindInt, Default: 128, Range: inRange(1, 1e6), Help: "max_tokens of each request (a file's own output_len wins)"},
-		configKey{Name: "bench.serve.range-ratio", Kind: kindFloat, Default: 0.0, Range: inRange(0, 0.99), Help: "random dataset: lengths drawn uniformly from len·(1±ratio)"},
-		configKey{Name: "bench.serve.tokenizer", Kind: kindPath, Default: "", Help: "tokenizer that counts the random prompts (tokenizer.bin, GGUF, tokenizer.json); empty = --checkpoint's, else the server's /tokenize"},
-		configKey{Name: "bench.serve.checkpoint", Kind: kindPath, Default: "", Help: "checkpoint whose tokenizer counts the random prompts (the model is not loaded)"},
-		configKey{Name: "bench.serve.ignore-eos", Kind: kindBool, Default: false, Help: "ask the server to ignore EOS, so every request generates its output length"},
-		configKey{Name: "bench.serve.warmup", Kind: kindInt, Default: 0, Range: inRange(0, 1e5), Help: "unmeasured requests sent before the benchmark"},
-		configKey{Name: "bench.serve.percentiles", Kind: kindString, Default: "99", Help: "latency percentiles reported, e.g. 50,90,99"},
-		configKey{Name: "bench.serve.goodput", Kind: kindStrings, Default: []string{}, Help: "SLOs for goodput: ttft:MS tpot:MS e2el:MS"},
-		configKey{Name: "bench.serve.output", Kind: kindString, Default: "table", Allowed: []string{"table", "json"}, Help: "output of infer bench serve: vLLM's table, or one JSON object per rate with every request"},
-		configKey{Name: "bench.serve.plot", Kind: kindPath, Default: "", Help: "PNG with the latency CDFs, and output throughput against request rate when several rates run"},
+		configs.Key{Name: "bench.serve.base-url", Kind: configs.String, Default: "http://127.0.0.1:8080/v1", Help: "the server's base URL, as OpenAI clients take it (http://host:port/v1); without /v1 works too"},
+		configs.Key{Name: "bench.serve.served-model-name", Kind: configs.String, Default: "", Help: "the model field sent; empty = the first entry of the server's /v1/models"},
+		configs.Key{Name: "bench.serve.endpoint", Kind: configs.String, Default: "completions", Allowed: []string{"completions", "chat"}, Help: "/v1/completions or /v1/chat/completions (the prompt as one user message)"},
+		configs.Key{Name: "bench.serve.api-key", Kind: configs.String, Default: "", Help: "bearer key sent with every request"},
+		configs.Key{Name: "bench.serve.num-prompts", Kind: configs.Int, Default: 100, Range: configs.InRange(1, 1e6), Help: "requests measured per request rate"},
+		configs.Key{Name: "bench.serve.request-rate", Kind: configs.Strings, Default: []string{"inf"}, Help: "requests per second, or inf (all at t=0; the default); a list (1,2,4 or a repeated flag) runs one benchmark per rate"},
+		configs.Key{Name: "bench.serve.burstiness", Kind: configs.Float, Default: 1.0, Range: configs.Above(0), Help: "gamma shape of the gaps between requests: 1 = Poisson, < 1 burstier, > 1 more regular"},
+		configs.Key{Name: "bench.serve.max-concurrency", Kind: configs.Int, Default: 0, Range: configs.InRange(0, 1e5), Help: "most requests in flight; 0 = no bound"},
+		configs.Key{Name: "bench.serve.seed", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "seed of the random dataset and of the arrival times"},
+		configs.Key{Name: "bench.serve.dataset", Kind: configs.String, Default: "random", Help: "random, or a file of JSON lines {\"prompt\": ..., \"output_len\": N}"},
+		configs.Key{Name: "bench.serve.input-len", Kind: configs.Int, Default: 128, Range: configs.InRange(1, 1e6), Help: "random dataset: prompt length in tokens"},
+		configs.Key{Name: "bench.serve.output-len", Kind: configs.Int, Default: 128, Range: configs.InRange(1, 1e6), Help: "max_tokens of each request (a file's own output_len wins)"},
+		configs.Key{Name: "bench.serve.range-ratio", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, 0.99), Help: "random dataset: lengths drawn uniformly from len·(1±ratio)"},
+		configs.Key{Name: "bench.serve.tokenizer", Kind: configs.Path, Default: "", Help: "tokenizer that counts the random prompts (tokenizer.bin, GGUF, tokenizer.json); empty = --checkpoint's, else the server's /tokenize"},
+		configs.Key{Name: "bench.serve.checkpoint", Kind: configs.Path, Default: "", Help: "checkpoint whose tokenizer counts the random prompts (the model is not loaded)"},
+		configs.Key{Name: "bench.serve.ignore-eos", Kind: configs.Bool, Default: false, Help: "ask the server to ignore EOS, so every request generates its output length"},
+		configs.Key{Name: "bench.serve.warmup", Kind: configs.Int, Default: 0, Range: configs.InRange(0, 1e5), Help: "unmeasured requests sent before the benchmark"},
+		configs.Key{Name: "bench.serve.percentiles", Kind: configs.String, Default: "99", Help: "latency percentiles reported, e.g. 50,90,99"},
+		configs.Key{Name: "bench.serve.goodput", Kind: configs.Strings, Default: []string{}, Help: "SLOs for goodput: ttft:MS tpot:MS e2el:MS"},
+		configs.Key{Name: "bench.serve.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "json"}, Help: "output of infer bench serve: vLLM's table, or one JSON object per rate with every request"},
+		configs.Key{Name: "bench.serve.plot", Kind: configs.Path, Default: "", Help: "PNG with the latency CDFs, and output throughput against request rate when several rates run"},
 	)
 }
 

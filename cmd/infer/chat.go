@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
@@ -19,9 +20,9 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "chat.system", Kind: kindString, Default: "", Help: "system prompt of infer chat"},
-		configKey{Name: "chat.template", Kind: kindString, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
-		configKey{Name: "chat.raw", Kind: kindBool, Default: false, Help: "no template: each line continues the text (base models)"},
+		configs.Key{Name: "chat.system", Kind: configs.String, Default: "", Help: "system prompt of infer chat"},
+		configs.Key{Name: "chat.template", Kind: configs.String, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
+		configs.Key{Name: "chat.raw", Kind: configs.Bool, Default: false, Help: "no template: each line continues the text (base models)"},
 	)
 	register(newChatCmd)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/tensor"
@@ -20,10 +21,10 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "compare.contexts", Kind: kindString, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
-		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Range: atLeast(0), Help: "decode steps after each sweep point's prefill"},
-		configKey{Name: "compare.plot", Kind: kindPath, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
-		configKey{Name: "compare.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
+		configs.Key{Name: "compare.contexts", Kind: configs.String, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
+		configs.Key{Name: "compare.decode", Kind: configs.Int, Default: 32, Range: configs.AtLeast(0), Help: "decode steps after each sweep point's prefill"},
+		configs.Key{Name: "compare.plot", Kind: configs.Path, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
+		configs.Key{Name: "compare.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
 	)
 	register(newCompareCmd)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
@@ -17,12 +18,12 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
-		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
+		configs.Key{Name: "export.out", Kind: configs.Path, Default: "", Help: "file infer export writes"},
+		configs.Key{Name: "export.format", Kind: configs.String, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
 			Help: "checkpoint format: legacy (float32, run.c), v2 (Q8_0, runq.c) or gguf (llama.cpp)"},
-		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
+		configs.Key{Name: "export.type", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
 			Help: "gguf weight type: f32, f16, or a ggml block type of 32 weights: q8_0, q4_1, q5_0 or q5_1"},
-		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
+		configs.Key{Name: "export.group_size", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
 	register(newExportCmd)

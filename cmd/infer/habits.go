@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/tokenizer"
 
 	"github.com/spf13/cobra"
@@ -143,23 +144,23 @@ func checkBoolValues(root *cobra.Command, args []string) error {
 // reads (a typo, or a key that lives in a section: INFER_OUTPUT for
 // generate.output is INFER_GENERATE_OUTPUT), naming the closest one.
 func (a *app) warnUnknownEnv(w io.Writer) {
-	known := map[string]bool{envName("config"): true}
+	known := map[string]bool{configs.EnvName("config"): true}
 	byEnv := map[string]string{}
-	for name := range a.reg.keys {
-		known[envName(name)] = true
-		byEnv[envName(name)] = name
+	for _, name := range a.reg.keys.Names() {
+		known[configs.EnvName(name)] = true
+		byEnv[configs.EnvName(name)] = name
 	}
 	var unknown []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, envPrefix+"_") && !known[name] {
+		if strings.HasPrefix(name, configs.EnvPrefix+"_") && !known[name] {
 			unknown = append(unknown, name)
 		}
 	}
 	slices.Sort(unknown)
 	for _, name := range unknown {
-		key := strings.ToLower(strings.TrimPrefix(name, envPrefix+"_"))
-		hint := a.reg.suggest(key)
+		key := strings.ToLower(strings.TrimPrefix(name, configs.EnvPrefix+"_"))
+		hint := a.reg.keys.Suggest(key)
 		if strings.HasPrefix(hint, "known keys") {
 			hint = "see infer --help for the keys"
 		} else {

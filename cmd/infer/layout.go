@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 )
 
@@ -22,7 +23,7 @@ import (
 // [3,4].
 
 func init() {
-	registerKeys(configKey{Name: "layout.output", Kind: kindString, Default: "table",
+	registerKeys(configs.Key{Name: "layout.output", Kind: configs.String, Default: "table",
 		Allowed: []string{"table", "json"}, Help: "output format of infer layout"})
 	register(newLayoutCmd)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
@@ -24,29 +25,29 @@ import (
 // weight dtype, and the engine (attention path, KV cache, threads).
 func init() {
 	registerKeys(
-		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
-		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
-		configKey{Name: "synthetic.seed", Kind: kindInt, Default: 42, Help: "seed of the synthetic model's weights"},
-		configKey{Name: "synthetic.dim", Kind: kindInt, Default: 64, Help: "synthetic model: width"},
-		configKey{Name: "synthetic.hidden_dim", Kind: kindInt, Default: 172, Help: "synthetic model: SwiGLU width"},
-		configKey{Name: "synthetic.n_layers", Kind: kindInt, Default: 4, Help: "synthetic model: layers"},
-		configKey{Name: "synthetic.n_heads", Kind: kindInt, Default: 8, Help: "synthetic model: query heads"},
-		configKey{Name: "synthetic.n_kv_heads", Kind: kindInt, Default: 2, Help: "synthetic model: KV heads"},
-		configKey{Name: "synthetic.vocab_size", Kind: kindInt, Default: 259, Help: "synthetic model: vocabulary"},
-		configKey{Name: "synthetic.seq_len", Kind: kindInt, Default: 2048, Help: "synthetic model: max positions"},
-		configKey{Name: "weights", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
-		configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
-		configKey{Name: "block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size (tokens)"},
-		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
-		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
-		configKey{Name: "kv_dtype", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
-		configKey{Name: "threads", Kind: kindInt, Default: 0, Range: inRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
-		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "most sequences running at once; 0 = no cap"},
-		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
-		configKey{Name: "speculate", Kind: kindString, Default: "off", Allowed: []string{"off", "ngram"}, Help: "speculative decoding: off, or ngram (prompt lookup)"},
-		configKey{Name: "draft", Kind: kindInt, Default: engine.DefaultDraft, Range: inRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
-		configKey{Name: "ngram_min", Kind: kindInt, Default: engine.DefaultNgramMin, Range: inRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
-		configKey{Name: "ngram_max", Kind: kindInt, Default: engine.DefaultNgramMax, Range: inRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
+		configs.Key{Name: "checkpoint", Kind: configs.Path, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
+		configs.Key{Name: "tokenizer", Kind: configs.Path, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
+		configs.Key{Name: "synthetic.seed", Kind: configs.Int, Default: 42, Help: "seed of the synthetic model's weights"},
+		configs.Key{Name: "synthetic.dim", Kind: configs.Int, Default: 64, Help: "synthetic model: width"},
+		configs.Key{Name: "synthetic.hidden_dim", Kind: configs.Int, Default: 172, Help: "synthetic model: SwiGLU width"},
+		configs.Key{Name: "synthetic.n_layers", Kind: configs.Int, Default: 4, Help: "synthetic model: layers"},
+		configs.Key{Name: "synthetic.n_heads", Kind: configs.Int, Default: 8, Help: "synthetic model: query heads"},
+		configs.Key{Name: "synthetic.n_kv_heads", Kind: configs.Int, Default: 2, Help: "synthetic model: KV heads"},
+		configs.Key{Name: "synthetic.vocab_size", Kind: configs.Int, Default: 259, Help: "synthetic model: vocabulary"},
+		configs.Key{Name: "synthetic.seq_len", Kind: configs.Int, Default: 2048, Help: "synthetic model: max positions"},
+		configs.Key{Name: "weights", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
+		configs.Key{Name: "path", Kind: configs.String, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
+		configs.Key{Name: "block_size", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "KV cache block size (tokens)"},
+		configs.Key{Name: "num_blocks", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
+		configs.Key{Name: "kv_memory", Kind: configs.String, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
+		configs.Key{Name: "kv_dtype", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
+		configs.Key{Name: "threads", Kind: configs.Int, Default: 0, Range: configs.InRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
+		configs.Key{Name: "max_batch", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "most sequences running at once; 0 = no cap"},
+		configs.Key{Name: "prefix_sharing", Kind: configs.Bool, Default: true, Help: "share KV blocks of common prompt prefixes"},
+		configs.Key{Name: "speculate", Kind: configs.String, Default: "off", Allowed: []string{"off", "ngram"}, Help: "speculative decoding: off, or ngram (prompt lookup)"},
+		configs.Key{Name: "draft", Kind: configs.Int, Default: engine.DefaultDraft, Range: configs.InRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
+		configs.Key{Name: "ngram_min", Kind: configs.Int, Default: engine.DefaultNgramMin, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
+		configs.Key{Name: "ngram_max", Kind: configs.Int, Default: engine.DefaultNgramMax, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
 	)
 }
 

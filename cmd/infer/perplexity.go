@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
@@ -15,9 +16,9 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "perplexity.ctx", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens per chunk; 0 = min(seq_len, 512)"},
-		configKey{Name: "perplexity.file", Kind: kindPath, Default: "", Help: "text to score; empty = the argument, else stdin"},
-		configKey{Name: "perplexity.output", Kind: kindString, Default: "text", Allowed: []string{"text", "json"}, Help: "output of infer perplexity"},
+		configs.Key{Name: "perplexity.ctx", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "tokens per chunk; 0 = min(seq_len, 512)"},
+		configs.Key{Name: "perplexity.file", Kind: configs.Path, Default: "", Help: "text to score; empty = the argument, else stdin"},
+		configs.Key{Name: "perplexity.output", Kind: configs.String, Default: "text", Allowed: []string{"text", "json"}, Help: "output of infer perplexity"},
 	)
 	register(newPerplexityCmd)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/serve"
 )
@@ -14,14 +15,14 @@ import (
 // (docs/serving.md's guarantees table), the key file and CORS.
 func init() {
 	registerKeys(
-		configKey{Name: "serve.read_header_timeout", Kind: kindDuration, Default: 10 * time.Second, Help: "longest a client may take to send a request's headers (slowloris); then it is disconnected"},
-		configKey{Name: "serve.body_timeout", Kind: kindDuration, Default: time.Minute, Help: "longest a client may take to send a request's body; then 408"},
-		configKey{Name: "serve.idle_timeout", Kind: kindDuration, Default: 2 * time.Minute, Help: "a keep-alive connection idle this long is closed"},
-		configKey{Name: "serve.write_timeout", Kind: kindDuration, Default: time.Minute, Help: "a stream whose client reads nothing for this long is dropped and its sequences cancelled"},
-		configKey{Name: "serve.max_header_bytes", Kind: kindString, Default: "64KiB", Help: "largest request line plus headers; beyond, 431"},
-		configKey{Name: "serve.max_connections", Kind: kindInt, Default: 512, Range: atLeast(1), Help: "most open connections; one beyond gets 503 with Retry-After and is closed"},
-		configKey{Name: "serve.cors_origin", Kind: kindStrings, Default: []string{}, Help: "browser origins allowed to call the API (repeatable; * = any); none = no CORS headers"},
-		configKey{Name: "api_key_file", Kind: kindString, Default: "", Help: "file of accepted bearer keys, one a line (# comments and blank lines skipped), added to api_key"},
+		configs.Key{Name: "serve.read_header_timeout", Kind: configs.Duration, Default: 10 * time.Second, Help: "longest a client may take to send a request's headers (slowloris); then it is disconnected"},
+		configs.Key{Name: "serve.body_timeout", Kind: configs.Duration, Default: time.Minute, Help: "longest a client may take to send a request's body; then 408"},
+		configs.Key{Name: "serve.idle_timeout", Kind: configs.Duration, Default: 2 * time.Minute, Help: "a keep-alive connection idle this long is closed"},
+		configs.Key{Name: "serve.write_timeout", Kind: configs.Duration, Default: time.Minute, Help: "a stream whose client reads nothing for this long is dropped and its sequences cancelled"},
+		configs.Key{Name: "serve.max_header_bytes", Kind: configs.String, Default: "64KiB", Help: "largest request line plus headers; beyond, 431"},
+		configs.Key{Name: "serve.max_connections", Kind: configs.Int, Default: 512, Range: configs.AtLeast(1), Help: "most open connections; one beyond gets 503 with Retry-After and is closed"},
+		configs.Key{Name: "serve.cors_origin", Kind: configs.Strings, Default: []string{}, Help: "browser origins allowed to call the API (repeatable; * = any); none = no CORS headers"},
+		configs.Key{Name: "api_key_file", Kind: configs.String, Default: "", Help: "file of accepted bearer keys, one a line (# comments and blank lines skipped), added to api_key"},
 	)
 }
 

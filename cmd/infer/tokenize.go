@@ -10,16 +10,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "tokenize.output", Kind: kindString, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
-		configKey{Name: "tokenize.no_bos", Kind: kindBool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
-		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
-		configKey{Name: "tokenize.detokenize", Kind: kindBool, Default: false, Help: "read ids and print their text"},
+		configs.Key{Name: "tokenize.output", Kind: configs.String, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
+		configs.Key{Name: "tokenize.no_bos", Kind: configs.Bool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
+		configs.Key{Name: "tokenize.parse_special", Kind: configs.Bool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
+		configs.Key{Name: "tokenize.detokenize", Kind: configs.Bool, Default: false, Help: "read ids and print their text"},
 	)
 	register(newTokenizeCmd)
 }

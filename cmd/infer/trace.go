@@ -8,21 +8,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/tensor"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "trace.path", Kind: kindString, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
-		configKey{Name: "trace.meta", Kind: kindBool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
-		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Range: atLeast(1), Help: "B: sequences"},
-		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "S: new tokens per sequence"},
-		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
-		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "H: query heads; 0 = the model's"},
-		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
-		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "D: head width; 0 = the model's"},
-		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
-		configKey{Name: "trace.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
+		configs.Key{Name: "trace.path", Kind: configs.String, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
+		configs.Key{Name: "trace.meta", Kind: configs.Bool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
+		configs.Key{Name: "trace.batch", Kind: configs.Int, Default: 1, Range: configs.AtLeast(1), Help: "B: sequences"},
+		configs.Key{Name: "trace.seq", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "S: new tokens per sequence"},
+		configs.Key{Name: "trace.past", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
+		configs.Key{Name: "trace.heads", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "H: query heads; 0 = the model's"},
+		configs.Key{Name: "trace.kv_heads", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
+		configs.Key{Name: "trace.head_dim", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "D: head width; 0 = the model's"},
+		configs.Key{Name: "trace.block_size", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "KV cache block size"},
+		configs.Key{Name: "trace.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
 	)
 	register(newTraceCmd)
 }

@@ -61,6 +61,8 @@ var rules = []rule{
 		imports: []string{"tensor", "tensor/kernels", "kvcache"}},
 	{pkg: "model/tokenizer", concept: "tokenization (SentencePiece BPE, byte-level BPE), knowing no model"},
 	{pkg: "model/mapfile", concept: "read-only file mappings for checkpoint loaders"},
+	{pkg: "configs", concept: "typed settings: keys declared once, read from flag > INFER_* env > YAML file > default, each value checked with one clear line",
+		external: []string{pflag, viper}},
 	{pkg: "model/chat", concept: "chat templates: the built-ins, a model's own, the fallback, the guard and budget, and the prompt's token ids (control tokens from markup only)",
 		imports: []string{"model/tokenizer"}, external: []string{jinja}},
 	{pkg: "model", concept: "the LLM: Config, Weights, Forward, Sampler, the Source contract formats implement",
