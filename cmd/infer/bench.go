@@ -144,14 +144,14 @@ type benchPlan struct {
 func parseBenchPlan(a *app) (benchPlan, error) {
 	var p benchPlan
 	var err error
-	if p.tests, err = parseBenchTests(a.getString("bench.tests")); err != nil {
+	if p.tests, err = parseBenchTests(a.cfg.String("bench.tests")); err != nil {
 		return p, err
 	}
-	if p.batches, err = parseIntList("batches", a.getString("bench.batches")); err != nil {
+	if p.batches, err = parseIntList("batches", a.cfg.String("bench.batches")); err != nil {
 		return p, err
 	}
-	p.threads = []int{a.getInt("threads")}
-	if s := strings.TrimSpace(a.getString("bench.threads")); s != "" {
+	p.threads = []int{a.cfg.Int("threads")}
+	if s := strings.TrimSpace(a.cfg.String("bench.threads")); s != "" {
 		if p.threads, err = parseIntList("threads", s); err != nil {
 			return p, err
 		}
@@ -161,15 +161,15 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 			}
 		}
 	}
-	for _, path := range strings.Split(a.getString("bench.paths"), ",") {
+	for _, path := range strings.Split(a.cfg.String("bench.paths"), ",") {
 		path = strings.TrimSpace(path)
 		if path != "fused" && path != "naive" {
 			return p, fmt.Errorf("--paths: %q is not fused or naive", path)
 		}
 		p.paths = append(p.paths, path)
 	}
-	p.specs = []string{a.getString("speculate")}
-	if sp := strings.TrimSpace(a.getString("bench.speculate")); sp != "" {
+	p.specs = []string{a.cfg.String("speculate")}
+	if sp := strings.TrimSpace(a.cfg.String("bench.speculate")); sp != "" {
 		p.specs = nil
 		for _, m := range strings.Split(sp, ",") {
 			m = strings.TrimSpace(m)
@@ -179,9 +179,9 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 			p.specs = append(p.specs, m)
 		}
 	}
-	p.reps = a.getInt("bench.reps")
-	p.weightsList = []string{a.getString("weights")}
-	if s := strings.TrimSpace(a.getString("bench.weights")); s != "" {
+	p.reps = a.cfg.Int("bench.reps")
+	p.weightsList = []string{a.cfg.String("weights")}
+	if s := strings.TrimSpace(a.cfg.String("bench.weights")); s != "" {
 		p.weightsList = nil
 		for _, w := range strings.Split(s, ",") {
 			w = strings.TrimSpace(w)
@@ -309,7 +309,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// each timed run is compared with the bandwidth of its own minute on a
 	// machine whose speed drifts.
 	var probe *engine.BandwidthProbe
-	roofline := a.getBool("bench.roofline")
+	roofline := a.cfg.Bool("bench.roofline")
 	if roofline {
 		probe = engine.NewBandwidthProbe(maxInt(plan.threads), benchProbeBytes)
 		defer probe.Close()
@@ -332,7 +332,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// The rows measured are printed even when a run failed or was
 	// interrupted part way (with the repetitions they got).
 	if len(rows) > 0 {
-		if err := writeBenchAs(cmd.OutOrStdout(), a.getString("bench.output"), rows, roofline); err != nil {
+		if err := writeBenchAs(cmd.OutOrStdout(), a.cfg.String("bench.output"), rows, roofline); err != nil {
 			return err
 		}
 	}

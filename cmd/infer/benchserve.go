@@ -112,20 +112,20 @@ type benchServePlan struct {
 func parseBenchServe(a *app, slos []string) (benchServePlan, error) {
 	var p benchServePlan
 	var err error
-	if p.rates, err = loadgen.ParseRates(a.getStrings("bench.serve.request-rate")); err != nil {
+	if p.rates, err = loadgen.ParseRates(a.cfg.Strings("bench.serve.request-rate")); err != nil {
 		return p, err
 	}
-	if p.percentiles, err = loadgen.ParsePercentiles(a.getString("bench.serve.percentiles")); err != nil {
+	if p.percentiles, err = loadgen.ParsePercentiles(a.cfg.String("bench.serve.percentiles")); err != nil {
 		return p, err
 	}
-	if p.slo, err = loadgen.ParseGoodput(append(a.getStrings("bench.serve.goodput"), slos...)); err != nil {
+	if p.slo, err = loadgen.ParseGoodput(append(a.cfg.Strings("bench.serve.goodput"), slos...)); err != nil {
 		return p, err
 	}
-	if a.getPath("bench.serve.tokenizer") != "" && a.getPath("bench.serve.checkpoint") != "" {
+	if a.cfg.Path("bench.serve.tokenizer") != "" && a.cfg.Path("bench.serve.checkpoint") != "" {
 		return p, errors.New("give --tokenizer or --checkpoint, not both")
 	}
-	p.cfg = loadgen.Config{Burstiness: a.getFloat("bench.serve.burstiness"), MaxConcurrency: a.getInt("bench.serve.max-concurrency"),
-		Seed: uint64(a.getInt("bench.serve.seed")), Warmup: a.getInt("bench.serve.warmup"), IgnoreEOS: a.getBool("bench.serve.ignore-eos")}
+	p.cfg = loadgen.Config{Burstiness: a.cfg.Float("bench.serve.burstiness"), MaxConcurrency: a.cfg.Int("bench.serve.max-concurrency"),
+		Seed: uint64(a.cfg.Int("bench.serve.seed")), Warmup: a.cfg.Int("bench.serve.warmup"), IgnoreEOS: a.cfg.Bool("bench.serve.ignore-eos")}
 	return p, nil
 }
 
@@ -136,19 +136,19 @@ func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
 	}
 	ctx := cmd.Context()
 	var plot *outfile.File
-	if path := a.getPath("bench.serve.plot"); path != "" {
+	if path := a.cfg.Path("bench.serve.plot"); path != "" {
 		if plot, err = outfile.Create(ctx, path); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		defer plot.Abort()
 	}
-	tg, err := loadgen.NewTarget(a.getString("bench.serve.base-url"), a.getString("bench.serve.api-key"), plan.cfg.MaxConcurrency)
+	tg, err := loadgen.NewTarget(a.cfg.String("bench.serve.base-url"), a.cfg.String("bench.serve.api-key"), plan.cfg.MaxConcurrency)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	tg.Chat = a.getString("bench.serve.endpoint") == "chat"
-	if tg.Model = a.getString("bench.serve.served-model-name"); tg.Model == "" {
+	tg.Chat = a.cfg.String("bench.serve.endpoint") == "chat"
+	if tg.Model = a.cfg.String("bench.serve.served-model-name"); tg.Model == "" {
 		models, err := tg.Models(ctx)
 		if err != nil {
 			return err
@@ -162,7 +162,7 @@ func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
 	if err != nil {
 		return err
 	}
-	if n := a.getInt("bench.serve.num-prompts"); len(prompts) > n {
+	if n := a.cfg.Int("bench.serve.num-prompts"); len(prompts) > n {
 		// The random dataset's extra prompts are the warm-up's own.
 		prompts, plan.cfg.WarmupPrompts = prompts[:n], prompts[n:]
 	}
@@ -200,12 +200,12 @@ func benchServeRates(ctx context.Context, a *app, cmd *cobra.Command, tg *loadge
 		if res == nil {
 			return reports, err
 		}
-		rep := loadgen.NewReport(res, plan.percentiles, plan.slo, tg.Model, a.getString("bench.serve.endpoint"), counter, start)
+		rep := loadgen.NewReport(res, plan.percentiles, plan.slo, tg.Model, a.cfg.String("bench.serve.endpoint"), counter, start)
 		reports = append(reports, rep)
-		if i > 0 && a.getString("bench.serve.output") == "table" {
+		if i > 0 && a.cfg.String("bench.serve.output") == "table" {
 			fmt.Fprintln(cmd.OutOrStdout())
 		}
-		if werr := writeBenchServe(cmd.OutOrStdout(), a.getString("bench.serve.output"), rep); werr != nil {
+		if werr := writeBenchServe(cmd.OutOrStdout(), a.cfg.String("bench.serve.output"), rep); werr != nil {
 			return reports, werr
 		}
 		if err != nil {
@@ -237,9 +237,9 @@ func firstFailure(recs []loadgen.Record) string {
 
 // benchServeDataset builds the prompts, and names what counted them.
 func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.Writer) ([]loadgen.Prompt, string, error) {
-	n, outLen := a.getInt("bench.serve.num-prompts"), a.getInt("bench.serve.output-len")
-	if ds := a.getString("bench.serve.dataset"); ds != "random" {
-		path := a.getPath("bench.serve.dataset")
+	n, outLen := a.cfg.Int("bench.serve.num-prompts"), a.cfg.Int("bench.serve.output-len")
+	if ds := a.cfg.String("bench.serve.dataset"); ds != "random" {
+		path := a.cfg.Path("bench.serve.dataset")
 		raw, err := readCapped(path, "dataset")
 		if err != nil {
 			return nil, "", err
@@ -258,8 +258,8 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 	// The warm-up gets prompts of its own (drawn after the measured
 	// ones, which stay the same whatever --warmup is), so no server's
 	// prefix cache holds a measured prompt.
-	r := loadgen.Random{N: n + a.getInt("bench.serve.warmup"), InputLen: a.getInt("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.getFloat("bench.serve.range-ratio")}
-	rng := rand.New(rand.NewPCG(uint64(a.getInt("bench.serve.seed")), 0xda7a))
+	r := loadgen.Random{N: n + a.cfg.Int("bench.serve.warmup"), InputLen: a.cfg.Int("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.cfg.Float("bench.serve.range-ratio")}
+	rng := rand.New(rand.NewPCG(uint64(a.cfg.Int("bench.serve.seed")), 0xda7a))
 	ps, inexact, err := loadgen.RandomPrompts(ctx, r, rng, count)
 	if err != nil {
 		if counter == "server" {
@@ -276,7 +276,7 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 // benchServeCounter is what counts the random prompts' tokens: a local
 // tokenizer (--tokenizer, or --checkpoint's own), else the server.
 func benchServeCounter(a *app, tg *loadgen.Target) (loadgen.Counter, string, func(), error) {
-	tokPath, ckPath := a.getPath("bench.serve.tokenizer"), a.getPath("bench.serve.checkpoint")
+	tokPath, ckPath := a.cfg.Path("bench.serve.tokenizer"), a.cfg.Path("bench.serve.checkpoint")
 	switch {
 	case tokPath != "":
 		tok, err := checkpoint.OpenTokenizer(tokPath)

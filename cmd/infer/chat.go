@@ -88,20 +88,20 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if h := tokenizerHint(a, lm); h != "" {
 		fmt.Fprintln(stderr, h)
 	}
-	s := &chatSession{lm: lm, stops: a.getStrings("stop"), out: cmd.OutOrStdout(), log: stderr}
-	if !a.getBool("chat.raw") {
-		if s.tmpl, err = chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
+	s := &chatSession{lm: lm, stops: a.cfg.Strings("stop"), out: cmd.OutOrStdout(), log: stderr}
+	if !a.cfg.Bool("chat.raw") {
+		if s.tmpl, err = chat.Select(a.cfg.String("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
 			return err
 		}
 	}
-	s.conv = chat.NewConversation(s.tmpl, lm.codec, lm.addBOS(), a.getString("chat.system"))
+	s.conv = chat.NewConversation(s.tmpl, lm.codec, lm.addBOS(), a.cfg.String("chat.system"))
 	c := lm.m.Config
 	ctxLen := contextSize(a, c, stderr)
 	if s.rule, err = newStepsRule(a, ctxLen, stderr); err != nil {
 		return err
 	}
 	s.limit = min(s.rule.steps, ctxLen)
-	if s.rule.nPredict != 0 || a.source("steps") == "default" {
+	if s.rule.nPredict != 0 || a.cfg.Source("steps") == "default" {
 		s.limit = ctxLen // -n caps each reply; the context caps the conversation
 	}
 	opts, err := engineOptions(a, nil)

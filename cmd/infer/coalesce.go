@@ -81,19 +81,19 @@ Settings may come from a YAML file with a coalesce: section, e.g.
 
 // coalesceWorkload reads the workload from the coalesce.* keys.
 func coalesceWorkload(a *app) (cuda.Workload, error) {
-	dt, err := tensor.ParseDType(a.getString("coalesce.dtype"))
+	dt, err := tensor.ParseDType(a.cfg.String("coalesce.dtype"))
 	if err != nil {
 		return cuda.Workload{}, fmt.Errorf("--dtype: %v", err)
 	}
-	phase, err := cuda.ParsePhase(a.getString("coalesce.phase"))
+	phase, err := cuda.ParsePhase(a.cfg.String("coalesce.phase"))
 	if err != nil {
 		return cuda.Workload{}, fmt.Errorf("--phase: %v", err)
 	}
 	w := cuda.Workload{
-		Batch: a.getInt("coalesce.batch"), Seq: a.getInt("coalesce.seq"),
-		Heads: a.getInt("coalesce.heads"), KVHeads: a.getInt("coalesce.kv_heads"), HeadDim: a.getInt("coalesce.head_dim"),
-		BlockSize: a.getInt("coalesce.block_size"), DType: dt, Phase: phase, Partition: a.getInt("coalesce.partition"),
-		Bandwidth: a.getFloat("coalesce.bandwidth") * 1e12,
+		Batch: a.cfg.Int("coalesce.batch"), Seq: a.cfg.Int("coalesce.seq"),
+		Heads: a.cfg.Int("coalesce.heads"), KVHeads: a.cfg.Int("coalesce.kv_heads"), HeadDim: a.cfg.Int("coalesce.head_dim"),
+		BlockSize: a.cfg.Int("coalesce.block_size"), DType: dt, Phase: phase, Partition: a.cfg.Int("coalesce.partition"),
+		Bandwidth: a.cfg.Float("coalesce.bandwidth") * 1e12,
 	}
 	return w, w.Validate()
 }
@@ -105,9 +105,9 @@ func runCoalesce(a *app, cmd *cobra.Command) error {
 	}
 	var c *cuda.Comparison
 	device := ""
-	switch a.getString("coalesce.device") {
+	switch a.cfg.String("coalesce.device") {
 	case "cuda":
-		reps := a.getInt("coalesce.reps")
+		reps := a.cfg.Int("coalesce.reps")
 		if reps < 1 {
 			return fmt.Errorf("--reps %d must be ≥ 1", reps)
 		}
@@ -124,5 +124,5 @@ func runCoalesce(a *app, cmd *cobra.Command) error {
 			return err
 		}
 	}
-	return c.Report(a.getBool("coalesce.warps"), device).Write(cmd.OutOrStdout(), a.getString("coalesce.output"))
+	return c.Report(a.cfg.Bool("coalesce.warps"), device).Write(cmd.OutOrStdout(), a.cfg.String("coalesce.output"))
 }

@@ -160,7 +160,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	if err := engine.CheckMemory(lm.m.Config, opts); err != nil {
 		return err
 	}
-	spec := strings.TrimSpace(a.getString("compare.contexts"))
+	spec := strings.TrimSpace(a.cfg.String("compare.contexts"))
 	var contexts []int
 	if spec != "" {
 		if contexts, err = parseContexts(spec); err != nil {
@@ -170,7 +170,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	// The chart's file is opened before the sweep, so a path that cannot
 	// be written fails at once instead of after minutes of measuring.
 	var plot *outfile.File
-	if path := a.getPath("compare.plot"); path != "" {
+	if path := a.cfg.Path("compare.plot"); path != "" {
 		if len(contexts) < 2 {
 			return fmt.Errorf("--plot needs a sweep of at least two --contexts")
 		}
@@ -185,7 +185,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	}
 	// The rows measured are printed even when the sweep was interrupted
 	// or failed part way, and before the chart is drawn.
-	if err := writeCompare(out, a.getString("compare.output"), compareHeader(lm, opts), points); err != nil {
+	if err := writeCompare(out, a.cfg.String("compare.output"), compareHeader(lm, opts), points); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -223,7 +223,7 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 		if err := ctx.Err(); err != nil {
 			return points, err
 		}
-		mk, err := engine.ContextRequests(lm.m.Config, L, a.getInt("compare.decode"))
+		mk, err := engine.ContextRequests(lm.m.Config, L, a.cfg.Int("compare.decode"))
 		if err != nil {
 			return points, err
 		}
@@ -278,7 +278,7 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []eng
 			return nil, err
 		}
 	}
-	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
+	steps := clampSteps(a.cfg.Int("steps"), c.SeqLen, stderr)
 	st, seed := samplerSettings(a, lm), samplerSeed(a)
 	return func() []engine.Request {
 		reqs := make([]engine.Request, len(prompts))

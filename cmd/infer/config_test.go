@@ -32,8 +32,8 @@ func demoRegistry(t *testing.T) *registry {
 		r.commands = append(r.commands, func(a *app) *cobra.Command {
 			cmd := &cobra.Command{Use: name, RunE: func(cmd *cobra.Command, _ []string) error {
 				fmt.Fprintf(cmd.OutOrStdout(), "count=%d mode=%s file=%s ratio=%g on=%v wait=%v",
-					a.getInt("demo.count"), a.getString("demo.mode"), a.getPath("demo.file"),
-					a.getFloat("demo.ratio"), a.getBool("demo.on"), a.getDuration("demo.wait"))
+					a.cfg.Int("demo.count"), a.cfg.String("demo.mode"), a.cfg.Path("demo.file"),
+					a.cfg.Float("demo.ratio"), a.cfg.Bool("demo.on"), a.cfg.Duration("demo.wait"))
 				return nil
 			}}
 			a.flag(cmd, "count", "demo.count", "a count")

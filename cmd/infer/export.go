@@ -85,15 +85,15 @@ written through; a directory, socket or block device is refused.`,
 // runExport checks that --group-size and --type go with their --format,
 // loads the model, writes it to --out and reports its size and shape.
 func runExport(a *app, cmd *cobra.Command) error {
-	out := a.getPath("export.out")
+	out := a.cfg.Path("export.out")
 	if out == "" {
 		return fmt.Errorf("export: --out FILE is required")
 	}
-	format, gs := a.getString("export.format"), a.getInt("export.group_size")
+	format, gs := a.cfg.String("export.format"), a.cfg.Int("export.group_size")
 	if format != "v2" && gs != 0 {
 		return fmt.Errorf("export: --group-size applies to --format v2 only")
 	}
-	if format != "gguf" && a.getString("export.type") != "f32" {
+	if format != "gguf" && a.cfg.String("export.type") != "f32" {
 		return fmt.Errorf("export: --type applies to --format gguf only")
 	}
 	lm, err := loadModel(a)
@@ -158,12 +158,12 @@ func withProgress(write func(*bufio.Writer) error, bar *progress) func(*bufio.Wr
 // (checkpoint.GGUFVocab): the --tokenizer file's, else the GGUF
 // checkpoint's own.
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
-	typ, ok := gguf.ExportType(a.getString("export.type"))
+	typ, ok := gguf.ExportType(a.cfg.String("export.type"))
 	if !ok {
-		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.getString("export.type"))
+		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.cfg.String("export.type"))
 	}
 	opts := gguf.ExportOptions{Type: typ}
-	err := checkpoint.GGUFVocab(&opts, a.getPath("tokenizer"), a.getPath("checkpoint"), lm.codec, lm.m.Config.VocabSize)
+	err := checkpoint.GGUFVocab(&opts, a.cfg.Path("tokenizer"), a.cfg.Path("checkpoint"), lm.codec, lm.m.Config.VocabSize)
 	return opts, err
 }
 

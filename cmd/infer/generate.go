@@ -167,7 +167,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 	// The prompts run on the online loop, the scheduler infer serve
 	// submits to: Run's requests join it (docs/serving.md).
 	e.Start()
-	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
+	g := &generation{lm: lm, prompts: ps, format: a.cfg.String("generate.output"),
 		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]engine.Result, len(ps))}
 	seed := samplerSeed(a)
 	g.seqs = make([]seqTrack, len(ps))
@@ -182,7 +182,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
 			StopTokens: lm.gen.StopTokens,
 			Sampler:    newSampler(a, lm, seed, ids[i])}
-		r.Stop = a.getStrings("stop")
+		r.Stop = a.cfg.Strings("stop")
 		g.track(i, &r)
 		reqs = append(reqs, r)
 	}

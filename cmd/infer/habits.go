@@ -204,7 +204,7 @@ func readStdin(r io.Reader) (string, error) {
 // the byte tokenizer's (259 ids) when no --tokenizer was given: its text
 // would print as <403><407>... .
 func tokenizerHint(a *app, lm *loadedModel) string {
-	if a.getString("checkpoint") == syntheticCheckpoint || a.getPath("tokenizer") != "" || lm.m.Config.VocabSize == 259 {
+	if a.cfg.String("checkpoint") == syntheticCheckpoint || a.cfg.Path("tokenizer") != "" || lm.m.Config.VocabSize == 259 {
 		return ""
 	}
 	if _, bytes := lm.codec.(*tokenizer.Bytes); !bytes {

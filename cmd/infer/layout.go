@@ -111,7 +111,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if a.getString("layout.output") == "json" {
+	if a.cfg.String("layout.output") == "json" {
 		_, err = out.Write(layoutexpr.MarshalRows(rows))
 	} else {
 		err = layoutexpr.WriteTable(out, rows)

@@ -68,8 +68,8 @@ func specFlags(a *app, cmd *cobra.Command, skip ...string) {
 
 // speculation reads the speculation keys.
 func speculation(a *app) (engine.Speculation, error) {
-	sp := engine.Speculation{Method: a.getString("speculate"), Draft: a.getInt("draft"),
-		NgramMin: a.getInt("ngram_min"), NgramMax: a.getInt("ngram_max")}
+	sp := engine.Speculation{Method: a.cfg.String("speculate"), Draft: a.cfg.Int("draft"),
+		NgramMin: a.cfg.Int("ngram_min"), NgramMax: a.cfg.Int("ngram_max")}
 	if sp.NgramMax < sp.NgramMin {
 		return sp, fmt.Errorf("ngram_max %d is less than ngram_min %d", sp.NgramMax, sp.NgramMin)
 	}
@@ -122,7 +122,7 @@ var shortFlags = map[string]string{"checkpoint": "m", "threads": "t"}
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
 func samplerSeed(a *app) uint64 {
-	if s := a.getInt("seed"); s != 0 {
+	if s := a.cfg.Int("seed"); s != 0 {
 		return uint64(s)
 	}
 	return uint64(time.Now().Unix())
@@ -152,7 +152,7 @@ type loadedModel struct {
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
 // tokenizer, with the weights key's dtype.
-func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.getString("weights")) }
+func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.cfg.String("weights")) }
 
 // loadModelAs is loadModel with weight dtype weights (f32, f16, bf16 or
 // q8_0) in place of the weights key: checkpoint.Open (the built-in
@@ -166,10 +166,10 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	var lm *loadedModel
 	// The word, not a path: a config file's relative paths are resolved
 	// against its folder, "synthetic" is not.
-	if a.getString("checkpoint") == syntheticCheckpoint {
+	if a.cfg.String("checkpoint") == syntheticCheckpoint {
 		lm, err = synthesize(a, wdt)
 	} else {
-		path := a.getPath("checkpoint")
+		path := a.cfg.Path("checkpoint")
 		if err := syntheticKeysUnused(a, path); err != nil {
 			return nil, err
 		}
@@ -197,7 +197,7 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 	ck, err := checkpoint.Open(path, checkpoint.Options{
 		Load:      model.LoadOptions{WeightDType: wdt},
 		AsStored:  asStoredDefault(a, weights),
-		Tokenizer: a.getPath("tokenizer"),
+		Tokenizer: a.cfg.Path("tokenizer"),
 	})
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 // the one asked for.
 func syntheticKeysUnused(a *app, path string) error {
 	for _, k := range []string{"seed", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"} {
-		if src := a.source("synthetic." + k); src != "default" {
+		if src := a.cfg.Source("synthetic." + k); src != "default" {
 			where := "--checkpoint " + path
 			if path == "" {
 				where = "no --checkpoint (the built-in stories260K)"
@@ -232,31 +232,31 @@ func syntheticKeysUnused(a *app, path string) error {
 // the tokenizer key's file for it (or the byte codec).
 func synthesize(a *app, wdt tensor.DType) (*loadedModel, error) {
 	c := model.Config{
-		Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
-		NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
-		NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
-		SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
+		Dim: a.cfg.Int("synthetic.dim"), HiddenDim: a.cfg.Int("synthetic.hidden_dim"),
+		NLayers: a.cfg.Int("synthetic.n_layers"), NHeads: a.cfg.Int("synthetic.n_heads"),
+		NKVHeads: a.cfg.Int("synthetic.n_kv_heads"), VocabSize: a.cfg.Int("synthetic.vocab_size"),
+		SeqLen: a.cfg.Int("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
 		SharedClassifier: true, WeightDType: wdt,
 	}
 	if err := checkWeights(c); err != nil {
 		return nil, err
 	}
-	codec, g, err := checkpoint.OpenCodec(a.getPath("tokenizer"), c.VocabSize)
+	codec, g, err := checkpoint.OpenCodec(a.cfg.Path("tokenizer"), c.VocabSize)
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
+	m, err := model.Synthesize(c, uint64(a.cfg.Int("synthetic.seed")))
 	if err != nil {
 		return nil, fmt.Errorf("synthetic model: %w", err)
 	}
-	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed")), gen: g}, nil
+	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.cfg.Int("synthetic.seed")), gen: g}, nil
 }
 
 // asStoredDefault reports whether weights is the default f32 that nobody
 // asked for (neither --weights, its env or config key, nor bench's list),
 // which on a GGUF means "the stored types".
 func asStoredDefault(a *app, weights string) bool {
-	return weights == "f32" && a.source("weights") == "default" && strings.TrimSpace(a.getString("bench.weights")) == ""
+	return weights == "f32" && a.cfg.Source("weights") == "default" && strings.TrimSpace(a.cfg.String("bench.weights")) == ""
 }
 
 // weightDType maps the weights key to a load dtype, and whether Q8_0
@@ -272,12 +272,12 @@ func weightDType(s string) (tensor.DType, bool, error) {
 // engineOptions reads the engine keys (their ranges were checked when
 // the configuration loaded).
 func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
-	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
+	kvdt, err := tensor.ParseDType(a.cfg.String("kv_dtype"))
 	if err != nil {
 		return engine.Options{}, err
 	}
 	var budget int64
-	if s := strings.TrimSpace(a.getString("kv_memory")); s != "" {
+	if s := strings.TrimSpace(a.cfg.String("kv_memory")); s != "" {
 		if budget, err = kvcache.ParseBytes(s); err != nil {
 			return engine.Options{}, fmt.Errorf("kv_memory: %w", err)
 		}
@@ -291,9 +291,9 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 		return engine.Options{}, err
 	}
 	return engine.Options{
-		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
-		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
-		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led, Speculation: spec,
+		Path: a.cfg.String("path"), BlockSize: a.cfg.Int("block_size"), NumBlocks: a.cfg.Int("num_blocks"),
+		KVMemory: budget, KVDType: kvdt, Threads: a.cfg.Int("threads"), MaxBatch: a.cfg.Int("max_batch"),
+		DisablePrefixSharing: !a.cfg.Bool("prefix_sharing"), Ledger: led, Speculation: spec,
 	}, nil
 }
 

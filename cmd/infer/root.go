@@ -17,7 +17,7 @@
 //
 //	func newGenerateCmd(a *app) *cobra.Command {
 //		cmd := &cobra.Command{Use: "generate", RunE: func(cmd *cobra.Command, args []string) error {
-//			steps := a.getInt("steps") // flag > INFER_STEPS > config file > default
+//			steps := a.cfg.Int("steps") // flag > INFER_STEPS > config file > default
 //			fmt.Fprintln(cmd.OutOrStdout(), steps)
 //			return nil
 //		}}
@@ -30,9 +30,10 @@
 // declared keys. The machinery (checks, sources, the file reader) is
 // package configs; this file wires it to cobra. a.flag
 // defines a typed flag with the key's default and binds it to the key;
-// a.bindFlag binds a flag defined by hand. Read values with a.getString,
-// getInt, getFloat, getBool, getDuration and getPath (which resolves a
-// relative path from the config file against the file's folder).
+// a.bindFlag binds a flag defined by hand. Read values with a.cfg.String,
+// Int, Float, Bool, Duration, Strings and Path (which resolves a
+// relative path from the config file against the file's folder);
+// a.cfg.Source says where a value came from.
 //
 // # Precedence
 //
@@ -71,7 +72,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -185,18 +185,6 @@ func (a *app) load(cmd *cobra.Command) error {
 	a.warnUnknownEnv(a.errw)
 	return a.cfg.Check()
 }
-
-// The getters read a key's value (flag > INFER_* > config file >
-// default), validated by load; configs.Settings has the rules.
-
-func (a *app) source(key string) string             { return a.cfg.Source(key) }
-func (a *app) getString(key string) string          { return a.cfg.String(key) }
-func (a *app) getPath(key string) string            { return a.cfg.Path(key) }
-func (a *app) getInt(key string) int                { return a.cfg.Int(key) }
-func (a *app) getFloat(key string) float64          { return a.cfg.Float(key) }
-func (a *app) getBool(key string) bool              { return a.cfg.Bool(key) }
-func (a *app) getStrings(key string) []string       { return a.cfg.Strings(key) }
-func (a *app) getDuration(key string) time.Duration { return a.cfg.Duration(key) }
 
 // newRootCmd builds the command tree for one invocation.
 func newRootCmd(a *app) *cobra.Command {

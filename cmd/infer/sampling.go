@@ -43,9 +43,9 @@ func samplingFlags(a *app, cmd *cobra.Command) {
 // (0 = min(seq_len, 4096)), with a warning when more than seq_len was
 // asked for.
 func contextSize(a *app, c model.Config, stderr io.Writer) int {
-	n, clamped := engine.ContextSize(c, a.getInt("ctx_size"))
+	n, clamped := engine.ContextSize(c, a.cfg.Int("ctx_size"))
 	if clamped {
-		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", a.getInt("ctx_size"), c.SeqLen, n)
+		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", a.cfg.Int("ctx_size"), c.SeqLen, n)
 	}
 	return n
 }
@@ -62,18 +62,18 @@ type stepsRule struct {
 // file: -n on the command line overrides a config's steps); both from
 // the same source is an error.
 func newStepsRule(a *app, ctx int, stderr io.Writer) (stepsRule, error) {
-	np := a.getInt("n_predict")
-	if np != 0 && a.source("steps") != "default" {
+	np := a.cfg.Int("n_predict")
+	if np != 0 && a.cfg.Source("steps") != "default" {
 		rs, rn := a.cfg.Rank("steps"), a.cfg.Rank("n_predict")
 		if rs == rn {
 			return stepsRule{}, fmt.Errorf("--steps (from %s) and --n-predict (from %s) are both set; give one of them (--steps counts the prompt, -n does not)",
-				a.source("steps"), a.source("n_predict"))
+				a.cfg.Source("steps"), a.cfg.Source("n_predict"))
 		}
 		if rs > rn {
 			np = 0
 		}
 	}
-	steps := a.getInt("steps")
+	steps := a.cfg.Int("steps")
 	if steps > ctx {
 		fmt.Fprintf(stderr, "warning: --steps %d exceeds the context of %d positions; clamped to %d\n", steps, ctx, ctx)
 	}
@@ -121,16 +121,16 @@ type sampling struct {
 // transformers applies it, unless repeat_last_n is set.
 func samplerSettings(a *app, lm *loadedModel) sampling {
 	set := func(key string) *float64 {
-		if a.source(key) == "default" {
+		if a.cfg.Source(key) == "default" {
 			return nil
 		}
-		v := a.getFloat(key)
+		v := a.cfg.Float(key)
 		return &v
 	}
 	user := model.SamplingDefaults{Temperature: set("temperature"), TopP: set("topp"), MinP: set("min_p"),
 		RepetitionPenalty: set("repeat_penalty")}
-	if a.source("top_k") != "default" {
-		k := a.getInt("top_k")
+	if a.cfg.Source("top_k") != "default" {
+		k := a.cfg.Int("top_k")
 		user.TopK = &k
 	}
 	d := lm.gen.Sampling.Under(user)
@@ -138,15 +138,15 @@ func samplerSettings(a *app, lm *loadedModel) sampling {
 		if v != nil {
 			return float32(*v)
 		}
-		return float32(a.getFloat(key))
+		return float32(a.cfg.Float(key))
 	}
 	st := sampling{temperature: or(d.Temperature, "temperature"), topp: or(d.TopP, "topp"),
-		filters: model.Filters{TopK: a.getInt("top_k"), MinP: or(d.MinP, "min_p"),
-			RepeatPenalty: or(d.RepetitionPenalty, "repeat_penalty"), RepeatLastN: a.getInt("repeat_last_n")}}
+		filters: model.Filters{TopK: a.cfg.Int("top_k"), MinP: or(d.MinP, "min_p"),
+			RepeatPenalty: or(d.RepetitionPenalty, "repeat_penalty"), RepeatLastN: a.cfg.Int("repeat_last_n")}}
 	if d.TopK != nil {
 		st.filters.TopK = *d.TopK
 	}
-	if user.RepetitionPenalty == nil && d.RepetitionPenalty != nil && a.source("repeat_last_n") == "default" {
+	if user.RepetitionPenalty == nil && d.RepetitionPenalty != nil && a.cfg.Source("repeat_last_n") == "default" {
 		st.filters.RepeatLastN = -1
 	}
 	return st

@@ -94,7 +94,7 @@ func runServe(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(a.getString("serve.host"), strconv.Itoa(a.getInt("serve.port")))
+	addr := net.JoinHostPort(a.cfg.String("serve.host"), strconv.Itoa(a.cfg.Int("serve.port")))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func runServe(a *app, cmd *cobra.Command) error {
 // drain stops taking requests, lets the running ones finish within the
 // drain timeout, cancels the rest and closes the listener.
 func drain(a *app, cmd *cobra.Command, srv *serve.Server, hs *http.Server) error {
-	timeout := a.getDuration("serve.drain_timeout")
+	timeout := a.cfg.Duration("serve.drain_timeout")
 	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: draining (up to %v)\n", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -154,8 +154,8 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		return nil, nil, err
 	}
 	opts.Context = ctxLen
-	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
-	opts.PrefillStall = a.getFloat("max_prefill_stall")
+	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.cfg.Int("max_batched_tokens")
+	opts.PrefillStall = a.cfg.Float("max_prefill_stall")
 	// The Ledger feeds /metrics' stride_bytes_copied_total: what the
 	// attention path copies per step is what Stride exists to show.
 	opts.Ledger = tensor.NewLedger()
@@ -172,15 +172,15 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 	}
 	b := serve.NewEngineBackend(e, serve.EngineConfig{Tokenizer: lm.codec, Template: tmpl,
 		StopTokens: lm.gen.StopTokens, MaxModelLen: ctxLen})
-	name := a.getString("serve.served_model_name")
+	name := a.cfg.String("serve.served_model_name")
 	if name == "" {
 		name = servedName(lm.name)
 	}
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg.SamplingDefaults = lm.gen.Sampling
 	srv := serve.New(b, cfg)
-	if a.getBool("serve.debug_endpoints") {
-		srv.EnableDebug(serve.DebugOptions{ShowText: a.getBool("serve.debug_show_text")})
+	if a.cfg.Bool("serve.debug_endpoints") {
+		srv.EnableDebug(serve.DebugOptions{ShowText: a.cfg.Bool("serve.debug_show_text")})
 	}
 	return srv, closeAll, nil
 }
@@ -188,7 +188,7 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 // serveTemplate is the chat template: --chat-template, else the model's
 // own, else run.c's llama-2 format (as infer chat chooses).
 func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
-	return chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
+	return chat.Select(a.cfg.String("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
 }
 
 // servedName is the checkpoint's file name without its extension

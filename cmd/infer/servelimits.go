@@ -45,28 +45,28 @@ func hardeningFlags(a *app, cmd *cobra.Command) {
 // serveConfig reads the server's limits, keys and CORS origins from the
 // flags and keys; the model's name and the logger are filled in later.
 func serveConfig(a *app) (serve.Config, serve.HTTPConfig, error) {
-	maxBody, err := kvcache.ParseBytes(a.getString("serve.max_body"))
+	maxBody, err := kvcache.ParseBytes(a.cfg.String("serve.max_body"))
 	if err != nil || maxBody < 1 {
-		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.getString("serve.max_body"))
+		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.cfg.String("serve.max_body"))
 	}
-	maxHeader, err := kvcache.ParseBytes(a.getString("serve.max_header_bytes"))
+	maxHeader, err := kvcache.ParseBytes(a.cfg.String("serve.max_header_bytes"))
 	if err != nil || maxHeader < 1 || maxHeader > 1<<30 {
-		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_header_bytes %q: want a size such as 64KiB", a.getString("serve.max_header_bytes"))
+		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_header_bytes %q: want a size such as 64KiB", a.cfg.String("serve.max_header_bytes"))
 	}
-	keys := a.getStrings("api_key")
-	if path := a.getPath("api_key_file"); path != "" {
+	keys := a.cfg.Strings("api_key")
+	if path := a.cfg.Path("api_key_file"); path != "" {
 		more, err := serve.ReadKeyFile(path)
 		if err != nil {
 			return serve.Config{}, serve.HTTPConfig{}, err
 		}
 		keys = append(append([]string(nil), keys...), more...)
 	}
-	cfg := serve.Config{APIKeys: keys, MaxQueue: a.getInt("serve.max_queue"),
-		RequestTimeout: a.getDuration("serve.request_timeout"), MaxBody: maxBody,
-		MaxTokens: a.getInt("serve.max_tokens"), BodyTimeout: a.getDuration("serve.body_timeout"),
-		WriteTimeout: a.getDuration("serve.write_timeout"), CORSOrigins: a.getStrings("serve.cors_origin")}
-	hc := serve.HTTPConfig{ReadHeaderTimeout: a.getDuration("serve.read_header_timeout"),
-		IdleTimeout: a.getDuration("serve.idle_timeout"), MaxHeaderBytes: int(maxHeader),
-		MaxConnections: a.getInt("serve.max_connections")}
+	cfg := serve.Config{APIKeys: keys, MaxQueue: a.cfg.Int("serve.max_queue"),
+		RequestTimeout: a.cfg.Duration("serve.request_timeout"), MaxBody: maxBody,
+		MaxTokens: a.cfg.Int("serve.max_tokens"), BodyTimeout: a.cfg.Duration("serve.body_timeout"),
+		WriteTimeout: a.cfg.Duration("serve.write_timeout"), CORSOrigins: a.cfg.Strings("serve.cors_origin")}
+	hc := serve.HTTPConfig{ReadHeaderTimeout: a.cfg.Duration("serve.read_header_timeout"),
+		IdleTimeout: a.cfg.Duration("serve.idle_timeout"), MaxHeaderBytes: int(maxHeader),
+		MaxConnections: a.cfg.Int("serve.max_connections")}
 	return cfg, hc, nil
 }

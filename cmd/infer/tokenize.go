@@ -73,12 +73,12 @@ Control tokens print as "" unless --parse-special.`,
 }
 
 func runTokenize(a *app, cmd *cobra.Command, args []string) error {
-	tk, err := tokenizerFor(a.getPath("tokenizer"), a.getPath("checkpoint"))
+	tk, err := tokenizerFor(a.cfg.Path("tokenizer"), a.cfg.Path("checkpoint"))
 	if err != nil {
 		return err
 	}
-	parseSpecial := a.getBool("tokenize.parse_special")
-	if a.getBool("tokenize.detokenize") {
+	parseSpecial := a.cfg.Bool("tokenize.parse_special")
+	if a.cfg.Bool("tokenize.detokenize") {
 		return detokenize(cmd, args, tk, parseSpecial)
 	}
 	var in io.Reader = cmd.InOrStdin()
@@ -88,9 +88,9 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	// The text is tokenized a window at a time and the ids written as
 	// they come, so a corpus of any size runs in bounded memory.
 	ids := tk.NewStream(closedIsEmpty{in}, tokenizer.EncodeOptions{
-		BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
+		BOS: tk.AddBOS() && !a.cfg.Bool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	if a.getString("tokenize.output") == "json" {
+	if a.cfg.String("tokenize.output") == "json" {
 		err = writeTokensJSON(out, ids, tk)
 	} else {
 		err = writeTokenIDs(out, ids)

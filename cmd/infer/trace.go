@@ -71,9 +71,9 @@ infer layout -f configs/mha-layout.py to see the same layouts row by row.`,
 
 func runTrace(a *app, cmd *cobra.Command) error {
 	cfg := attention.TraceConfig{
-		B: a.getInt("trace.batch"), S: a.getInt("trace.seq"), Past: a.getInt("trace.past"),
-		H: a.getInt("trace.heads"), KVH: a.getInt("trace.kv_heads"), D: a.getInt("trace.head_dim"),
-		BlockSize: a.getInt("trace.block_size"), Meta: a.getBool("trace.meta"), Seed: 1,
+		B: a.cfg.Int("trace.batch"), S: a.cfg.Int("trace.seq"), Past: a.cfg.Int("trace.past"),
+		H: a.cfg.Int("trace.heads"), KVH: a.cfg.Int("trace.kv_heads"), D: a.cfg.Int("trace.head_dim"),
+		BlockSize: a.cfg.Int("trace.block_size"), Meta: a.cfg.Bool("trace.meta"), Seed: 1,
 	}
 	if cfg.H == 0 || cfg.KVH == 0 || cfg.D == 0 {
 		lm, err := loadModel(a)
@@ -93,7 +93,7 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		}
 	}
 	paths := []string{"naive", "fused"}
-	if p := a.getString("trace.path"); p != "both" {
+	if p := a.cfg.String("trace.path"); p != "both" {
 		paths = []string{p}
 	}
 	var traces []*tensor.Trace
@@ -104,7 +104,7 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		}
 		traces = append(traces, tr)
 	}
-	return writeTraces(cmd.OutOrStdout(), a.getString("trace.output"), traces)
+	return writeTraces(cmd.OutOrStdout(), a.cfg.String("trace.output"), traces)
 }
 
 func writeTraces(w io.Writer, format string, traces []*tensor.Trace) error {
