@@ -49,6 +49,8 @@
 // config file against the file's folder, so a config file works from any
 // working directory. Source and Rank say where a value came from, for a
 // front end that lets the stronger of two related settings win.
+// Registry.UnknownEnv finds the INFER_* variables that set nothing (a
+// typo, or a key outside its section), to warn about.
 //
 // cmd/infer declares Stride's keys, each command beside its own code,
 // and wires this package to its cobra commands; a server binary or

@@ -166,3 +166,50 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// UnknownVar is an environment variable that looks like a setting but
+// sets no key.
+type UnknownVar struct {
+	Name string
+	// Suggestion names the closest key's variable ("did you mean
+	// INFER_GENERATE_OUTPUT?"); "" when no key is close.
+	Suggestion string
+}
+
+// UnknownEnv returns, sorted, the variables of environ ("NAME=value",
+// as os.Environ gives them) that start with EnvPrefix and '_' but set no
+// declared key and are not named in also (INFER_CONFIG, say): a typo, or
+// a key that lives in a section (INFER_OUTPUT for generate.output is
+// INFER_GENERATE_OUTPUT).
+func (r *Registry) UnknownEnv(environ []string, also ...string) []UnknownVar {
+	known := map[string]bool{}
+	for _, name := range also {
+		known[name] = true
+	}
+	byEnv := map[string]string{}
+	for name := range r.keys {
+		known[EnvName(name)] = true
+		byEnv[EnvName(name)] = name
+	}
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, EnvPrefix+"_") && !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	out := make([]UnknownVar, 0, len(unknown))
+	for _, name := range unknown {
+		hint := r.Suggest(strings.ToLower(strings.TrimPrefix(name, EnvPrefix+"_")))
+		if strings.HasPrefix(hint, "known keys") {
+			hint = ""
+		} else {
+			for env, k := range byEnv {
+				hint = strings.ReplaceAll(hint, fmt.Sprintf("%q", k), env)
+			}
+		}
+		out = append(out, UnknownVar{name, hint})
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,25 @@ func TestDefineFlag(t *testing.T) {
 	}
 	if _, err := r.DefineFlag(fs, "x", "", "nope", ""); err == nil || err.Error() != `config key "nope" is not declared` {
 		t.Errorf("undeclared key: %v", err)
+	}
+}
+
+// UnknownEnv finds the INFER_* variables no key reads, and names the
+// variable meant where one is close.
+func TestUnknownEnv(t *testing.T) {
+	r := NewRegistry()
+	r.Add(Key{Name: "steps", Kind: Int}, Key{Name: "generate.output", Kind: String}, Key{Name: "kv-dtype", Kind: String})
+	got := r.UnknownEnv([]string{
+		"PATH=/bin", "INFER_STEPS=3", "INFER_STPES=3", "INFER_OUTPUT=json", "INFER_CONFIG=x.yaml",
+		"INFER_KV_DTYPE=f16", "INFER_VERBOSE=1", "INFERENCE=1", "INFER_=",
+	}, "INFER_CONFIG")
+	want := []UnknownVar{
+		{"INFER_", ""},
+		{"INFER_OUTPUT", "did you mean INFER_GENERATE_OUTPUT?"},
+		{"INFER_STPES", "did you mean INFER_STEPS?"},
+		{"INFER_VERBOSE", ""},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("UnknownEnv = %v, want %v", got, want)
 	}
 }

@@ -158,3 +158,21 @@ func TestRegistryDeclarationErrors(t *testing.T) {
 		t.Errorf("undeclared key: %v", err)
 	}
 }
+
+// An INFER_* variable that sets no key is a warning naming the one meant
+// (configs.Registry.UnknownEnv), and the command still runs.
+func TestConfigUnknownEnvWarns(t *testing.T) {
+	r := demoRegistry(t)
+	t.Setenv("INFER_DEMO_CUONT", "3")
+	t.Setenv("INFER_VERBOSE", "1")
+	out, err := execDemo(r, "show")
+	for _, want := range []string{
+		"warning: environment variable INFER_DEMO_CUONT is not a setting; did you mean INFER_DEMO_COUNT?\n",
+		"warning: environment variable INFER_VERBOSE is not a setting; see infer --help for the keys\n",
+		"count=1 ",
+	} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("%q %v: want %q", out, err, want)
+		}
+	}
+}

@@ -144,31 +144,12 @@ func checkBoolValues(root *cobra.Command, args []string) error {
 // reads (a typo, or a key that lives in a section: INFER_OUTPUT for
 // generate.output is INFER_GENERATE_OUTPUT), naming the closest one.
 func (a *app) warnUnknownEnv(w io.Writer) {
-	known := map[string]bool{configs.EnvName("config"): true}
-	byEnv := map[string]string{}
-	for _, name := range a.reg.keys.Names() {
-		known[configs.EnvName(name)] = true
-		byEnv[configs.EnvName(name)] = name
-	}
-	var unknown []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, configs.EnvPrefix+"_") && !known[name] {
-			unknown = append(unknown, name)
-		}
-	}
-	slices.Sort(unknown)
-	for _, name := range unknown {
-		key := strings.ToLower(strings.TrimPrefix(name, configs.EnvPrefix+"_"))
-		hint := a.reg.keys.Suggest(key)
-		if strings.HasPrefix(hint, "known keys") {
+	for _, u := range a.reg.keys.UnknownEnv(os.Environ(), configs.EnvName("config")) {
+		hint := u.Suggestion
+		if hint == "" {
 			hint = "see infer --help for the keys"
-		} else {
-			for env, k := range byEnv {
-				hint = strings.ReplaceAll(hint, fmt.Sprintf("%q", k), env)
-			}
 		}
-		fmt.Fprintf(w, "warning: environment variable %s is not a setting; %s\n", name, hint)
+		fmt.Fprintf(w, "warning: environment variable %s is not a setting; %s\n", u.Name, hint)
 	}
 }
 
