@@ -96,12 +96,12 @@ var rules = []rule{
 		imports: []string{"model", "model/engine", "model/chat", "model/tokenizer", "web/kv"}, external: []string{prom}},
 	{pkg: "serve/loadgen", concept: "`infer bench serve`: the vLLM-style serving benchmark client of any OpenAI-compatible server (arrivals, datasets, streamed measurements, metrics, reports), knowing no model"},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja},
+		imports: []string{"*"}, external: []string{cobra, pflag, plot, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
 			"attention": "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
 			"cuda":      "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
 		}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, plot, xSys, jinja}},
+		imports: []string{"*"}, external: []string{cobra, pflag, plot, xSys, jinja}},
 	{pkg: "scripts/archcheck", concept: "this check: the import rules and the size report"},
 }
