@@ -176,3 +176,45 @@ func (tr *Trace) WriteJSON(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteTraces writes several traces in one of infer trace's formats:
+// "table" (each trace's WriteTable) or "markdown" (WriteMarkdown), the
+// traces separated by a blank line, or "json", one indented JSON array
+// holding each trace as {"title", "steps"} (the steps with TraceStep's
+// keys). Any other format is an error.
+func WriteTraces(w io.Writer, format string, traces []*Trace) error {
+	if format == "json" {
+		type traceJSON struct {
+			Title string      `json:"title"`
+			Steps []TraceStep `json:"steps"`
+		}
+		var all []traceJSON
+		for _, tr := range traces {
+			title, steps := tr.snapshot()
+			all = append(all, traceJSON{title, steps})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	if format != "table" && format != "markdown" {
+		return fmt.Errorf("trace: unknown format %q (want table, markdown or json)", format)
+	}
+	for i, tr := range traces {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		var err error
+		if format == "markdown" {
+			err = tr.WriteMarkdown(w)
+		} else {
+			err = tr.WriteTable(w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -148,3 +148,37 @@ func TestTraceFormatEmptyAndScalar(t *testing.T) {
 		t.Fatalf("scalar table:\n%s", b.String())
 	}
 }
+
+// WriteTraces is infer trace's output: the traces' tables separated by a
+// blank line, or one JSON array of {"title", "steps"}.
+func TestWriteTraces(t *testing.T) {
+	a, b := seedTrace(t), seedTrace(t)
+	b.Title = "second"
+	var want, got bytes.Buffer
+	a.WriteTable(&want)
+	want.WriteString("\n")
+	b.WriteTable(&want)
+	if err := WriteTraces(&got, "table", []*Trace{a, b}); err != nil || got.String() != want.String() {
+		t.Fatalf("table: err %v\n%s\nwant\n%s", err, got.String(), want.String())
+	}
+	got.Reset()
+	if err := WriteTraces(&got, "json", []*Trace{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	var all []struct {
+		Title string      `json:"title"`
+		Steps []TraceStep `json:"steps"`
+	}
+	if err := json.Unmarshal(got.Bytes(), &all); err != nil {
+		t.Fatalf("json: %v\n%s", err, got.String())
+	}
+	if len(all) != 2 || all[1].Title != "second" || !reflect.DeepEqual(all[0].Steps, a.Steps) {
+		t.Fatalf("json: %+v", all)
+	}
+	if !strings.HasPrefix(got.String(), "[\n  {\n    \"title\": \"MHA layout\",\n    \"steps\": [\n") {
+		t.Fatalf("json is not indented as infer trace prints it:\n%s", got.String())
+	}
+	if err := WriteTraces(&got, "csv", []*Trace{a}); err == nil || !strings.Contains(err.Error(), `unknown format "csv"`) {
+		t.Fatalf("csv: err %v", err)
+	}
+}

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/attention"
@@ -104,36 +100,5 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		}
 		traces = append(traces, tr)
 	}
-	return writeTraces(cmd.OutOrStdout(), a.cfg.String("trace.output"), traces)
-}
-
-func writeTraces(w io.Writer, format string, traces []*tensor.Trace) error {
-	if format == "json" {
-		type traceJSON struct {
-			Title string             `json:"title"`
-			Steps []tensor.TraceStep `json:"steps"`
-		}
-		var all []traceJSON
-		for _, tr := range traces {
-			all = append(all, traceJSON{tr.Title, tr.Steps})
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
-	}
-	for i, tr := range traces {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		var err error
-		if format == "markdown" {
-			err = tr.WriteMarkdown(w)
-		} else {
-			err = tr.WriteTable(w)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return tensor.WriteTraces(cmd.OutOrStdout(), a.cfg.String("trace.output"), traces)
 }
