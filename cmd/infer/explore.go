@@ -13,8 +13,8 @@ import (
 
 // `infer explore` serves the layout explorer (web/, docs/explorer.md)
 // through package web/explore, which builds the page (scripts/build-web.sh)
-// and serves its files; this file only reads the flags and refuses an
-// --addr that would expose the page by accident.
+// and serves its files, and whose CheckAddr refuses an --addr that would
+// expose the page by accident; this file only reads the flags.
 
 func init() { register(newExploreCmd) }
 
@@ -44,7 +44,7 @@ than a loopback address needs --public.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if err := checkListenAddr(addr, public); err != nil {
+			if err := explore.CheckAddr(addr, public); err != nil {
 				return err
 			}
 			root := explore.CheckoutRoot()
@@ -75,33 +75,4 @@ than a loopback address needs --public.`,
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "rebuild the page before serving")
 	cmd.Flags().BoolVar(&public, "public", false, "allow an --addr that is not a loopback address (serves the page to the network)")
 	return cmd
-}
-
-// checkListenAddr refuses an --addr without a host (":8080" or "" would
-// listen on every interface) and, unless public is set, a host that is
-// not a loopback address: the page is a local tool, and exposing it to
-// the network should be a decision the user writes down.
-func checkListenAddr(addr string, public bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("explore: --addr %q: want HOST:PORT, such as 127.0.0.1:8080", addr)
-	}
-	if host == "" {
-		return fmt.Errorf("explore: --addr %q names no host, which would listen on every interface; give one, such as 127.0.0.1:8080", addr)
-	}
-	if public || isLoopbackHost(host) {
-		return nil
-	}
-	return fmt.Errorf("explore: --addr %q is not a loopback address and would serve the page to the network; add --public to mean it", addr)
-}
-
-// isLoopbackHost reports whether host is "localhost" or a loopback IP.
-// Other names are not resolved: a name's address can change between the
-// check and the listen.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

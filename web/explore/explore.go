@@ -5,7 +5,8 @@
 // and nothing else, so `infer explore` and any other Go server can mount
 // it. Build runs the script from a Stride checkout, and writes only into
 // a folder that is new, empty, or one it built before (it leaves a
-// marker file there).
+// marker file there). CheckAddr is the page's listening policy: a
+// loopback host unless the user asks for the network.
 package explore
 
 import (
