@@ -181,6 +181,18 @@ func readStdin(r io.Reader) (string, error) {
 	return string(data), nil
 }
 
+// closedIsEmpty reads a closed standard input as an empty text, as
+// readStdin does, for the commands that stream it (tokenize, perplexity).
+type closedIsEmpty struct{ r io.Reader }
+
+func (c closedIsEmpty) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if errors.Is(err, syscall.EBADF) || errors.Is(err, os.ErrClosed) {
+		return n, io.EOF
+	}
+	return n, err
+}
+
 // tokenizerHint is a warning for a checkpoint whose vocabulary is not
 // the byte tokenizer's (259 ids) when no --tokenizer was given: its text
 // would print as <403><407>... .

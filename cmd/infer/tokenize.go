@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,9 +90,9 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 		BOS: tk.AddBOS() && !a.cfg.Bool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 	if a.cfg.String("tokenize.output") == "json" {
-		err = writeTokensJSON(out, ids, tk)
+		err = ids.WriteJSON(out, tk)
 	} else {
-		err = writeTokenIDs(out, ids)
+		err = ids.WriteIDs(out)
 	}
 	if err != nil {
 		return err
@@ -123,51 +122,6 @@ func detokenize(cmd *cobra.Command, args []string, tk *tokenizer.Tokenizer, pars
 		return fmt.Errorf("writing the output: %w", err)
 	}
 	return nil
-}
-
-// writeTokenIDs writes the stream's ids space-separated on one line, as
-// writeIDs does for a slice.
-func writeTokenIDs(w *bufio.Writer, s *tokenizer.Stream) error {
-	n := 0
-	err := eachPart(s, func(ids []int) error {
-		for _, id := range ids {
-			if n > 0 {
-				w.WriteByte(' ')
-			}
-			w.WriteString(strconv.Itoa(id))
-			n++
-		}
-		return outputErr(w)
-	})
-	if err != nil {
-		return err
-	}
-	return w.WriteByte('\n')
-}
-
-// outputErr is the error of an earlier write to w, if any, so that a
-// closed or full stdout stops the tokenizing at the next part.
-func outputErr(w *bufio.Writer) error {
-	if _, err := w.Write(nil); err != nil {
-		return fmt.Errorf("writing the output: %w", err)
-	}
-	return nil
-}
-
-// eachPart calls f with each part of the stream's ids.
-func eachPart(s *tokenizer.Stream, f func([]int) error) error {
-	for {
-		ids, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := f(ids); err != nil {
-			return err
-		}
-	}
 }
 
 // tokenizerFor opens the tokenizer of infer tokenize: tokPath if given,
