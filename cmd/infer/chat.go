@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -261,9 +260,7 @@ func (s *chatSession) request() engine.Request {
 // chatReply is one reply as it streams: the engine's text deltas, which
 // never hold the start of a stop marker.
 type chatReply struct {
-	promptLen int       // the conversation's ids before the reply
-	first     time.Time // when the first reply token came
-	gen       int       // reply tokens so far
+	promptLen int // the conversation's ids before the reply
 }
 
 // stream is the engine's token hook: it skips the prompt's tokens and
@@ -273,23 +270,10 @@ func (r *chatReply) stream(out io.Writer, cancel context.CancelFunc) func(engine
 		if ev.Prompt {
 			return
 		}
-		if r.gen == 0 {
-			r.first = time.Now()
-		}
-		r.gen++
 		if _, err := io.WriteString(out, ev.Text); err != nil {
 			cancel()
 		}
 	}
-}
-
-// tokensPerSecond is the decode rate after the first reply token (whose
-// wait is the prefill's); 0 with fewer than two tokens.
-func (r *chatReply) tokensPerSecond() float64 {
-	if d := time.Since(r.first).Seconds(); r.gen > 1 && d > 0 {
-		return float64(r.gen-1) / d
-	}
-	return 0
 }
 
 // finishTurn writes the rest of the reply and the turn's statistics, and
@@ -299,7 +283,7 @@ func (s *chatSession) finishTurn(r engine.Result, rep *chatReply) error {
 	fmt.Fprintln(s.out)
 	reply := r.Tokens[min(len(r.Tokens), rep.promptLen-1):]
 	fmt.Fprintf(s.log, "[turn %d: %d prompt tokens (%d cached), %d generated, %.1f tok/s, %s]\n",
-		s.turns, rep.promptLen, r.CachedTokens, len(reply), rep.tokensPerSecond(), r.FinishReason)
+		s.turns, rep.promptLen, r.CachedTokens, len(reply), r.TokensPerSecond(), r.FinishReason)
 	s.conv.AddReply(reply, r.Text)
 	if r.FinishReason == engine.FinishLength && len(s.conv.IDs()) >= s.limit {
 		return errContextFull

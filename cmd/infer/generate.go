@@ -129,7 +129,7 @@ type generation struct {
 	res     []engine.Result    // by prompt index
 	first   time.Time          // when the first streamed token arrived
 	emitted int                // tokens streamed
-	seqs    []seqTrack         // per prompt: timing and stop strings (genseq.go)
+	seqs    []seqTrack         // per prompt: what its output shows of the prompt (genseq.go)
 	start   time.Time          // when the run began
 }
 
@@ -197,8 +197,10 @@ func (g *generation) run(parent context.Context, e *engine.Engine, reqs []engine
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	g.cancel = cancel
-	hooks := engine.Hooks{Finish: func(k int, r engine.Result) { g.finish(index[k], r) },
-		Token: func(ev engine.Event) { g.seqToken(index[ev.Seq], ev) }}
+	hooks := engine.Hooks{Finish: func(k int, r engine.Result) { g.finish(index[k], r) }}
+	if g.stream {
+		hooks.Token = g.token
+	}
 	g.start = time.Now()
 	var runErr error
 	if len(reqs) > 0 {
@@ -244,7 +246,6 @@ func (g *generation) token(ev engine.Event) {
 // finish records prompt i's result; --output json prints it at once.
 func (g *generation) finish(i int, r engine.Result) {
 	g.res[i] = r
-	g.seqs[i].done = time.Now()
 	if g.format == "text" && !g.stream && r.Err == nil {
 		g.printSeq(i, r) // several prompts: each one as it finishes
 		return

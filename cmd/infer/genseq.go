@@ -2,26 +2,22 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
-// seqTrack is what generate follows for one sequence while it runs: its
-// prompt length, when its first generated token came and when it
-// finished, and how many it generated.
+// seqTrack is what generate keeps of one sequence's prompt; the engine
+// times the sequence and counts its tokens (engine.Result's Timing and
+// GeneratedTokens).
 type seqTrack struct {
 	promptLen int // ids, BOS included
 	// lead is the prompt's first id when it is a text token, not BOS (a
 	// tokenizer that adds none, such as Qwen's): the engine feeds it
 	// first and reports only the ids after it, as run.c does with BOS,
 	// so generate prints it itself.
-	lead  []int
-	first time.Time
-	done  time.Time
-	gen   int
+	lead []int
 }
 
 // seqTiming is the per-sequence statistics of --output json (llama.cpp
@@ -49,30 +45,13 @@ func (g *generation) track(i int, r *engine.Request) {
 	}
 }
 
-// seqToken follows one token of prompt i, then streams it when a single
-// prompt streams.
-func (g *generation) seqToken(i int, ev engine.Event) {
-	t := &g.seqs[i]
-	if !ev.Prompt {
-		if t.gen == 0 {
-			t.first = time.Now()
-		}
-		t.gen++
-	}
-	if g.stream {
-		g.token(ev)
-	}
-}
-
-// timing is prompt i's statistics once it finished with r.
+// timing is prompt i's statistics once it finished with r: the engine's
+// timing, its TTFT counted from the start of the run.
 func (g *generation) timing(i int, r engine.Result) seqTiming {
-	t := g.seqs[i]
-	st := seqTiming{PromptTokens: t.promptLen, GeneratedTokens: t.gen}
-	if t.gen > 0 {
-		st.TTFTMillis = float64(t.first.Sub(g.start).Microseconds()) / 1000
-	}
-	if d := t.done.Sub(t.first).Seconds(); t.gen > 1 && d > 0 {
-		st.TokensPerSecond = float64(t.gen-1) / d
+	st := seqTiming{PromptTokens: g.seqs[i].promptLen, GeneratedTokens: r.GeneratedTokens,
+		TokensPerSecond: r.TokensPerSecond()}
+	if r.GeneratedTokens > 0 {
+		st.TTFTMillis = float64(r.Timing.FirstToken.Sub(g.start).Microseconds()) / 1000
 	}
 	return st
 }

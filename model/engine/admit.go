@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stride-lm/stride/kvcache"
 )
@@ -75,6 +76,7 @@ func (s *scheduler) admitOne(q *seqState) (bool, error) {
 	q.computed = cached
 	if !q.admitted {
 		q.admitted = true
+		q.res.Timing.Scheduled = time.Now()
 		q.res.CachedTokens = cached
 		s.emitForced(q, len(q.req.Prompt))
 	}

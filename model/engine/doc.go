@@ -32,6 +32,9 @@
 // chunks over several steps between the decodes (chunk.go), bit for bit
 // as in one step; Options.PrefillStall sizes those chunks in time while
 // streams decode, from step costs the scheduler measures (stall.go).
+// Each Result records when its request arrived, was first scheduled,
+// streamed its first generated token and finished (Timing, vLLM's
+// RequestMetrics), so front ends time requests from one source.
 // docs/serving.md has the design and measurements.
 //
 // # The cache does the bookkeeping

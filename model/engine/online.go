@@ -130,6 +130,7 @@ func (e *Engine) enqueue(q *seqState, number bool) (int, error) {
 		q.idx = l.nextSeq
 		l.nextSeq++
 	}
+	q.arrive()
 	e.countArrival(q)
 	l.arrived = append(l.arrived, q)
 	e.wakeLoop()

@@ -126,6 +126,12 @@ type Result struct {
 	// Logprobs holds each generated token's log-probability, in order
 	// (Request.Logprobs).
 	Logprobs []TokenLogprob
+	// GeneratedTokens counts the generated tokens streamed (Events with
+	// Prompt false; a stop token that ended the sequence is not one).
+	GeneratedTokens int
+	// Timing is when the request arrived, was first scheduled, streamed
+	// its first generated token and finished.
+	Timing Timing
 }
 
 // FinishReason says why a sequence stopped generating. The values are the

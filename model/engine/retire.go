@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // retire finishes the step: each running sequence commits the positions
 // it computed (registering full blocks for prefix sharing), samples its
 // next token from its row of logits and streams it, and a sequence that
@@ -117,6 +119,9 @@ func (s *scheduler) appendToken(q *seqState, next int, kept []float32) bool {
 		lp := logprobOf(kept, next, q.req.TopLogprobs)
 		q.res.Logprobs = append(q.res.Logprobs, lp)
 		ev.Logprob = &q.res.Logprobs[len(q.res.Logprobs)-1]
+	}
+	if q.res.GeneratedTokens++; q.res.GeneratedTokens == 1 {
+		q.res.Timing.FirstToken = time.Now()
 	}
 	q.out.token(ev)
 	return stopped

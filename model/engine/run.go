@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // seqState is the scheduler's view of one request.
@@ -149,7 +150,9 @@ func (e *Engine) Run(ctx context.Context, reqs []Request, hooks Hooks) ([]Result
 	defer e.retireScheduler(s)
 	results := make([]Result, len(reqs))
 	for i, r := range reqs {
-		s.accept(&seqState{idx: i, req: r, res: &results[i], out: hookSink{hooks, i}})
+		q := &seqState{idx: i, req: r, res: &results[i], out: hookSink{hooks, i}}
+		q.arrive()
+		s.accept(q)
 	}
 	for s.busy() {
 		if err := ctx.Err(); err != nil {
@@ -207,6 +210,7 @@ func (s *scheduler) interrupt(err error) error {
 // finish sets q's finish reason and text and reports its result.
 func (s *scheduler) finish(q *seqState, why FinishReason) {
 	q.res.FinishReason = why
+	q.res.Timing.Finished = time.Now()
 	s.e.uncount(q) // before its stream ends: Stats no longer counts it
 	if q.detok != nil {
 		q.res.FlushText = q.detok.flush()
