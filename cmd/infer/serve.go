@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +83,8 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 }
 
 // runServe listens at once (answering 503 while the model loads), loads
-// the model, serves until the command's context ends, then drains.
+// the model, serves until the command's context ends, then drains
+// (serve.Run).
 func runServe(a *app, cmd *cobra.Command) error {
 	cfg, hc, err := serveConfig(a)
 	if err != nil {
@@ -98,45 +95,10 @@ func runServe(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	var handler atomic.Pointer[http.Handler]
-	loading := serve.Loading()
-	handler.Store(&loading)
-	hs := serve.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), hc)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(serve.LimitListener(ln, hc.MaxConnections)) }()
-	defer hs.Close()
-	srv, closeEngine, err := newServer(a, cmd, cfg)
-	if err != nil {
-		return err
-	}
-	defer closeEngine()
-	var h http.Handler = srv
-	handler.Store(&h)
-	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: listening on http://%s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return err
-	case <-cmd.Context().Done():
-	}
-	return drain(a, cmd, srv, hs)
-}
-
-// drain stops taking requests, lets the running ones finish within the
-// drain timeout, cancels the rest and closes the listener.
-func drain(a *app, cmd *cobra.Command, srv *serve.Server, hs *http.Server) error {
-	timeout := a.getDuration("serve.drain_timeout")
-	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: draining (up to %v)\n", timeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := srv.Drain(ctx); err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "infer serve: drain timeout reached; cancelled what still ran")
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	stderr := cmd.ErrOrStderr()
+	return serve.Run(cmd.Context(), ln, func() (*serve.Server, func(), error) { return newServer(a, cmd, cfg) },
+		serve.RunOptions{HTTP: hc, DrainTimeout: a.getDuration("serve.drain_timeout"),
+			Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "infer serve: "+format+"\n", args...) }})
 }
 
 // newServer loads the model and builds the engine and the server.
