@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,7 +133,7 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		StopTokens: lm.gen.StopTokens, MaxModelLen: ctxLen})
 	name := a.getString("serve.served_model_name")
 	if name == "" {
-		name = servedName(lm.name)
+		name = serve.ModelName(lm.name)
 	}
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg.SamplingDefaults = lm.gen.Sampling
@@ -150,15 +148,4 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 // own, else run.c's llama-2 format (as infer chat chooses).
 func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
 	return chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
-}
-
-// servedName is the checkpoint's file name without its extension
-// (stories260K.bin → stories260K), as /v1/models lists it.
-func servedName(path string) string {
-	path = strings.TrimSuffix(path, " (built in)")
-	base := filepath.Base(strings.TrimRight(path, "/"))
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base
 }
