@@ -9,21 +9,22 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "bench.tests", Kind: kindString, Default: "pp512,tg128", Help: "tests: ppN (prompt processing) and tgN (generation)"},
-		configKey{Name: "bench.batches", Kind: kindString, Default: "1", Help: "sequences decoding together in tg tests, e.g. 1,4,16"},
-		configKey{Name: "bench.paths", Kind: kindString, Default: "fused", Help: "attention paths, e.g. fused,naive"},
-		configKey{Name: "bench.threads", Kind: kindString, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
-		configKey{Name: "bench.weights", Kind: kindString, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
-		configKey{Name: "bench.speculate", Kind: kindString, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
-		configKey{Name: "bench.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "repetitions per row (after one warm-up)"},
-		configKey{Name: "bench.roofline", Kind: kindBool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
-		configKey{Name: "bench.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
+		configs.Key{Name: "bench.tests", Kind: configs.String, Default: "pp512,tg128", Help: "tests: ppN (prompt processing) and tgN (generation)"},
+		configs.Key{Name: "bench.batches", Kind: configs.String, Default: "1", Help: "sequences decoding together in tg tests, e.g. 1,4,16"},
+		configs.Key{Name: "bench.paths", Kind: configs.String, Default: "fused", Help: "attention paths, e.g. fused,naive"},
+		configs.Key{Name: "bench.threads", Kind: configs.String, Default: "", Help: "thread counts, e.g. 1,2; empty = the threads key"},
+		configs.Key{Name: "bench.weights", Kind: configs.String, Default: "", Help: "weight dtypes to compare, e.g. f32,bf16,q8_0; empty = the weights key"},
+		configs.Key{Name: "bench.speculate", Kind: configs.String, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
+		configs.Key{Name: "bench.reps", Kind: configs.Int, Default: 3, Range: configs.AtLeast(1), Help: "repetitions per row (after one warm-up)"},
+		configs.Key{Name: "bench.roofline", Kind: configs.Bool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
+		configs.Key{Name: "bench.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
 	)
 	register(newBenchCmd)
 }
@@ -116,14 +117,14 @@ type benchPlan struct {
 func parseBenchPlan(a *app) (benchPlan, error) {
 	var p benchPlan
 	var err error
-	if p.tests, err = parseBenchTests(a.getString("bench.tests")); err != nil {
+	if p.tests, err = parseBenchTests(a.cfg.String("bench.tests")); err != nil {
 		return p, err
 	}
-	if p.batches, err = parseIntList("batches", a.getString("bench.batches")); err != nil {
+	if p.batches, err = parseIntList("batches", a.cfg.String("bench.batches")); err != nil {
 		return p, err
 	}
-	p.threads = []int{a.getInt("threads")}
-	if s := strings.TrimSpace(a.getString("bench.threads")); s != "" {
+	p.threads = []int{a.cfg.Int("threads")}
+	if s := strings.TrimSpace(a.cfg.String("bench.threads")); s != "" {
 		if p.threads, err = parseIntList("threads", s); err != nil {
 			return p, err
 		}
@@ -133,15 +134,15 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 			}
 		}
 	}
-	for _, path := range strings.Split(a.getString("bench.paths"), ",") {
+	for _, path := range strings.Split(a.cfg.String("bench.paths"), ",") {
 		path = strings.TrimSpace(path)
 		if path != "fused" && path != "naive" {
 			return p, fmt.Errorf("--paths: %q is not fused or naive", path)
 		}
 		p.paths = append(p.paths, path)
 	}
-	p.specs = []string{a.getString("speculate")}
-	if sp := strings.TrimSpace(a.getString("bench.speculate")); sp != "" {
+	p.specs = []string{a.cfg.String("speculate")}
+	if sp := strings.TrimSpace(a.cfg.String("bench.speculate")); sp != "" {
 		p.specs = nil
 		for _, m := range strings.Split(sp, ",") {
 			m = strings.TrimSpace(m)
@@ -151,9 +152,9 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 			p.specs = append(p.specs, m)
 		}
 	}
-	p.reps = a.getInt("bench.reps")
-	p.weightsList = []string{a.getString("weights")}
-	if s := strings.TrimSpace(a.getString("bench.weights")); s != "" {
+	p.reps = a.cfg.Int("bench.reps")
+	p.weightsList = []string{a.cfg.String("weights")}
+	if s := strings.TrimSpace(a.cfg.String("bench.weights")); s != "" {
 		p.weightsList = nil
 		for _, w := range strings.Split(s, ",") {
 			w = strings.TrimSpace(w)
@@ -261,7 +262,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// each timed run is compared with the bandwidth of its own minute on a
 	// machine whose speed drifts.
 	var probe *engine.BandwidthProbe
-	roofline := a.getBool("bench.roofline")
+	roofline := a.cfg.Bool("bench.roofline")
 	if roofline {
 		probe = engine.NewBandwidthProbe(maxInt(plan.threads), benchProbeBytes)
 		defer probe.Close()
@@ -284,7 +285,7 @@ func runBench(a *app, cmd *cobra.Command) error {
 	// The rows measured are printed even when a run failed or was
 	// interrupted part way (with the repetitions they got).
 	if len(rows) > 0 {
-		if err := engine.WriteBench(cmd.OutOrStdout(), a.getString("bench.output"), rows, roofline); err != nil {
+		if err := engine.WriteBench(cmd.OutOrStdout(), a.cfg.String("bench.output"), rows, roofline); err != nil {
 			return err
 		}
 	}

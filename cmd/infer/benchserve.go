@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/serve/loadgen"
@@ -21,27 +22,27 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "bench.serve.base-url", Kind: kindString, Default: "http://127.0.0.1:8080/v1", Help: "the server's base URL, as OpenAI clients take it (http://host:port/v1); without /v1 works too"},
-		configKey{Name: "bench.serve.served-model-name", Kind: kindString, Default: "", Help: "the model field sent; empty = the first entry of the server's /v1/models"},
-		configKey{Name: "bench.serve.endpoint", Kind: kindString, Default: "completions", Allowed: []string{"completions", "chat"}, Help: "/v1/completions or /v1/chat/completions (the prompt as one user message)"},
-		configKey{Name: "bench.serve.api-key", Kind: kindString, Default: "", Help: "bearer key sent with every request"},
-		configKey{Name: "bench.serve.num-prompts", Kind: kindInt, Default: 100, Range: inRange(1, 1e6), Help: "requests measured per request rate"},
-		configKey{Name: "bench.serve.request-rate", Kind: kindStrings, Default: []string{"inf"}, Help: "requests per second, or inf (all at t=0; the default); a list (1,2,4 or a repeated flag) runs one benchmark per rate"},
-		configKey{Name: "bench.serve.burstiness", Kind: kindFloat, Default: 1.0, Range: above(0), Help: "gamma shape of the gaps between requests: 1 = Poisson, < 1 burstier, > 1 more regular"},
-		configKey{Name: "bench.serve.max-concurrency", Kind: kindInt, Default: 0, Range: inRange(0, 1e5), Help: "most requests in flight; 0 = no bound"},
-		configKey{Name: "bench.serve.seed", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "seed of the random dataset and of the arrival times"},
-		configKey{Name: "bench.serve.dataset", Kind: kindString, Default: "random", Help: "random, or a file of JSON lines {\"prompt\": ..., \"output_len\": N}"},
-		configKey{Name: "bench.serve.input-len", Kind: kindInt, Default: 128, Range: inRange(1, 1e6), Help: "random dataset: prompt length in tokens"},
-		configKey{Name: "bench.serve.output-len", Kind: kindInt, Default: 128, Range: inRange(1, 1e6), Help: "max_tokens of each request (a file's own output_len wins)"},
-		configKey{Name: "bench.serve.range-ratio", Kind: kindFloat, Default: 0.0, Range: inRange(0, 0.99), Help: "random dataset: lengths drawn uniformly from len·(1±ratio)"},
-		configKey{Name: "bench.serve.tokenizer", Kind: kindPath, Default: "", Help: "tokenizer that counts the random prompts (tokenizer.bin, GGUF, tokenizer.json); empty = --checkpoint's, else the server's /tokenize"},
-		configKey{Name: "bench.serve.checkpoint", Kind: kindPath, Default: "", Help: "checkpoint whose tokenizer counts the random prompts (the model is not loaded)"},
-		configKey{Name: "bench.serve.ignore-eos", Kind: kindBool, Default: false, Help: "ask the server to ignore EOS, so every request generates its output length"},
-		configKey{Name: "bench.serve.warmup", Kind: kindInt, Default: 0, Range: inRange(0, 1e5), Help: "unmeasured requests sent before the benchmark"},
-		configKey{Name: "bench.serve.percentiles", Kind: kindString, Default: "99", Help: "latency percentiles reported, e.g. 50,90,99"},
-		configKey{Name: "bench.serve.goodput", Kind: kindStrings, Default: []string{}, Help: "SLOs for goodput: ttft:MS tpot:MS e2el:MS"},
-		configKey{Name: "bench.serve.output", Kind: kindString, Default: "table", Allowed: []string{"table", "json"}, Help: "output of infer bench serve: vLLM's table, or one JSON object per rate with every request"},
-		configKey{Name: "bench.serve.plot", Kind: kindPath, Default: "", Help: "PNG with the latency CDFs, and output throughput against request rate when several rates run"},
+		configs.Key{Name: "bench.serve.base-url", Kind: configs.String, Default: "http://127.0.0.1:8080/v1", Help: "the server's base URL, as OpenAI clients take it (http://host:port/v1); without /v1 works too"},
+		configs.Key{Name: "bench.serve.served-model-name", Kind: configs.String, Default: "", Help: "the model field sent; empty = the first entry of the server's /v1/models"},
+		configs.Key{Name: "bench.serve.endpoint", Kind: configs.String, Default: "completions", Allowed: []string{"completions", "chat"}, Help: "/v1/completions or /v1/chat/completions (the prompt as one user message)"},
+		configs.Key{Name: "bench.serve.api-key", Kind: configs.String, Default: "", Help: "bearer key sent with every request"},
+		configs.Key{Name: "bench.serve.num-prompts", Kind: configs.Int, Default: 100, Range: configs.InRange(1, 1e6), Help: "requests measured per request rate"},
+		configs.Key{Name: "bench.serve.request-rate", Kind: configs.Strings, Default: []string{"inf"}, Help: "requests per second, or inf (all at t=0; the default); a list (1,2,4 or a repeated flag) runs one benchmark per rate"},
+		configs.Key{Name: "bench.serve.burstiness", Kind: configs.Float, Default: 1.0, Range: configs.Above(0), Help: "gamma shape of the gaps between requests: 1 = Poisson, < 1 burstier, > 1 more regular"},
+		configs.Key{Name: "bench.serve.max-concurrency", Kind: configs.Int, Default: 0, Range: configs.InRange(0, 1e5), Help: "most requests in flight; 0 = no bound"},
+		configs.Key{Name: "bench.serve.seed", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "seed of the random dataset and of the arrival times"},
+		configs.Key{Name: "bench.serve.dataset", Kind: configs.String, Default: "random", Help: "random, or a file of JSON lines {\"prompt\": ..., \"output_len\": N}"},
+		configs.Key{Name: "bench.serve.input-len", Kind: configs.Int, Default: 128, Range: configs.InRange(1, 1e6), Help: "random dataset: prompt length in tokens"},
+		configs.Key{Name: "bench.serve.output-len", Kind: configs.Int, Default: 128, Range: configs.InRange(1, 1e6), Help: "max_tokens of each request (a file's own output_len wins)"},
+		configs.Key{Name: "bench.serve.range-ratio", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, 0.99), Help: "random dataset: lengths drawn uniformly from len·(1±ratio)"},
+		configs.Key{Name: "bench.serve.tokenizer", Kind: configs.Path, Default: "", Help: "tokenizer that counts the random prompts (tokenizer.bin, GGUF, tokenizer.json); empty = --checkpoint's, else the server's /tokenize"},
+		configs.Key{Name: "bench.serve.checkpoint", Kind: configs.Path, Default: "", Help: "checkpoint whose tokenizer counts the random prompts (the model is not loaded)"},
+		configs.Key{Name: "bench.serve.ignore-eos", Kind: configs.Bool, Default: false, Help: "ask the server to ignore EOS, so every request generates its output length"},
+		configs.Key{Name: "bench.serve.warmup", Kind: configs.Int, Default: 0, Range: configs.InRange(0, 1e5), Help: "unmeasured requests sent before the benchmark"},
+		configs.Key{Name: "bench.serve.percentiles", Kind: configs.String, Default: "99", Help: "latency percentiles reported, e.g. 50,90,99"},
+		configs.Key{Name: "bench.serve.goodput", Kind: configs.Strings, Default: []string{}, Help: "SLOs for goodput: ttft:MS tpot:MS e2el:MS"},
+		configs.Key{Name: "bench.serve.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "json"}, Help: "output of infer bench serve: vLLM's table, or one JSON object per rate with every request"},
+		configs.Key{Name: "bench.serve.plot", Kind: configs.Path, Default: "", Help: "PNG with the latency CDFs, and output throughput against request rate when several rates run"},
 	)
 }
 
@@ -112,20 +113,20 @@ type benchServePlan struct {
 func parseBenchServe(a *app, slos []string) (benchServePlan, error) {
 	var p benchServePlan
 	var err error
-	if p.rates, err = loadgen.ParseRates(a.getStrings("bench.serve.request-rate")); err != nil {
+	if p.rates, err = loadgen.ParseRates(a.cfg.Strings("bench.serve.request-rate")); err != nil {
 		return p, err
 	}
-	if p.percentiles, err = loadgen.ParsePercentiles(a.getString("bench.serve.percentiles")); err != nil {
+	if p.percentiles, err = loadgen.ParsePercentiles(a.cfg.String("bench.serve.percentiles")); err != nil {
 		return p, err
 	}
-	if p.slo, err = loadgen.ParseGoodput(append(a.getStrings("bench.serve.goodput"), slos...)); err != nil {
+	if p.slo, err = loadgen.ParseGoodput(append(a.cfg.Strings("bench.serve.goodput"), slos...)); err != nil {
 		return p, err
 	}
-	if a.getPath("bench.serve.tokenizer") != "" && a.getPath("bench.serve.checkpoint") != "" {
+	if a.cfg.Path("bench.serve.tokenizer") != "" && a.cfg.Path("bench.serve.checkpoint") != "" {
 		return p, errors.New("give --tokenizer or --checkpoint, not both")
 	}
-	p.cfg = loadgen.Config{Burstiness: a.getFloat("bench.serve.burstiness"), MaxConcurrency: a.getInt("bench.serve.max-concurrency"),
-		Seed: uint64(a.getInt("bench.serve.seed")), Warmup: a.getInt("bench.serve.warmup"), IgnoreEOS: a.getBool("bench.serve.ignore-eos")}
+	p.cfg = loadgen.Config{Burstiness: a.cfg.Float("bench.serve.burstiness"), MaxConcurrency: a.cfg.Int("bench.serve.max-concurrency"),
+		Seed: uint64(a.cfg.Int("bench.serve.seed")), Warmup: a.cfg.Int("bench.serve.warmup"), IgnoreEOS: a.cfg.Bool("bench.serve.ignore-eos")}
 	return p, nil
 }
 
@@ -136,19 +137,19 @@ func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
 	}
 	ctx := cmd.Context()
 	var plot *outfile.File
-	if path := a.getPath("bench.serve.plot"); path != "" {
+	if path := a.cfg.Path("bench.serve.plot"); path != "" {
 		if plot, err = outfile.Create(ctx, path); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		defer plot.Abort()
 	}
-	tg, err := loadgen.NewTarget(a.getString("bench.serve.base-url"), a.getString("bench.serve.api-key"), plan.cfg.MaxConcurrency)
+	tg, err := loadgen.NewTarget(a.cfg.String("bench.serve.base-url"), a.cfg.String("bench.serve.api-key"), plan.cfg.MaxConcurrency)
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	tg.Chat = a.getString("bench.serve.endpoint") == "chat"
-	if tg.Model = a.getString("bench.serve.served-model-name"); tg.Model == "" {
+	tg.Chat = a.cfg.String("bench.serve.endpoint") == "chat"
+	if tg.Model = a.cfg.String("bench.serve.served-model-name"); tg.Model == "" {
 		models, err := tg.Models(ctx)
 		if err != nil {
 			return err
@@ -162,7 +163,7 @@ func runBenchServe(a *app, cmd *cobra.Command, slos []string) error {
 	if err != nil {
 		return err
 	}
-	if n := a.getInt("bench.serve.num-prompts"); len(prompts) > n {
+	if n := a.cfg.Int("bench.serve.num-prompts"); len(prompts) > n {
 		// The random dataset's extra prompts are the warm-up's own.
 		prompts, plan.cfg.WarmupPrompts = prompts[:n], prompts[n:]
 	}
@@ -201,12 +202,12 @@ func benchServeRates(ctx context.Context, a *app, cmd *cobra.Command, tg *loadge
 		if res == nil {
 			return reports, err
 		}
-		rep := loadgen.NewReport(res, plan.percentiles, plan.slo, tg.Model, a.getString("bench.serve.endpoint"), counter, start)
+		rep := loadgen.NewReport(res, plan.percentiles, plan.slo, tg.Model, a.cfg.String("bench.serve.endpoint"), counter, start)
 		reports = append(reports, rep)
-		if i > 0 && a.getString("bench.serve.output") == "table" {
+		if i > 0 && a.cfg.String("bench.serve.output") == "table" {
 			fmt.Fprintln(cmd.OutOrStdout())
 		}
-		if werr := rep.Write(cmd.OutOrStdout(), a.getString("bench.serve.output")); werr != nil {
+		if werr := rep.Write(cmd.OutOrStdout(), a.cfg.String("bench.serve.output")); werr != nil {
 			return reports, werr
 		}
 		if err != nil {
@@ -221,9 +222,9 @@ func benchServeRates(ctx context.Context, a *app, cmd *cobra.Command, tg *loadge
 
 // benchServeDataset builds the prompts, and names what counted them.
 func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.Writer) ([]loadgen.Prompt, string, error) {
-	n, outLen := a.getInt("bench.serve.num-prompts"), a.getInt("bench.serve.output-len")
-	if ds := a.getString("bench.serve.dataset"); ds != "random" {
-		path := a.getPath("bench.serve.dataset")
+	n, outLen := a.cfg.Int("bench.serve.num-prompts"), a.cfg.Int("bench.serve.output-len")
+	if ds := a.cfg.String("bench.serve.dataset"); ds != "random" {
+		path := a.cfg.Path("bench.serve.dataset")
 		raw, err := readCapped(path, "dataset")
 		if err != nil {
 			return nil, "", err
@@ -242,8 +243,8 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 	// The warm-up gets prompts of its own (drawn after the measured
 	// ones, which stay the same whatever --warmup is), so no server's
 	// prefix cache holds a measured prompt.
-	r := loadgen.Random{N: n + a.getInt("bench.serve.warmup"), InputLen: a.getInt("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.getFloat("bench.serve.range-ratio")}
-	rng := rand.New(rand.NewPCG(uint64(a.getInt("bench.serve.seed")), 0xda7a))
+	r := loadgen.Random{N: n + a.cfg.Int("bench.serve.warmup"), InputLen: a.cfg.Int("bench.serve.input-len"), OutputLen: outLen, RangeRatio: a.cfg.Float("bench.serve.range-ratio")}
+	rng := rand.New(rand.NewPCG(uint64(a.cfg.Int("bench.serve.seed")), 0xda7a))
 	ps, inexact, err := loadgen.RandomPrompts(ctx, r, rng, count)
 	if err != nil {
 		if counter == "server" {
@@ -260,7 +261,7 @@ func benchServeDataset(ctx context.Context, a *app, tg *loadgen.Target, errw io.
 // benchServeCounter is what counts the random prompts' tokens: a local
 // tokenizer (--tokenizer, or --checkpoint's own), else the server.
 func benchServeCounter(a *app, tg *loadgen.Target) (loadgen.Counter, string, func(), error) {
-	tokPath, ckPath := a.getPath("bench.serve.tokenizer"), a.getPath("bench.serve.checkpoint")
+	tokPath, ckPath := a.cfg.Path("bench.serve.tokenizer"), a.cfg.Path("bench.serve.checkpoint")
 	switch {
 	case tokPath != "":
 		tok, err := checkpoint.OpenTokenizer(tokPath)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
@@ -19,9 +20,9 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "chat.system", Kind: kindString, Default: "", Help: "system prompt of infer chat"},
-		configKey{Name: "chat.template", Kind: kindString, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
-		configKey{Name: "chat.raw", Kind: kindBool, Default: false, Help: "no template: each line continues the text (base models)"},
+		configs.Key{Name: "chat.system", Kind: configs.String, Default: "", Help: "system prompt of infer chat"},
+		configs.Key{Name: "chat.template", Kind: configs.String, Default: "", Help: "chat template: a built-in name (llama-2, llama-3, chatml, zephyr) or a file (Jinja, or a tokenizer_config.json); empty = the model's, else run.c's llama-2 format"},
+		configs.Key{Name: "chat.raw", Kind: configs.Bool, Default: false, Help: "no template: each line continues the text (base models)"},
 	)
 	register(newChatCmd)
 }
@@ -87,20 +88,20 @@ func runChat(a *app, cmd *cobra.Command) error {
 	if h := tokenizerHint(a, lm); h != "" {
 		fmt.Fprintln(stderr, h)
 	}
-	s := &chatSession{lm: lm, stops: a.getStrings("stop"), out: cmd.OutOrStdout(), log: stderr}
-	if !a.getBool("chat.raw") {
-		if s.tmpl, err = chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
+	s := &chatSession{lm: lm, stops: a.cfg.Strings("stop"), out: cmd.OutOrStdout(), log: stderr}
+	if !a.cfg.Bool("chat.raw") {
+		if s.tmpl, err = chat.Select(a.cfg.String("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText); err != nil {
 			return err
 		}
 	}
-	s.conv = chat.NewConversation(s.tmpl, lm.codec, lm.addBOS(), a.getString("chat.system"))
+	s.conv = chat.NewConversation(s.tmpl, lm.codec, lm.addBOS(), a.cfg.String("chat.system"))
 	c := lm.m.Config
 	ctxLen := contextSize(a, c, stderr)
 	if s.rule, err = newStepsRule(a, ctxLen, stderr); err != nil {
 		return err
 	}
 	s.limit = min(s.rule.steps, ctxLen)
-	if s.rule.nPredict != 0 || a.source("steps") == "default" {
+	if s.rule.nPredict != 0 || a.cfg.Source("steps") == "default" {
 		s.limit = ctxLen // -n caps each reply; the context caps the conversation
 	}
 	opts, err := engineOptions(a, nil)

@@ -5,26 +5,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/cuda"
 	"github.com/stride-lm/stride/tensor"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "coalesce.batch", Kind: kindInt, Default: 2, Range: atLeast(1), Help: "B: sequences"},
-		configKey{Name: "coalesce.seq", Kind: kindInt, Default: 4096, Range: atLeast(1), Help: "S: new tokens per sequence (prefill) or context length (decode)"},
-		configKey{Name: "coalesce.heads", Kind: kindInt, Default: 32, Range: atLeast(1), Help: "H: query heads"},
-		configKey{Name: "coalesce.kv_heads", Kind: kindInt, Default: 32, Range: atLeast(1), Help: "KVH: key/value heads"},
-		configKey{Name: "coalesce.head_dim", Kind: kindInt, Default: 128, Range: atLeast(1), Help: "D: head width"},
-		configKey{Name: "coalesce.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
-		configKey{Name: "coalesce.dtype", Kind: kindString, Default: "f32", Help: "element type: f32, f16 or bf16"},
-		configKey{Name: "coalesce.phase", Kind: kindString, Default: "prefill", Allowed: []string{"prefill", "decode"}, Help: "prefill (S new tokens) or decode (1 new token over S cached)"},
-		configKey{Name: "coalesce.partition", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "decode split-KV partition size; 0 = no split"},
-		configKey{Name: "coalesce.bandwidth", Kind: kindFloat, Default: 4.8, Range: above(0), Help: "HBM bandwidth in TB/s for the time estimate (H200 peak: 4.8)"},
-		configKey{Name: "coalesce.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer coalesce"},
-		configKey{Name: "coalesce.device", Kind: kindString, Default: "model", Allowed: []string{"model", "cuda"}, Help: "model: traffic model only; cuda: also run and time the kernels on GPU 0"},
-		configKey{Name: "coalesce.reps", Kind: kindInt, Default: 3, Range: atLeast(1), Help: "timed runs per path with --device cuda (after one warm-up)"},
-		configKey{Name: "coalesce.warps", Kind: kindBool, Default: true, Help: "also print the seed's single-warp experiments"},
+		configs.Key{Name: "coalesce.batch", Kind: configs.Int, Default: 2, Range: configs.AtLeast(1), Help: "B: sequences"},
+		configs.Key{Name: "coalesce.seq", Kind: configs.Int, Default: 4096, Range: configs.AtLeast(1), Help: "S: new tokens per sequence (prefill) or context length (decode)"},
+		configs.Key{Name: "coalesce.heads", Kind: configs.Int, Default: 32, Range: configs.AtLeast(1), Help: "H: query heads"},
+		configs.Key{Name: "coalesce.kv_heads", Kind: configs.Int, Default: 32, Range: configs.AtLeast(1), Help: "KVH: key/value heads"},
+		configs.Key{Name: "coalesce.head_dim", Kind: configs.Int, Default: 128, Range: configs.AtLeast(1), Help: "D: head width"},
+		configs.Key{Name: "coalesce.block_size", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "KV cache block size"},
+		configs.Key{Name: "coalesce.dtype", Kind: configs.String, Default: "f32", Help: "element type: f32, f16 or bf16"},
+		configs.Key{Name: "coalesce.phase", Kind: configs.String, Default: "prefill", Allowed: []string{"prefill", "decode"}, Help: "prefill (S new tokens) or decode (1 new token over S cached)"},
+		configs.Key{Name: "coalesce.partition", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "decode split-KV partition size; 0 = no split"},
+		configs.Key{Name: "coalesce.bandwidth", Kind: configs.Float, Default: 4.8, Range: configs.Above(0), Help: "HBM bandwidth in TB/s for the time estimate (H200 peak: 4.8)"},
+		configs.Key{Name: "coalesce.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer coalesce"},
+		configs.Key{Name: "coalesce.device", Kind: configs.String, Default: "model", Allowed: []string{"model", "cuda"}, Help: "model: traffic model only; cuda: also run and time the kernels on GPU 0"},
+		configs.Key{Name: "coalesce.reps", Kind: configs.Int, Default: 3, Range: configs.AtLeast(1), Help: "timed runs per path with --device cuda (after one warm-up)"},
+		configs.Key{Name: "coalesce.warps", Kind: configs.Bool, Default: true, Help: "also print the seed's single-warp experiments"},
 	)
 	register(newCoalesceCmd)
 }
@@ -80,19 +81,19 @@ Settings may come from a YAML file with a coalesce: section, e.g.
 
 // coalesceWorkload reads the workload from the coalesce.* keys.
 func coalesceWorkload(a *app) (cuda.Workload, error) {
-	dt, err := tensor.ParseDType(a.getString("coalesce.dtype"))
+	dt, err := tensor.ParseDType(a.cfg.String("coalesce.dtype"))
 	if err != nil {
 		return cuda.Workload{}, fmt.Errorf("--dtype: %v", err)
 	}
-	phase, err := cuda.ParsePhase(a.getString("coalesce.phase"))
+	phase, err := cuda.ParsePhase(a.cfg.String("coalesce.phase"))
 	if err != nil {
 		return cuda.Workload{}, fmt.Errorf("--phase: %v", err)
 	}
 	w := cuda.Workload{
-		Batch: a.getInt("coalesce.batch"), Seq: a.getInt("coalesce.seq"),
-		Heads: a.getInt("coalesce.heads"), KVHeads: a.getInt("coalesce.kv_heads"), HeadDim: a.getInt("coalesce.head_dim"),
-		BlockSize: a.getInt("coalesce.block_size"), DType: dt, Phase: phase, Partition: a.getInt("coalesce.partition"),
-		Bandwidth: a.getFloat("coalesce.bandwidth") * 1e12,
+		Batch: a.cfg.Int("coalesce.batch"), Seq: a.cfg.Int("coalesce.seq"),
+		Heads: a.cfg.Int("coalesce.heads"), KVHeads: a.cfg.Int("coalesce.kv_heads"), HeadDim: a.cfg.Int("coalesce.head_dim"),
+		BlockSize: a.cfg.Int("coalesce.block_size"), DType: dt, Phase: phase, Partition: a.cfg.Int("coalesce.partition"),
+		Bandwidth: a.cfg.Float("coalesce.bandwidth") * 1e12,
 	}
 	return w, w.Validate()
 }
@@ -104,9 +105,9 @@ func runCoalesce(a *app, cmd *cobra.Command) error {
 	}
 	var c *cuda.Comparison
 	device := ""
-	switch a.getString("coalesce.device") {
+	switch a.cfg.String("coalesce.device") {
 	case "cuda":
-		reps := a.getInt("coalesce.reps")
+		reps := a.cfg.Int("coalesce.reps")
 		if reps < 1 {
 			return fmt.Errorf("--reps %d must be ≥ 1", reps)
 		}
@@ -123,5 +124,5 @@ func runCoalesce(a *app, cmd *cobra.Command) error {
 			return err
 		}
 	}
-	return c.Report(a.getBool("coalesce.warps"), device).Write(cmd.OutOrStdout(), a.getString("coalesce.output"))
+	return c.Report(a.cfg.Bool("coalesce.warps"), device).Write(cmd.OutOrStdout(), a.cfg.String("coalesce.output"))
 }

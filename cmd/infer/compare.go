@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/engine/engineplot"
@@ -17,10 +18,10 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "compare.contexts", Kind: kindString, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
-		configKey{Name: "compare.decode", Kind: kindInt, Default: 32, Range: atLeast(0), Help: "decode steps after each sweep point's prefill"},
-		configKey{Name: "compare.plot", Kind: kindPath, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
-		configKey{Name: "compare.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
+		configs.Key{Name: "compare.contexts", Kind: configs.String, Default: "", Help: "comma-separated context lengths to sweep, e.g. 128,512,2048"},
+		configs.Key{Name: "compare.decode", Kind: configs.Int, Default: 32, Range: configs.AtLeast(0), Help: "decode steps after each sweep point's prefill"},
+		configs.Key{Name: "compare.plot", Kind: configs.Path, Default: "", Help: "PNG file for the sweep's time and bytes-copied chart"},
+		configs.Key{Name: "compare.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer compare"},
 	)
 	register(newCompareCmd)
 }
@@ -74,7 +75,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	if err := engine.CheckMemory(lm.m.Config, opts); err != nil {
 		return err
 	}
-	spec := strings.TrimSpace(a.getString("compare.contexts"))
+	spec := strings.TrimSpace(a.cfg.String("compare.contexts"))
 	var contexts []int
 	if spec != "" {
 		if contexts, err = parseContexts(spec); err != nil {
@@ -84,7 +85,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	// The chart's file is opened before the sweep, so a path that cannot
 	// be written fails at once instead of after minutes of measuring.
 	var plot *outfile.File
-	if path := a.getPath("compare.plot"); path != "" {
+	if path := a.cfg.Path("compare.plot"); path != "" {
 		if len(contexts) < 2 {
 			return fmt.Errorf("--plot needs a sweep of at least two --contexts")
 		}
@@ -100,7 +101,7 @@ func runCompare(a *app, cmd *cobra.Command) error {
 	// The rows measured are printed even when the sweep was interrupted
 	// or failed part way, and before the chart is drawn.
 	header := engine.CompareHeader(lm.name, lm.m.Config, opts.BlockSize)
-	if err := engine.WriteCompare(out, a.getString("compare.output"), header, points); err != nil {
+	if err := engine.WriteCompare(out, a.cfg.String("compare.output"), header, points); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -149,7 +150,7 @@ func comparePoints(ctx context.Context, a *app, lm *loadedModel, opts engine.Opt
 	// interrupt would keep (a bar on a terminal, a line per point elsewhere).
 	bar := newProgress(stderr, "compare", int64(len(contexts)))
 	defer bar.done()
-	return engine.CompareContexts(ctx, lm.m, opts, contexts, a.getInt("compare.decode"), func(n int) {
+	return engine.CompareContexts(ctx, lm.m, opts, contexts, a.cfg.Int("compare.decode"), func(n int) {
 		if bar.set(int64(n)); bar == nil {
 			fmt.Fprintf(stderr, "compare: context %d measured (%d of %d)\n", contexts[n-1], n, len(contexts))
 		}
@@ -171,7 +172,7 @@ func generationRequests(a *app, lm *loadedModel, stderr io.Writer) (func() []eng
 			return nil, err
 		}
 	}
-	steps := clampSteps(a.getInt("steps"), c.SeqLen, stderr)
+	steps := clampSteps(a.cfg.Int("steps"), c.SeqLen, stderr)
 	st, seed := samplerSettings(a, lm), samplerSeed(a)
 	return func() []engine.Request {
 		reqs := make([]engine.Request, len(prompts))

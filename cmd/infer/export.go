@@ -9,18 +9,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/gguf"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "export.out", Kind: kindPath, Default: "", Help: "file infer export writes"},
-		configKey{Name: "export.format", Kind: kindString, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
+		configs.Key{Name: "export.out", Kind: configs.Path, Default: "", Help: "file infer export writes"},
+		configs.Key{Name: "export.format", Kind: configs.String, Default: "legacy", Allowed: []string{"legacy", "v2", "gguf"},
 			Help: "checkpoint format: legacy (float32, run.c), v2 (Q8_0, runq.c) or gguf (llama.cpp)"},
-		configKey{Name: "export.type", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
+		configs.Key{Name: "export.type", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "q8_0", "q4_1", "q5_0", "q5_1"},
 			Help: "gguf weight type: f32, f16, or a ggml block type of 32 weights: q8_0, q4_1, q5_0 or q5_1"},
-		configKey{Name: "export.group_size", Kind: kindInt, Default: 0, Range: atLeast(0),
+		configs.Key{Name: "export.group_size", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0),
 			Help: "v2 Q8_0 group size; 0 = 64, halved until it divides dim and hidden_dim"},
 	)
 	register(newExportCmd)
@@ -82,15 +83,15 @@ written through; a directory, socket or block device is refused.`,
 // runExport checks that --group-size and --type go with their --format,
 // loads the model, writes it to --out and reports its size and shape.
 func runExport(a *app, cmd *cobra.Command) error {
-	out := a.getPath("export.out")
+	out := a.cfg.Path("export.out")
 	if out == "" {
 		return fmt.Errorf("export: --out FILE is required")
 	}
-	format, gs := a.getString("export.format"), a.getInt("export.group_size")
+	format, gs := a.cfg.String("export.format"), a.cfg.Int("export.group_size")
 	if format != "v2" && gs != 0 {
 		return fmt.Errorf("export: --group-size applies to --format v2 only")
 	}
-	if format != "gguf" && a.getString("export.type") != "f32" {
+	if format != "gguf" && a.cfg.String("export.type") != "f32" {
 		return fmt.Errorf("export: --type applies to --format gguf only")
 	}
 	lm, err := loadModel(a)
@@ -148,12 +149,12 @@ func withProgress(write func(io.Writer) error, bar *progress) func(io.Writer) er
 // (checkpoint.GGUFVocab): the --tokenizer file's, else the GGUF
 // checkpoint's own.
 func ggufExportOptions(a *app, lm *loadedModel) (gguf.ExportOptions, error) {
-	typ, ok := gguf.ExportType(a.getString("export.type"))
+	typ, ok := gguf.ExportType(a.cfg.String("export.type"))
 	if !ok {
-		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.getString("export.type"))
+		return gguf.ExportOptions{}, fmt.Errorf("export: --type %q is not one of f32, f16, q8_0, q4_1, q5_0 or q5_1", a.cfg.String("export.type"))
 	}
 	opts := gguf.ExportOptions{Type: typ}
-	err := checkpoint.GGUFVocab(&opts, a.getPath("tokenizer"), a.getPath("checkpoint"), lm.codec, lm.m.Config.VocabSize)
+	err := checkpoint.GGUFVocab(&opts, a.cfg.Path("tokenizer"), a.cfg.Path("checkpoint"), lm.codec, lm.m.Config.VocabSize)
 	return opts, err
 }
 

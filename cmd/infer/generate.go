@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/tokenizer"
@@ -16,13 +17,13 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "prompt", Kind: kindStrings, Default: []string{}, Help: "prompt text; a list (or a repeated --prompt) runs several sequences"},
-		configKey{Name: "prompts", Kind: kindPath, Default: "", Help: "file with one prompt per line (at most 16 MiB); not with prompt"},
-		configKey{Name: "steps", Kind: kindInt, Default: 256, Range: atLeast(0), Help: "positions to run, prompt included (run.c's -n); 0 = seq_len"},
-		configKey{Name: "temperature", Kind: kindFloat, Default: 1.0, Range: atLeast(0), Help: "sampling temperature; 0 = greedy"},
-		configKey{Name: "topp", Kind: kindFloat, Default: 0.9, Range: inRange(0, 1), Help: "top-p (nucleus) sampling; 0 or 1 = off"},
-		configKey{Name: "seed", Kind: kindInt, Default: 0, Help: "RNG seed; 0 = time-based, as run.c"},
-		configKey{Name: "generate.output", Kind: kindString, Default: "text", Allowed: []string{"text", "ids", "json"}, Help: "output of infer generate"},
+		configs.Key{Name: "prompt", Kind: configs.Strings, Default: []string{}, Help: "prompt text; a list (or a repeated --prompt) runs several sequences"},
+		configs.Key{Name: "prompts", Kind: configs.Path, Default: "", Help: "file with one prompt per line (at most 16 MiB); not with prompt"},
+		configs.Key{Name: "steps", Kind: configs.Int, Default: 256, Range: configs.AtLeast(0), Help: "positions to run, prompt included (run.c's -n); 0 = seq_len"},
+		configs.Key{Name: "temperature", Kind: configs.Float, Default: 1.0, Range: configs.AtLeast(0), Help: "sampling temperature; 0 = greedy"},
+		configs.Key{Name: "topp", Kind: configs.Float, Default: 0.9, Range: configs.InRange(0, 1), Help: "top-p (nucleus) sampling; 0 or 1 = off"},
+		configs.Key{Name: "seed", Kind: configs.Int, Default: 0, Help: "RNG seed; 0 = time-based, as run.c"},
+		configs.Key{Name: "generate.output", Kind: configs.String, Default: "text", Allowed: []string{"text", "ids", "json"}, Help: "output of infer generate"},
 	)
 	register(newGenerateCmd)
 }
@@ -166,7 +167,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 	// The prompts run on the online loop, the scheduler infer serve
 	// submits to: Run's requests join it (docs/serving.md).
 	e.Start()
-	g := &generation{lm: lm, prompts: ps, format: a.getString("generate.output"),
+	g := &generation{lm: lm, prompts: ps, format: a.cfg.String("generate.output"),
 		out: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), res: make([]engine.Result, len(ps))}
 	seed := samplerSeed(a)
 	g.seqs = make([]seqTrack, len(ps))
@@ -181,7 +182,7 @@ func runGenerate(a *app, cmd *cobra.Command, args []string) error {
 		r := engine.Request{Prompt: ids[i], Steps: rule.forPrompt(len(ids[i])),
 			StopTokens: lm.gen.StopTokens,
 			Sampler:    newSampler(a, lm, seed, ids[i])}
-		r.Stop = a.getStrings("stop")
+		r.Stop = a.cfg.Strings("stop")
 		g.track(i, &r)
 		reqs = append(reqs, r)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/tokenizer"
 
 	"github.com/spf13/cobra"
@@ -143,31 +144,12 @@ func checkBoolValues(root *cobra.Command, args []string) error {
 // reads (a typo, or a key that lives in a section: INFER_OUTPUT for
 // generate.output is INFER_GENERATE_OUTPUT), naming the closest one.
 func (a *app) warnUnknownEnv(w io.Writer) {
-	known := map[string]bool{envName("config"): true}
-	byEnv := map[string]string{}
-	for name := range a.reg.keys {
-		known[envName(name)] = true
-		byEnv[envName(name)] = name
-	}
-	var unknown []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, envPrefix+"_") && !known[name] {
-			unknown = append(unknown, name)
-		}
-	}
-	slices.Sort(unknown)
-	for _, name := range unknown {
-		key := strings.ToLower(strings.TrimPrefix(name, envPrefix+"_"))
-		hint := a.reg.suggest(key)
-		if strings.HasPrefix(hint, "known keys") {
+	for _, u := range a.reg.keys.UnknownEnv(os.Environ(), configs.EnvName("config")) {
+		hint := u.Suggestion
+		if hint == "" {
 			hint = "see infer --help for the keys"
-		} else {
-			for env, k := range byEnv {
-				hint = strings.ReplaceAll(hint, fmt.Sprintf("%q", k), env)
-			}
 		}
-		fmt.Fprintf(w, "warning: environment variable %s is not a setting; %s\n", name, hint)
+		fmt.Fprintf(w, "warning: environment variable %s is not a setting; %s\n", u.Name, hint)
 	}
 }
 
@@ -203,7 +185,7 @@ func readStdin(r io.Reader) (string, error) {
 // the byte tokenizer's (259 ids) when no --tokenizer was given: its text
 // would print as <403><407>... .
 func tokenizerHint(a *app, lm *loadedModel) string {
-	if a.getString("checkpoint") == syntheticCheckpoint || a.getPath("tokenizer") != "" || lm.m.Config.VocabSize == 259 {
+	if a.cfg.String("checkpoint") == syntheticCheckpoint || a.cfg.Path("tokenizer") != "" || lm.m.Config.VocabSize == 259 {
 		return ""
 	}
 	if _, bytes := lm.codec.(*tokenizer.Bytes); !bytes {

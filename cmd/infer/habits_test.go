@@ -125,10 +125,12 @@ func TestContextSize(t *testing.T) {
 	if engine.KVPool(c, po).NumBlocks != 0 {
 		t.Fatalf("an explicit kv_memory was overridden: %d blocks", engine.KVPool(c, po).NumBlocks)
 	}
-	a.v.Set("ctx_size", 100)
-	if n := contextSize(a, model.Config{SeqLen: 64}, io.Discard); n != 64 {
-		t.Fatalf("ctx_size 100 on seq_len 64: %d", n)
-	}
+	t.Run("ctx_size above seq_len", func(t *testing.T) {
+		t.Setenv("INFER_CTX_SIZE", "100")
+		if n := contextSize(a, model.Config{SeqLen: 64}, io.Discard); n != 64 {
+			t.Fatalf("ctx_size 100 on seq_len 64: %d", n)
+		}
+	})
 	code, _, errs = cli(t, "generate", "--steps", "10", "-n", "3")
 	if code != 1 || !strings.Contains(errs, "--n-predict") {
 		t.Fatalf("--steps and -n: exit %d, %q", code, errs)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/tensor/layoutexpr"
 )
 
@@ -21,7 +22,7 @@ import (
 // [3,4].
 
 func init() {
-	registerKeys(configKey{Name: "layout.output", Kind: kindString, Default: "table",
+	registerKeys(configs.Key{Name: "layout.output", Kind: configs.String, Default: "table",
 		Allowed: []string{"table", "json"}, Help: "output format of infer layout"})
 	register(newLayoutCmd)
 }
@@ -109,7 +110,7 @@ func runLayout(a *app, cmd *cobra.Command, args []string, lf *layoutFlags) error
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if a.getString("layout.output") == "json" {
+	if a.cfg.String("layout.output") == "json" {
 		_, err = out.Write(layoutexpr.MarshalRows(rows))
 	} else {
 		err = layoutexpr.WriteTable(out, rows)

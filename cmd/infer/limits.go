@@ -12,9 +12,10 @@ import (
 // allocated, so a typo gets a one-line error instead of the Go runtime's
 // "out of memory" and a stack trace.
 
-// maxInputBytes caps what --config and --prompts read (/dev/zero, or a
-// log file given by mistake, must not exhaust memory). A prompts file
-// this large is already far beyond any model's context.
+// maxInputBytes caps what --prompts and standard input read (/dev/zero,
+// or a log file given by mistake, must not exhaust memory), as
+// configs.MaxFileBytes caps --config. A prompts file this large is
+// already far beyond any model's context.
 const maxInputBytes = 16 << 20
 
 // maxThreads caps --threads: far above any machine's core count, far
@@ -22,7 +23,7 @@ const maxInputBytes = 16 << 20
 const maxThreads = 1024
 
 // readCapped reads a whole file of at most maxInputBytes; what names the
-// file in errors ("config", "prompts file").
+// file in errors ("prompts file", "dataset").
 func readCapped(path, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

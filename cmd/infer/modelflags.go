@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/checkpoint"
@@ -24,29 +25,29 @@ import (
 // weight dtype, and the engine (attention path, KV cache, threads).
 func init() {
 	registerKeys(
-		configKey{Name: "checkpoint", Kind: kindPath, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
-		configKey{Name: "tokenizer", Kind: kindPath, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
-		configKey{Name: "synthetic.seed", Kind: kindInt, Default: 42, Help: "seed of the synthetic model's weights"},
-		configKey{Name: "synthetic.dim", Kind: kindInt, Default: 64, Help: "synthetic model: width"},
-		configKey{Name: "synthetic.hidden_dim", Kind: kindInt, Default: 172, Help: "synthetic model: SwiGLU width"},
-		configKey{Name: "synthetic.n_layers", Kind: kindInt, Default: 4, Help: "synthetic model: layers"},
-		configKey{Name: "synthetic.n_heads", Kind: kindInt, Default: 8, Help: "synthetic model: query heads"},
-		configKey{Name: "synthetic.n_kv_heads", Kind: kindInt, Default: 2, Help: "synthetic model: KV heads"},
-		configKey{Name: "synthetic.vocab_size", Kind: kindInt, Default: 259, Help: "synthetic model: vocabulary"},
-		configKey{Name: "synthetic.seq_len", Kind: kindInt, Default: 2048, Help: "synthetic model: max positions"},
-		configKey{Name: "weights", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
-		configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
-		configKey{Name: "block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size (tokens)"},
-		configKey{Name: "num_blocks", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
-		configKey{Name: "kv_memory", Kind: kindString, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
-		configKey{Name: "kv_dtype", Kind: kindString, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
-		configKey{Name: "threads", Kind: kindInt, Default: 0, Range: inRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
-		configKey{Name: "max_batch", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "most sequences running at once; 0 = no cap"},
-		configKey{Name: "prefix_sharing", Kind: kindBool, Default: true, Help: "share KV blocks of common prompt prefixes"},
-		configKey{Name: "speculate", Kind: kindString, Default: "off", Allowed: []string{"off", "ngram"}, Help: "speculative decoding: off, or ngram (prompt lookup)"},
-		configKey{Name: "draft", Kind: kindInt, Default: engine.DefaultDraft, Range: inRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
-		configKey{Name: "ngram_min", Kind: kindInt, Default: engine.DefaultNgramMin, Range: inRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
-		configKey{Name: "ngram_max", Kind: kindInt, Default: engine.DefaultNgramMax, Range: inRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
+		configs.Key{Name: "checkpoint", Kind: configs.Path, Default: "", Help: "checkpoint: llama2.c .bin, GGUF or Hugging Face directory; empty = the built-in stories260K; \"synthetic\" = the synthetic model of the synthetic.* keys"},
+		configs.Key{Name: "tokenizer", Kind: configs.Path, Default: "", Help: "tokenizer: llama2.c tokenizer.bin, GGUF or tokenizer.json; empty = the checkpoint's own, else bytes (vocab >= 259)"},
+		configs.Key{Name: "synthetic.seed", Kind: configs.Int, Default: 42, Help: "seed of the synthetic model's weights"},
+		configs.Key{Name: "synthetic.dim", Kind: configs.Int, Default: 64, Help: "synthetic model: width"},
+		configs.Key{Name: "synthetic.hidden_dim", Kind: configs.Int, Default: 172, Help: "synthetic model: SwiGLU width"},
+		configs.Key{Name: "synthetic.n_layers", Kind: configs.Int, Default: 4, Help: "synthetic model: layers"},
+		configs.Key{Name: "synthetic.n_heads", Kind: configs.Int, Default: 8, Help: "synthetic model: query heads"},
+		configs.Key{Name: "synthetic.n_kv_heads", Kind: configs.Int, Default: 2, Help: "synthetic model: KV heads"},
+		configs.Key{Name: "synthetic.vocab_size", Kind: configs.Int, Default: 259, Help: "synthetic model: vocabulary"},
+		configs.Key{Name: "synthetic.seq_len", Kind: configs.Int, Default: 2048, Help: "synthetic model: max positions"},
+		configs.Key{Name: "weights", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "bf16", "q8_0"}, Help: "weight dtype at run time"},
+		configs.Key{Name: "path", Kind: configs.String, Default: "fused", Allowed: []string{"fused", "naive"}, Help: "attention path"},
+		configs.Key{Name: "block_size", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "KV cache block size (tokens)"},
+		configs.Key{Name: "num_blocks", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "KV cache blocks; 0 = from kv_memory, else 8 full sequences"},
+		configs.Key{Name: "kv_memory", Kind: configs.String, Default: "", Help: "KV cache byte budget, e.g. 64MiB; at least one block"},
+		configs.Key{Name: "kv_dtype", Kind: configs.String, Default: "f32", Allowed: []string{"f32", "f16", "bf16"}, Help: "KV cache dtype"},
+		configs.Key{Name: "threads", Kind: configs.Int, Default: 0, Range: configs.InRange(0, maxThreads), Help: "worker threads; 0 = all cores"},
+		configs.Key{Name: "max_batch", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "most sequences running at once; 0 = no cap"},
+		configs.Key{Name: "prefix_sharing", Kind: configs.Bool, Default: true, Help: "share KV blocks of common prompt prefixes"},
+		configs.Key{Name: "speculate", Kind: configs.String, Default: "off", Allowed: []string{"off", "ngram"}, Help: "speculative decoding: off, or ngram (prompt lookup)"},
+		configs.Key{Name: "draft", Kind: configs.Int, Default: engine.DefaultDraft, Range: configs.InRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
+		configs.Key{Name: "ngram_min", Kind: configs.Int, Default: engine.DefaultNgramMin, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
+		configs.Key{Name: "ngram_max", Kind: configs.Int, Default: engine.DefaultNgramMax, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
 	)
 }
 
@@ -67,8 +68,8 @@ func specFlags(a *app, cmd *cobra.Command, skip ...string) {
 
 // speculation reads the speculation keys.
 func speculation(a *app) (engine.Speculation, error) {
-	sp := engine.Speculation{Method: a.getString("speculate"), Draft: a.getInt("draft"),
-		NgramMin: a.getInt("ngram_min"), NgramMax: a.getInt("ngram_max")}
+	sp := engine.Speculation{Method: a.cfg.String("speculate"), Draft: a.cfg.Int("draft"),
+		NgramMin: a.cfg.Int("ngram_min"), NgramMax: a.cfg.Int("ngram_max")}
 	if sp.NgramMax < sp.NgramMin {
 		return sp, fmt.Errorf("ngram_max %d is less than ngram_min %d", sp.NgramMax, sp.NgramMin)
 	}
@@ -121,7 +122,7 @@ var shortFlags = map[string]string{"checkpoint": "m", "threads": "t"}
 
 // samplerSeed is the seed key, or the time when it is 0, as run.c does.
 func samplerSeed(a *app) uint64 {
-	if s := a.getInt("seed"); s != 0 {
+	if s := a.cfg.Int("seed"); s != 0 {
 		return uint64(s)
 	}
 	return uint64(time.Now().Unix())
@@ -151,7 +152,7 @@ type loadedModel struct {
 
 // loadModel opens the checkpoint (or synthesizes the model) and its
 // tokenizer, with the weights key's dtype.
-func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.getString("weights")) }
+func loadModel(a *app) (*loadedModel, error) { return loadModelAs(a, a.cfg.String("weights")) }
 
 // loadModelAs is loadModel with weight dtype weights (f32, f16, bf16 or
 // q8_0) in place of the weights key: checkpoint.Open (the built-in
@@ -165,10 +166,10 @@ func loadModelAs(a *app, weights string) (*loadedModel, error) {
 	var lm *loadedModel
 	// The word, not a path: a config file's relative paths are resolved
 	// against its folder, "synthetic" is not.
-	if a.getString("checkpoint") == syntheticCheckpoint {
+	if a.cfg.String("checkpoint") == syntheticCheckpoint {
 		lm, err = synthesize(a, wdt)
 	} else {
-		path := a.getPath("checkpoint")
+		path := a.cfg.Path("checkpoint")
 		if err := syntheticKeysUnused(a, path); err != nil {
 			return nil, err
 		}
@@ -196,7 +197,7 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 	ck, err := checkpoint.Open(path, checkpoint.Options{
 		Load:      model.LoadOptions{WeightDType: wdt},
 		AsStored:  asStoredDefault(a, weights),
-		Tokenizer: a.getPath("tokenizer"),
+		Tokenizer: a.cfg.Path("tokenizer"),
 	})
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func openCheckpoint(a *app, path, weights string, wdt tensor.DType) (*loadedMode
 // the one asked for.
 func syntheticKeysUnused(a *app, path string) error {
 	for _, k := range []string{"seed", "dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"} {
-		if src := a.source("synthetic." + k); src != "default" {
+		if src := a.cfg.Source("synthetic." + k); src != "default" {
 			where := "--checkpoint " + path
 			if path == "" {
 				where = "no --checkpoint (the built-in stories260K)"
@@ -231,31 +232,31 @@ func syntheticKeysUnused(a *app, path string) error {
 // the tokenizer key's file for it (or the byte codec).
 func synthesize(a *app, wdt tensor.DType) (*loadedModel, error) {
 	c := model.Config{
-		Dim: a.getInt("synthetic.dim"), HiddenDim: a.getInt("synthetic.hidden_dim"),
-		NLayers: a.getInt("synthetic.n_layers"), NHeads: a.getInt("synthetic.n_heads"),
-		NKVHeads: a.getInt("synthetic.n_kv_heads"), VocabSize: a.getInt("synthetic.vocab_size"),
-		SeqLen: a.getInt("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
+		Dim: a.cfg.Int("synthetic.dim"), HiddenDim: a.cfg.Int("synthetic.hidden_dim"),
+		NLayers: a.cfg.Int("synthetic.n_layers"), NHeads: a.cfg.Int("synthetic.n_heads"),
+		NKVHeads: a.cfg.Int("synthetic.n_kv_heads"), VocabSize: a.cfg.Int("synthetic.vocab_size"),
+		SeqLen: a.cfg.Int("synthetic.seq_len"), RopeTheta: 10000, NormEps: 1e-5,
 		SharedClassifier: true, WeightDType: wdt,
 	}
 	if err := engine.CheckWeights("the synthetic model's weights", c); err != nil {
 		return nil, err
 	}
-	codec, g, err := checkpoint.OpenCodec(a.getPath("tokenizer"), c.VocabSize)
+	codec, g, err := checkpoint.OpenCodec(a.cfg.Path("tokenizer"), c.VocabSize)
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.Synthesize(c, uint64(a.getInt("synthetic.seed")))
+	m, err := model.Synthesize(c, uint64(a.cfg.Int("synthetic.seed")))
 	if err != nil {
 		return nil, fmt.Errorf("synthetic model: %w", err)
 	}
-	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.getInt("synthetic.seed")), gen: g}, nil
+	return &loadedModel{m: m, codec: codec, name: fmt.Sprintf("synthetic(seed=%d)", a.cfg.Int("synthetic.seed")), gen: g}, nil
 }
 
 // asStoredDefault reports whether weights is the default f32 that nobody
 // asked for (neither --weights, its env or config key, nor bench's list),
 // which on a GGUF means "the stored types".
 func asStoredDefault(a *app, weights string) bool {
-	return weights == "f32" && a.source("weights") == "default" && strings.TrimSpace(a.getString("bench.weights")) == ""
+	return weights == "f32" && a.cfg.Source("weights") == "default" && strings.TrimSpace(a.cfg.String("bench.weights")) == ""
 }
 
 // weightDType maps the weights key to a load dtype, and whether Q8_0
@@ -271,12 +272,12 @@ func weightDType(s string) (tensor.DType, bool, error) {
 // engineOptions reads the engine keys (their ranges were checked when
 // the configuration loaded).
 func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
-	kvdt, err := tensor.ParseDType(a.getString("kv_dtype"))
+	kvdt, err := tensor.ParseDType(a.cfg.String("kv_dtype"))
 	if err != nil {
 		return engine.Options{}, err
 	}
 	var budget int64
-	if s := strings.TrimSpace(a.getString("kv_memory")); s != "" {
+	if s := strings.TrimSpace(a.cfg.String("kv_memory")); s != "" {
 		if budget, err = kvcache.ParseBytes(s); err != nil {
 			return engine.Options{}, fmt.Errorf("kv_memory: %w", err)
 		}
@@ -290,9 +291,9 @@ func engineOptions(a *app, led *tensor.Ledger) (engine.Options, error) {
 		return engine.Options{}, err
 	}
 	return engine.Options{
-		Path: a.getString("path"), BlockSize: a.getInt("block_size"), NumBlocks: a.getInt("num_blocks"),
-		KVMemory: budget, KVDType: kvdt, Threads: a.getInt("threads"), MaxBatch: a.getInt("max_batch"),
-		DisablePrefixSharing: !a.getBool("prefix_sharing"), Ledger: led, Speculation: spec,
+		Path: a.cfg.String("path"), BlockSize: a.cfg.Int("block_size"), NumBlocks: a.cfg.Int("num_blocks"),
+		KVMemory: budget, KVDType: kvdt, Threads: a.cfg.Int("threads"), MaxBatch: a.cfg.Int("max_batch"),
+		DisablePrefixSharing: !a.cfg.Bool("prefix_sharing"), Ledger: led, Speculation: spec,
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/tensor"
@@ -15,9 +16,9 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "perplexity.ctx", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens per chunk; 0 = min(seq_len, 512)"},
-		configKey{Name: "perplexity.file", Kind: kindPath, Default: "", Help: "text to score; empty = the argument, else stdin"},
-		configKey{Name: "perplexity.output", Kind: kindString, Default: "text", Allowed: []string{"text", "json"}, Help: "output of infer perplexity"},
+		configs.Key{Name: "perplexity.ctx", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "tokens per chunk; 0 = min(seq_len, 512)"},
+		configs.Key{Name: "perplexity.file", Kind: configs.Path, Default: "", Help: "text to score; empty = the argument, else stdin"},
+		configs.Key{Name: "perplexity.output", Kind: configs.String, Default: "text", Allowed: []string{"text", "json"}, Help: "output of infer perplexity"},
 	)
 	register(newPerplexityCmd)
 }
@@ -65,7 +66,7 @@ break or space to cut at is refused.`,
 
 func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	path := a.getPath("perplexity.file")
+	path := a.cfg.Path("perplexity.file")
 	if len(args) == 1 {
 		if path != "" && path != args[0] {
 			return fmt.Errorf("perplexity: give the text once (FILE or -f), not both")
@@ -87,7 +88,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	defer lm.m.Close()
 	c := lm.m.Config
-	nctx := a.getInt("perplexity.ctx")
+	nctx := a.cfg.Int("perplexity.ctx")
 	if nctx == 0 {
 		nctx = min(c.SeqLen, engine.DefaultPerplexityContext)
 	}
@@ -108,7 +109,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(lm.m, engine.PerplexityOptions(nctx, kvdt, a.getInt("threads")))
+	e, err := engine.New(lm.m, engine.PerplexityOptions(nctx, kvdt, a.cfg.Int("threads")))
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintf(stderr, "\nperplexity: %d tokens, %d chunks of %d, scoring %d per chunk\n",
 		res.Tokens, res.Chunks, nctx, nctx-1-nctx/2)
-	if a.getString("perplexity.output") == "json" {
+	if a.cfg.String("perplexity.output") == "json" {
 		b, err := json.Marshal(res)
 		if err != nil {
 			return err
@@ -139,8 +140,8 @@ func runPerplexity(a *app, cmd *cobra.Command, args []string) error {
 // are not reproduced (ggml rounds K and V, and q and the probabilities
 // with them, to F16: up to 0.08% on stories260K-q8_0); else F32.
 func perplexityKVDType(a *app, lm *loadedModel) (tensor.DType, error) {
-	if lm.gen.GGML && a.source("kv_dtype") == "default" {
+	if lm.gen.GGML && a.cfg.Source("kv_dtype") == "default" {
 		return tensor.F16, nil
 	}
-	return tensor.ParseDType(a.getString("kv_dtype"))
+	return tensor.ParseDType(a.cfg.String("kv_dtype"))
 }

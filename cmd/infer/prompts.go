@@ -26,7 +26,7 @@ type prompt struct {
 // it is not a terminal; an empty one (or none) is one empty prompt.
 // Setting two sources is an error: neither silently wins.
 func promptList(a *app, in io.Reader, args []string) ([]prompt, error) {
-	texts, path, file := a.getStrings("prompt"), a.getPath("prompts"), a.getPath("prompt_file")
+	texts, path, file := a.cfg.Strings("prompt"), a.cfg.Path("prompts"), a.cfg.Path("prompt_file")
 	var set []string
 	if len(args) > 0 {
 		set = append(set, "a positional prompt")
@@ -36,7 +36,7 @@ func promptList(a *app, in io.Reader, args []string) ([]prompt, error) {
 		on        bool
 	}{{"--prompt", "prompt", len(texts) > 0}, {"--file", "prompt_file", file != ""}, {"--prompts", "prompts", path != ""}} {
 		if k.on {
-			set = append(set, fmt.Sprintf("%s (from %s)", k.flag, a.source(k.key)))
+			set = append(set, fmt.Sprintf("%s (from %s)", k.flag, a.cfg.Source(k.key)))
 		}
 	}
 	if len(set) > 1 {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stride-lm/stride/configs"
 )
 
 // keysMarkdown renders every config key as a Markdown table: the
@@ -15,11 +17,11 @@ import (
 func keysMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| key | environment | type | default | meaning |\n|---|---|---|---|---|\n")
-	for _, name := range defaultRegistry.sortedKeys() {
-		k := defaultRegistry.keys[name]
-		def := fmt.Sprint(k.defaultValue())
+	for _, name := range defaultRegistry.keys.Names() {
+		k, _ := defaultRegistry.keys.Lookup(name)
+		def := fmt.Sprint(k.DefaultValue())
 		switch {
-		case k.Kind == kindStrings:
+		case k.Kind == configs.Strings:
 			def = "(none)"
 		case def == "":
 			def = "(empty)"
@@ -31,7 +33,7 @@ func keysMarkdown() string {
 		if k.Range != nil {
 			typ += " " + strings.ReplaceAll(k.Range.String(), "|", "\\|")
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", name, envName(name), typ, def, k.Help)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", name, configs.EnvName(name), typ, def, k.Help)
 	}
 	return b.String()
 }

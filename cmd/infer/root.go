@@ -9,15 +9,15 @@
 //
 //	func init() {
 //		registerKeys(
-//			configKey{Name: "steps", Kind: kindInt, Default: 256, Help: "tokens to generate"},
-//			configKey{Name: "path", Kind: kindString, Default: "fused", Allowed: []string{"naive", "fused"}},
+//			configs.Key{Name: "steps", Kind: configs.Int, Default: 256, Help: "tokens to generate"},
+//			configs.Key{Name: "path", Kind: configs.String, Default: "fused", Allowed: []string{"naive", "fused"}},
 //		)
 //		register(newGenerateCmd)
 //	}
 //
 //	func newGenerateCmd(a *app) *cobra.Command {
 //		cmd := &cobra.Command{Use: "generate", RunE: func(cmd *cobra.Command, args []string) error {
-//			steps := a.getInt("steps") // flag > INFER_STEPS > config file > default
+//			steps := a.cfg.Int("steps") // flag > INFER_STEPS > config file > default
 //			fmt.Fprintln(cmd.OutOrStdout(), steps)
 //			return nil
 //		}}
@@ -26,18 +26,21 @@
 //	}
 //
 // registerKeys declares the settings a command reads (name, kind, default,
-// allowed values); a config file may only contain declared keys. a.flag
+// allowed values) as configs.Key values; a config file may only contain
+// declared keys. The machinery (checks, sources, the file reader) is
+// package configs; this file wires it to cobra. a.flag
 // defines a typed flag with the key's default and binds it to the key;
-// a.bindFlag binds a flag defined by hand. Read values with a.getString,
-// getInt, getFloat, getBool, getDuration and getPath (which resolves a
-// relative path from the config file against the file's folder).
+// a.bindFlag binds a flag defined by hand. Read values with a.cfg.String,
+// Int, Float, Bool, Duration, Strings and Path (which resolves a
+// relative path from the config file against the file's folder);
+// a.cfg.Source says where a value came from.
 //
 // # Precedence
 //
 // For every key: a flag given on the command line, then the environment
 // variable INFER_<KEY> (dots and dashes become underscores:
-// layout.output → INFER_LAYOUT_OUTPUT), then the YAML file named by
-// --config (or INFER_CONFIG), then the declared default. Every value is
+// layout.output → INFER_LAYOUT_OUTPUT, configs.EnvName), then the YAML
+// file named by --config (or INFER_CONFIG), then the declared default. Every value is
 // type-checked before a command runs, and the error names the key and
 // where the bad value came from. Write output to cmd.OutOrStdout() so
 // tests can capture it; return errors rather than exiting; do not set
@@ -46,7 +49,7 @@
 //
 // # Hardening rules for every command
 //
-//   - Numbers: give the key a Range (atLeast, inRange, above); NaN and
+//   - Numbers: give the key a Range (configs.AtLeast, InRange, Above); NaN and
 //     ±Inf are refused for every float key by the loader.
 //   - Output files: open them with outfile.Create(cmd.Context(), path)
 //     and Commit at the end, deferring Abort (cmd/infer/internal/outfile:
@@ -69,30 +72,47 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
+
+	"github.com/stride-lm/stride/configs"
 )
 
 // commandFactory builds one subcommand for an app. It runs once per
 // Execute, so commands hold no state between runs (tests run many).
 type commandFactory func(a *app) *cobra.Command
 
+// registry collects what the subcommand files declare in their init
+// functions: command constructors and config keys (configs.Registry
+// keeps declaration errors for Execute to report, so a bad declaration
+// cannot panic before main's recover is in place).
+type registry struct {
+	keys     *configs.Registry
+	commands []commandFactory
+}
+
+func newRegistry() *registry { return &registry{keys: configs.NewRegistry()} }
+
+// defaultRegistry is what register and registerKeys add to.
+var defaultRegistry = newRegistry()
+
 // register adds a subcommand constructor (call it from init).
 func register(f commandFactory) { defaultRegistry.commands = append(defaultRegistry.commands, f) }
 
-// app is one invocation of the CLI: its viper instance and the flag
-// bindings of its commands.
+// registerKeys declares config keys (call it from init). Declaring the
+// same key in two files is allowed when kind and default agree, so two
+// subcommands can share a setting such as "steps".
+func registerKeys(keys ...configs.Key) { defaultRegistry.keys.Add(keys...) }
+
+// app is one invocation of the CLI: its settings and the flag bindings
+// of its commands.
 type app struct {
-	reg        *registry
-	v          *viper.Viper
-	bindings   []flagBinding
-	configFile string    // the --config file in effect, "" if none
-	errw       io.Writer // the running command's stderr (progress displays)
-	errs       []error
+	reg      *registry
+	cfg      *configs.Settings
+	bindings []flagBinding
+	errw     io.Writer // the running command's stderr (progress displays)
+	errs     []error
 }
 
 // flagBinding ties a flag of cmd to a config key. Bindings are applied
@@ -106,14 +126,7 @@ type flagBinding struct {
 }
 
 func newApp(reg *registry) *app {
-	v := viper.New()
-	v.SetEnvPrefix(envPrefix)
-	v.SetEnvKeyReplacer(envReplacer)
-	v.AutomaticEnv()
-	for name, k := range reg.keys {
-		v.SetDefault(name, k.defaultValue())
-	}
-	return &app{reg: reg, v: v}
+	return &app{reg: reg, cfg: configs.NewSettings(reg.keys)}
 }
 
 // flag defines a flag named name on cmd, typed by key's kind, with key's
@@ -122,32 +135,9 @@ func (a *app) flag(cmd *cobra.Command, name, key, usage string) { a.flagP(cmd, n
 
 // flagP is flag with a one-letter shorthand (llama.cpp's -m, -p, -n...).
 func (a *app) flagP(cmd *cobra.Command, name, short, key, usage string) {
-	k, ok := a.reg.keys[key]
-	if !ok {
-		a.errs = append(a.errs, fmt.Errorf("flag --%s of %q: config key %q is not declared (registerKeys)", name, cmd.Name(), key))
+	if _, err := a.reg.keys.DefineFlag(cmd.Flags(), name, short, key, usage); err != nil {
+		a.errs = append(a.errs, fmt.Errorf("flag --%s of %q: %v (registerKeys)", name, cmd.Name(), err))
 		return
-	}
-	if len(k.Allowed) > 0 {
-		usage += " (" + strings.Join(k.Allowed, "|") + ")"
-	}
-	if k.Range != nil {
-		usage += "; " + k.Range.String()
-	}
-	usage += "; env " + envName(key)
-	fs := cmd.Flags()
-	switch def := k.defaultValue(); k.Kind {
-	case kindInt:
-		fs.IntP(name, short, def.(int), usage)
-	case kindFloat:
-		fs.Float64P(name, short, def.(float64), usage)
-	case kindBool:
-		fs.BoolP(name, short, def.(bool), usage)
-	case kindDuration:
-		fs.DurationP(name, short, def.(time.Duration), usage)
-	case kindStrings:
-		fs.StringArrayP(name, short, def.([]string), usage)
-	default:
-		fs.StringP(name, short, def.(string), usage)
 	}
 	a.bindFlag(cmd, name, key)
 }
@@ -162,7 +152,7 @@ func (a *app) bindFlag(cmd *cobra.Command, name, key string) {
 		a.errs = append(a.errs, fmt.Errorf("command %q has no flag --%s to bind to %q", cmd.Name(), name, key))
 		return
 	}
-	if _, ok := a.reg.keys[key]; !ok {
+	if _, ok := a.reg.keys.Lookup(key); !ok {
 		a.errs = append(a.errs, fmt.Errorf("flag --%s of %q: config key %q is not declared (registerKeys)", name, cmd.Name(), key))
 		return
 	}
@@ -175,79 +165,26 @@ func (a *app) load(cmd *cobra.Command) error {
 	for _, b := range a.bindings {
 		for c := cmd; c != nil; c = c.Parent() {
 			if c == b.cmd {
-				if err := a.v.BindPFlag(b.key, b.flag); err != nil {
+				if err := a.cfg.BindFlag(b.key, b.flag); err != nil {
 					return err
 				}
 				break
 			}
 		}
 	}
-	path := a.v.GetString("config")
+	path := os.Getenv(configs.EnvName("config"))
 	if f := cmd.Flags().Lookup("config"); f != nil && f.Changed {
 		path = f.Value.String()
 	}
 	if path != "" {
-		if err := a.reg.readConfigFile(a.v, path); err != nil {
+		if err := a.cfg.ReadFile(path); err != nil {
 			return err
 		}
-		a.configFile = path
 	}
 	a.errw = cmd.ErrOrStderr()
 	a.warnUnknownEnv(a.errw)
-	for _, name := range a.reg.sortedKeys() {
-		if err := a.reg.keys[name].check(a.v.Get(name)); err != nil {
-			return fmt.Errorf("config key %q (from %s): %v", name, a.source(name), err)
-		}
-	}
-	return nil
+	return a.cfg.Check()
 }
-
-// source names where key's value comes from, for error messages.
-func (a *app) source(key string) string {
-	for _, b := range a.bindings {
-		if b.key == key && b.flag.Changed {
-			return "flag --" + b.flag.Name
-		}
-	}
-	if v, ok := os.LookupEnv(envName(key)); ok && v != "" {
-		return "env " + envName(key)
-	}
-	if a.configFile != "" && a.v.InConfig(key) {
-		return "config " + a.configFile
-	}
-	return "default"
-}
-
-// getString returns a string key's value (validated by load).
-func (a *app) getString(key string) string {
-	s, _ := a.v.Get(key).(string)
-	return s
-}
-
-// getPath returns a path key's value; a relative path that came from the
-// config file is resolved against the file's folder.
-func (a *app) getPath(key string) string {
-	p := a.getString(key)
-	if strings.HasPrefix(a.source(key), "config ") {
-		return resolvePath(p, a.configFile)
-	}
-	return p
-}
-
-// getInt returns an integer key's value (validated by load).
-func (a *app) getInt(key string) int { n, _ := toInt(a.v.Get(key)); return n }
-
-// getFloat returns a number key's value (validated by load).
-func (a *app) getFloat(key string) float64 { f, _ := toFloat(a.v.Get(key)); return f }
-
-// getBool returns a boolean key's value (validated by load).
-func (a *app) getBool(key string) bool { b, _ := toBool(a.v.Get(key)); return b }
-
-// getStrings returns a string-list key's value (validated by load).
-func (a *app) getStrings(key string) []string { l, _ := toStrings(a.v.Get(key)); return l }
-
-// getDuration returns a duration key's value (validated by load).
-func (a *app) getDuration(key string) time.Duration { d, _ := toDuration(a.v.Get(key)); return d }
 
 // newRootCmd builds the command tree for one invocation.
 func newRootCmd(a *app) *cobra.Command {
@@ -286,10 +223,7 @@ func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func executeWithContext(ctx context.Context, reg *registry, args []string, stdout, stderr io.Writer) error {
-	if len(reg.errs) > 0 {
-		return errors.Join(reg.errs...)
-	}
-	if err := reg.checkSections(); err != nil {
+	if err := reg.keys.Err(); err != nil {
 		return err
 	}
 	a := newApp(reg)

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model"
 	"github.com/stride-lm/stride/model/engine"
 )
@@ -16,14 +16,14 @@ import (
 // Every filter defaults to off, so the defaults stay run.c's sampler.
 func init() {
 	registerKeys(
-		configKey{Name: "n_predict", Kind: kindInt, Default: 0, Range: atLeast(-1), Help: "new tokens to generate after the prompt (llama.cpp's -n); -1 = until the context ends; 0 = steps decides"},
-		configKey{Name: "ctx_size", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "context cap in positions; the KV pool is sized from it; 0 = min(seq_len, 4096)"},
-		configKey{Name: "prompt_file", Kind: kindPath, Default: "", Help: "file whose whole text is one prompt (llama.cpp's -f; at most 16 MiB); - = stdin"},
-		configKey{Name: "top_k", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "keep the k most likely tokens; 0 = off"},
-		configKey{Name: "min_p", Kind: kindFloat, Default: 0.0, Range: inRange(0, 1), Help: "drop tokens less likely than min_p × the most likely; 0 = off"},
-		configKey{Name: "repeat_penalty", Kind: kindFloat, Default: 1.0, Range: above(0), Help: "penalize tokens seen in the last repeat_last_n; 1 = off"},
-		configKey{Name: "repeat_last_n", Kind: kindInt, Default: 64, Range: atLeast(-1), Help: "tokens the repeat penalty looks back over; -1 = the whole context, 0 = off"},
-		configKey{Name: "stop", Kind: kindStrings, Default: []string{}, Help: "stop when the generated text contains this string (repeatable); it is cut from the output"},
+		configs.Key{Name: "n_predict", Kind: configs.Int, Default: 0, Range: configs.AtLeast(-1), Help: "new tokens to generate after the prompt (llama.cpp's -n); -1 = until the context ends; 0 = steps decides"},
+		configs.Key{Name: "ctx_size", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "context cap in positions; the KV pool is sized from it; 0 = min(seq_len, 4096)"},
+		configs.Key{Name: "prompt_file", Kind: configs.Path, Default: "", Help: "file whose whole text is one prompt (llama.cpp's -f; at most 16 MiB); - = stdin"},
+		configs.Key{Name: "top_k", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "keep the k most likely tokens; 0 = off"},
+		configs.Key{Name: "min_p", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, 1), Help: "drop tokens less likely than min_p × the most likely; 0 = off"},
+		configs.Key{Name: "repeat_penalty", Kind: configs.Float, Default: 1.0, Range: configs.Above(0), Help: "penalize tokens seen in the last repeat_last_n; 1 = off"},
+		configs.Key{Name: "repeat_last_n", Kind: configs.Int, Default: 64, Range: configs.AtLeast(-1), Help: "tokens the repeat penalty looks back over; -1 = the whole context, 0 = off"},
+		configs.Key{Name: "stop", Kind: configs.Strings, Default: []string{}, Help: "stop when the generated text contains this string (repeatable); it is cut from the output"},
 	)
 }
 
@@ -43,9 +43,9 @@ func samplingFlags(a *app, cmd *cobra.Command) {
 // (0 = min(seq_len, 4096)), with a warning when more than seq_len was
 // asked for.
 func contextSize(a *app, c model.Config, stderr io.Writer) int {
-	n, clamped := engine.ContextSize(c, a.getInt("ctx_size"))
+	n, clamped := engine.ContextSize(c, a.cfg.Int("ctx_size"))
 	if clamped {
-		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", a.getInt("ctx_size"), c.SeqLen, n)
+		fmt.Fprintf(stderr, "warning: --ctx-size %d exceeds the model's seq_len %d; using %d\n", a.cfg.Int("ctx_size"), c.SeqLen, n)
 	}
 	return n
 }
@@ -62,18 +62,18 @@ type stepsRule struct {
 // file: -n on the command line overrides a config's steps); both from
 // the same source is an error.
 func newStepsRule(a *app, ctx int, stderr io.Writer) (stepsRule, error) {
-	np := a.getInt("n_predict")
-	if np != 0 && a.source("steps") != "default" {
-		rs, rn := sourceRank(a.source("steps")), sourceRank(a.source("n_predict"))
+	np := a.cfg.Int("n_predict")
+	if np != 0 && a.cfg.Source("steps") != "default" {
+		rs, rn := a.cfg.Rank("steps"), a.cfg.Rank("n_predict")
 		if rs == rn {
 			return stepsRule{}, fmt.Errorf("--steps (from %s) and --n-predict (from %s) are both set; give one of them (--steps counts the prompt, -n does not)",
-				a.source("steps"), a.source("n_predict"))
+				a.cfg.Source("steps"), a.cfg.Source("n_predict"))
 		}
 		if rs > rn {
 			np = 0
 		}
 	}
-	steps := a.getInt("steps")
+	steps := a.cfg.Int("steps")
 	if steps > ctx {
 		fmt.Fprintf(stderr, "warning: --steps %d exceeds the context of %d positions; clamped to %d\n", steps, ctx, ctx)
 	}
@@ -122,38 +122,25 @@ type sampling struct {
 // transformers applies it, unless repeat_last_n is set.
 func samplerSettings(a *app, lm *loadedModel) sampling {
 	set := func(key string) *float64 {
-		if a.source(key) == "default" {
+		if a.cfg.Source(key) == "default" {
 			return nil
 		}
-		v := a.getFloat(key)
+		v := a.cfg.Float(key)
 		return &v
 	}
 	user := model.SamplingDefaults{Temperature: set("temperature"), TopP: set("topp"), MinP: set("min_p"),
 		RepetitionPenalty: set("repeat_penalty")}
-	if a.source("top_k") != "default" {
-		k := a.getInt("top_k")
+	if a.cfg.Source("top_k") != "default" {
+		k := a.cfg.Int("top_k")
 		user.TopK = &k
 	}
-	r := lm.gen.Sampling.Resolve(user, model.SamplingSettings{Temperature: a.getFloat("temperature"), TopP: a.getFloat("topp"),
-		TopK: a.getInt("top_k"), MinP: a.getFloat("min_p"), RepetitionPenalty: a.getFloat("repeat_penalty")})
+	r := lm.gen.Sampling.Resolve(user, model.SamplingSettings{Temperature: a.cfg.Float("temperature"), TopP: a.cfg.Float("topp"),
+		TopK: a.cfg.Int("top_k"), MinP: a.cfg.Float("min_p"), RepetitionPenalty: a.cfg.Float("repeat_penalty")})
 	st := sampling{temperature: float32(r.Temperature), topp: float32(r.TopP),
 		filters: model.Filters{TopK: r.TopK, MinP: float32(r.MinP), RepeatPenalty: float32(r.RepetitionPenalty),
-			RepeatLastN: a.getInt("repeat_last_n")}}
-	if user.RepetitionPenalty == nil && lm.gen.Sampling.RepetitionPenalty != nil && a.source("repeat_last_n") == "default" {
+			RepeatLastN: a.cfg.Int("repeat_last_n")}}
+	if user.RepetitionPenalty == nil && lm.gen.Sampling.RepetitionPenalty != nil && a.cfg.Source("repeat_last_n") == "default" {
 		st.filters.RepeatLastN = -1
 	}
 	return st
-}
-
-// sourceRank orders app.source's answers by precedence.
-func sourceRank(src string) int {
-	switch {
-	case strings.HasPrefix(src, "flag "):
-		return 3
-	case strings.HasPrefix(src, "env "):
-		return 2
-	case strings.HasPrefix(src, "config "):
-		return 1
-	}
-	return 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/chat"
 	"github.com/stride-lm/stride/model/engine"
 	"github.com/stride-lm/stride/serve"
@@ -17,19 +18,19 @@ import (
 
 func init() {
 	registerKeys(
-		configKey{Name: "serve.host", Kind: kindString, Default: "127.0.0.1", Help: "address infer serve listens on"},
-		configKey{Name: "serve.port", Kind: kindInt, Default: 8080, Range: inRange(0, 65535), Help: "port infer serve listens on; 0 = any free port"},
-		configKey{Name: "serve.max_queue", Kind: kindInt, Default: 64, Range: atLeast(1), Help: "most sequences waiting for the engine; beyond, 503 with Retry-After"},
-		configKey{Name: "serve.request_timeout", Kind: kindDuration, Default: 10 * time.Minute, Help: "longest a request may queue and generate"},
-		configKey{Name: "serve.drain_timeout", Kind: kindDuration, Default: 30 * time.Second, Help: "on SIGTERM, how long running requests may finish before they are cancelled"},
-		configKey{Name: "serve.max_body", Kind: kindString, Default: "4MiB", Help: "largest request body; beyond, 413"},
-		configKey{Name: "serve.max_tokens", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "generated-token cap of a request that sets none; 0 = the rest of the context (vLLM)"},
-		configKey{Name: "serve.served_model_name", Kind: kindString, Default: "", Help: "the model's name in the API; empty = the checkpoint's file name"},
-		configKey{Name: "api_key", Kind: kindStrings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health and the /kv page's own files then needs one", Secret: true},
-		configKey{Name: "serve.debug_endpoints", Kind: kindBool, Default: false, Help: "serve /debug/kv, /debug/kv/events and the KV cache page /kv (off in production)"},
-		configKey{Name: "serve.debug_show_text", Kind: kindBool, Default: false, Help: "let the debug routes show prompt and generated text"},
-		configKey{Name: "max_batched_tokens", Kind: kindInt, Default: engine.DefaultMaxBatchedTokens, Range: atLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
-		configKey{Name: "max_prefill_stall", Kind: kindFloat, Default: engine.DefaultPrefillStall, Range: atLeast(0), Help: "while streams decode, a step's prefill costs about this many of their decode steps (measured); 0 = the token budget alone"},
+		configs.Key{Name: "serve.host", Kind: configs.String, Default: "127.0.0.1", Help: "address infer serve listens on"},
+		configs.Key{Name: "serve.port", Kind: configs.Int, Default: 8080, Range: configs.InRange(0, 65535), Help: "port infer serve listens on; 0 = any free port"},
+		configs.Key{Name: "serve.max_queue", Kind: configs.Int, Default: 64, Range: configs.AtLeast(1), Help: "most sequences waiting for the engine; beyond, 503 with Retry-After"},
+		configs.Key{Name: "serve.request_timeout", Kind: configs.Duration, Default: 10 * time.Minute, Help: "longest a request may queue and generate"},
+		configs.Key{Name: "serve.drain_timeout", Kind: configs.Duration, Default: 30 * time.Second, Help: "on SIGTERM, how long running requests may finish before they are cancelled"},
+		configs.Key{Name: "serve.max_body", Kind: configs.String, Default: "4MiB", Help: "largest request body; beyond, 413"},
+		configs.Key{Name: "serve.max_tokens", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "generated-token cap of a request that sets none; 0 = the rest of the context (vLLM)"},
+		configs.Key{Name: "serve.served_model_name", Kind: configs.String, Default: "", Help: "the model's name in the API; empty = the checkpoint's file name"},
+		configs.Key{Name: "api_key", Kind: configs.Strings, Default: []string{}, Help: "accepted bearer keys of infer serve (repeatable); every route but /health and the /kv page's own files then needs one", Secret: true},
+		configs.Key{Name: "serve.debug_endpoints", Kind: configs.Bool, Default: false, Help: "serve /debug/kv, /debug/kv/events and the KV cache page /kv (off in production)"},
+		configs.Key{Name: "serve.debug_show_text", Kind: configs.Bool, Default: false, Help: "let the debug routes show prompt and generated text"},
+		configs.Key{Name: "max_batched_tokens", Kind: configs.Int, Default: engine.DefaultMaxBatchedTokens, Range: configs.AtLeast(0), Help: "tokens per engine step (chunked prefill); 0 = a prompt's prefill in one step"},
+		configs.Key{Name: "max_prefill_stall", Kind: configs.Float, Default: engine.DefaultPrefillStall, Range: configs.AtLeast(0), Help: "while streams decode, a step's prefill costs about this many of their decode steps (measured); 0 = the token budget alone"},
 	)
 	register(newServeCmd)
 }
@@ -88,14 +89,14 @@ func runServe(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort(a.getString("serve.host"), strconv.Itoa(a.getInt("serve.port")))
+	addr := net.JoinHostPort(a.cfg.String("serve.host"), strconv.Itoa(a.cfg.Int("serve.port")))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
 	return serve.Run(cmd.Context(), ln, func() (*serve.Server, func(), error) { return newServer(a, cmd, cfg) },
-		serve.RunOptions{HTTP: hc, DrainTimeout: a.getDuration("serve.drain_timeout"),
+		serve.RunOptions{HTTP: hc, DrainTimeout: a.cfg.Duration("serve.drain_timeout"),
 			Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "infer serve: "+format+"\n", args...) }})
 }
 
@@ -113,8 +114,8 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		return nil, nil, err
 	}
 	opts.Context = ctxLen
-	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.getInt("max_batched_tokens")
-	opts.PrefillStall = a.getFloat("max_prefill_stall")
+	opts.Tokenizer, opts.MaxBatchedTokens = lm.codec, a.cfg.Int("max_batched_tokens")
+	opts.PrefillStall = a.cfg.Float("max_prefill_stall")
 	// The Ledger feeds /metrics' stride_bytes_copied_total: what the
 	// attention path copies per step is what Stride exists to show.
 	opts.Ledger = tensor.NewLedger()
@@ -131,15 +132,15 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 	}
 	b := serve.NewEngineBackend(e, serve.EngineConfig{Tokenizer: lm.codec, Template: tmpl,
 		StopTokens: lm.gen.StopTokens, MaxModelLen: ctxLen})
-	name := a.getString("serve.served_model_name")
+	name := a.cfg.String("serve.served_model_name")
 	if name == "" {
 		name = serve.ModelName(lm.name)
 	}
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg.SamplingDefaults = lm.gen.Sampling
 	srv := serve.New(b, cfg)
-	if a.getBool("serve.debug_endpoints") {
-		srv.EnableDebug(serve.DebugOptions{ShowText: a.getBool("serve.debug_show_text")})
+	if a.cfg.Bool("serve.debug_endpoints") {
+		srv.EnableDebug(serve.DebugOptions{ShowText: a.cfg.Bool("serve.debug_show_text")})
 	}
 	return srv, closeAll, nil
 }
@@ -147,5 +148,5 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 // serveTemplate is the chat template: --chat-template, else the model's
 // own, else run.c's llama-2 format (as infer chat chooses).
 func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
-	return chat.Select(a.getString("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
+	return chat.Select(a.cfg.String("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
 }

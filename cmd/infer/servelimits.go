@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/kvcache"
 	"github.com/stride-lm/stride/serve"
 )
@@ -14,14 +15,14 @@ import (
 // (docs/serving.md's guarantees table), the key file and CORS.
 func init() {
 	registerKeys(
-		configKey{Name: "serve.read_header_timeout", Kind: kindDuration, Default: 10 * time.Second, Help: "longest a client may take to send a request's headers (slowloris); then it is disconnected"},
-		configKey{Name: "serve.body_timeout", Kind: kindDuration, Default: time.Minute, Help: "longest a client may take to send a request's body; then 408"},
-		configKey{Name: "serve.idle_timeout", Kind: kindDuration, Default: 2 * time.Minute, Help: "a keep-alive connection idle this long is closed"},
-		configKey{Name: "serve.write_timeout", Kind: kindDuration, Default: time.Minute, Help: "a stream whose client reads nothing for this long is dropped and its sequences cancelled"},
-		configKey{Name: "serve.max_header_bytes", Kind: kindString, Default: "64KiB", Help: "largest request line plus headers; beyond, 431"},
-		configKey{Name: "serve.max_connections", Kind: kindInt, Default: 512, Range: atLeast(1), Help: "most open connections; one beyond gets 503 with Retry-After and is closed"},
-		configKey{Name: "serve.cors_origin", Kind: kindStrings, Default: []string{}, Help: "browser origins allowed to call the API (repeatable; * = any); none = no CORS headers"},
-		configKey{Name: "api_key_file", Kind: kindString, Default: "", Help: "file of accepted bearer keys, one a line (# comments and blank lines skipped), added to api_key"},
+		configs.Key{Name: "serve.read_header_timeout", Kind: configs.Duration, Default: 10 * time.Second, Help: "longest a client may take to send a request's headers (slowloris); then it is disconnected"},
+		configs.Key{Name: "serve.body_timeout", Kind: configs.Duration, Default: time.Minute, Help: "longest a client may take to send a request's body; then 408"},
+		configs.Key{Name: "serve.idle_timeout", Kind: configs.Duration, Default: 2 * time.Minute, Help: "a keep-alive connection idle this long is closed"},
+		configs.Key{Name: "serve.write_timeout", Kind: configs.Duration, Default: time.Minute, Help: "a stream whose client reads nothing for this long is dropped and its sequences cancelled"},
+		configs.Key{Name: "serve.max_header_bytes", Kind: configs.String, Default: "64KiB", Help: "largest request line plus headers; beyond, 431"},
+		configs.Key{Name: "serve.max_connections", Kind: configs.Int, Default: 512, Range: configs.AtLeast(1), Help: "most open connections; one beyond gets 503 with Retry-After and is closed"},
+		configs.Key{Name: "serve.cors_origin", Kind: configs.Strings, Default: []string{}, Help: "browser origins allowed to call the API (repeatable; * = any); none = no CORS headers"},
+		configs.Key{Name: "api_key_file", Kind: configs.String, Default: "", Help: "file of accepted bearer keys, one a line (# comments and blank lines skipped), added to api_key"},
 	)
 }
 
@@ -44,28 +45,28 @@ func hardeningFlags(a *app, cmd *cobra.Command) {
 // serveConfig reads the server's limits, keys and CORS origins from the
 // flags and keys; the model's name and the logger are filled in later.
 func serveConfig(a *app) (serve.Config, serve.HTTPConfig, error) {
-	maxBody, err := kvcache.ParseBytes(a.getString("serve.max_body"))
+	maxBody, err := kvcache.ParseBytes(a.cfg.String("serve.max_body"))
 	if err != nil || maxBody < 1 {
-		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.getString("serve.max_body"))
+		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_body %q: want a size such as 4MiB", a.cfg.String("serve.max_body"))
 	}
-	maxHeader, err := kvcache.ParseBytes(a.getString("serve.max_header_bytes"))
+	maxHeader, err := kvcache.ParseBytes(a.cfg.String("serve.max_header_bytes"))
 	if err != nil || maxHeader < 1 || maxHeader > 1<<30 {
-		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_header_bytes %q: want a size such as 64KiB", a.getString("serve.max_header_bytes"))
+		return serve.Config{}, serve.HTTPConfig{}, fmt.Errorf("serve.max_header_bytes %q: want a size such as 64KiB", a.cfg.String("serve.max_header_bytes"))
 	}
-	keys := a.getStrings("api_key")
-	if path := a.getPath("api_key_file"); path != "" {
+	keys := a.cfg.Strings("api_key")
+	if path := a.cfg.Path("api_key_file"); path != "" {
 		more, err := serve.ReadKeyFile(path)
 		if err != nil {
 			return serve.Config{}, serve.HTTPConfig{}, err
 		}
 		keys = append(append([]string(nil), keys...), more...)
 	}
-	cfg := serve.Config{APIKeys: keys, MaxQueue: a.getInt("serve.max_queue"),
-		RequestTimeout: a.getDuration("serve.request_timeout"), MaxBody: maxBody,
-		MaxTokens: a.getInt("serve.max_tokens"), BodyTimeout: a.getDuration("serve.body_timeout"),
-		WriteTimeout: a.getDuration("serve.write_timeout"), CORSOrigins: a.getStrings("serve.cors_origin")}
-	hc := serve.HTTPConfig{ReadHeaderTimeout: a.getDuration("serve.read_header_timeout"),
-		IdleTimeout: a.getDuration("serve.idle_timeout"), MaxHeaderBytes: int(maxHeader),
-		MaxConnections: a.getInt("serve.max_connections")}
+	cfg := serve.Config{APIKeys: keys, MaxQueue: a.cfg.Int("serve.max_queue"),
+		RequestTimeout: a.cfg.Duration("serve.request_timeout"), MaxBody: maxBody,
+		MaxTokens: a.cfg.Int("serve.max_tokens"), BodyTimeout: a.cfg.Duration("serve.body_timeout"),
+		WriteTimeout: a.cfg.Duration("serve.write_timeout"), CORSOrigins: a.cfg.Strings("serve.cors_origin")}
+	hc := serve.HTTPConfig{ReadHeaderTimeout: a.cfg.Duration("serve.read_header_timeout"),
+		IdleTimeout: a.cfg.Duration("serve.idle_timeout"), MaxHeaderBytes: int(maxHeader),
+		MaxConnections: a.cfg.Int("serve.max_connections")}
 	return cfg, hc, nil
 }

@@ -10,16 +10,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
 	"github.com/stride-lm/stride/model/tokenizer"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "tokenize.output", Kind: kindString, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
-		configKey{Name: "tokenize.no_bos", Kind: kindBool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
-		configKey{Name: "tokenize.parse_special", Kind: kindBool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
-		configKey{Name: "tokenize.detokenize", Kind: kindBool, Default: false, Help: "read ids and print their text"},
+		configs.Key{Name: "tokenize.output", Kind: configs.String, Default: "ids", Allowed: []string{"ids", "json"}, Help: "output of infer tokenize"},
+		configs.Key{Name: "tokenize.no_bos", Kind: configs.Bool, Default: false, Help: "leave out the BOS id the tokenizer would add"},
+		configs.Key{Name: "tokenize.parse_special", Kind: configs.Bool, Default: false, Help: "match control tokens written in the text as their ids; with --detokenize, print them"},
+		configs.Key{Name: "tokenize.detokenize", Kind: configs.Bool, Default: false, Help: "read ids and print their text"},
 	)
 	register(newTokenizeCmd)
 }
@@ -72,12 +73,12 @@ Control tokens print as "" unless --parse-special.`,
 }
 
 func runTokenize(a *app, cmd *cobra.Command, args []string) error {
-	tk, err := tokenizerFor(a.getPath("tokenizer"), a.getPath("checkpoint"))
+	tk, err := tokenizerFor(a.cfg.Path("tokenizer"), a.cfg.Path("checkpoint"))
 	if err != nil {
 		return err
 	}
-	parseSpecial := a.getBool("tokenize.parse_special")
-	if a.getBool("tokenize.detokenize") {
+	parseSpecial := a.cfg.Bool("tokenize.parse_special")
+	if a.cfg.Bool("tokenize.detokenize") {
 		return detokenize(cmd, args, tk, parseSpecial)
 	}
 	var in io.Reader = cmd.InOrStdin()
@@ -87,9 +88,9 @@ func runTokenize(a *app, cmd *cobra.Command, args []string) error {
 	// The text is tokenized a window at a time and the ids written as
 	// they come, so a corpus of any size runs in bounded memory.
 	ids := tk.NewStream(closedIsEmpty{in}, tokenizer.EncodeOptions{
-		BOS: tk.AddBOS() && !a.getBool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
+		BOS: tk.AddBOS() && !a.cfg.Bool("tokenize.no_bos"), EOS: tk.AddEOS(), ParseSpecial: parseSpecial})
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-	if a.getString("tokenize.output") == "json" {
+	if a.cfg.String("tokenize.output") == "json" {
 		err = writeTokensJSON(out, ids, tk)
 	} else {
 		err = writeTokenIDs(out, ids)

@@ -8,21 +8,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stride-lm/stride/attention"
+	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/tensor"
 )
 
 func init() {
 	registerKeys(
-		configKey{Name: "trace.path", Kind: kindString, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
-		configKey{Name: "trace.meta", Kind: kindBool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
-		configKey{Name: "trace.batch", Kind: kindInt, Default: 1, Range: atLeast(1), Help: "B: sequences"},
-		configKey{Name: "trace.seq", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "S: new tokens per sequence"},
-		configKey{Name: "trace.past", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
-		configKey{Name: "trace.heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "H: query heads; 0 = the model's"},
-		configKey{Name: "trace.kv_heads", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
-		configKey{Name: "trace.head_dim", Kind: kindInt, Default: 0, Range: atLeast(0), Help: "D: head width; 0 = the model's"},
-		configKey{Name: "trace.block_size", Kind: kindInt, Default: 16, Range: atLeast(1), Help: "KV cache block size"},
-		configKey{Name: "trace.output", Kind: kindString, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
+		configs.Key{Name: "trace.path", Kind: configs.String, Default: "both", Allowed: []string{"both", "naive", "fused"}, Help: "attention path(s) to trace"},
+		configs.Key{Name: "trace.meta", Kind: configs.Bool, Default: false, Help: "compute layouts on meta tensors (no data, any size)"},
+		configs.Key{Name: "trace.batch", Kind: configs.Int, Default: 1, Range: configs.AtLeast(1), Help: "B: sequences"},
+		configs.Key{Name: "trace.seq", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "S: new tokens per sequence"},
+		configs.Key{Name: "trace.past", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "tokens already cached per sequence (S=1 with past>0 is a decode step)"},
+		configs.Key{Name: "trace.heads", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "H: query heads; 0 = the model's"},
+		configs.Key{Name: "trace.kv_heads", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "KVH: key/value heads; 0 = the model's"},
+		configs.Key{Name: "trace.head_dim", Kind: configs.Int, Default: 0, Range: configs.AtLeast(0), Help: "D: head width; 0 = the model's"},
+		configs.Key{Name: "trace.block_size", Kind: configs.Int, Default: 16, Range: configs.AtLeast(1), Help: "KV cache block size"},
+		configs.Key{Name: "trace.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer trace"},
 	)
 	register(newTraceCmd)
 }
@@ -70,9 +71,9 @@ infer layout -f configs/mha-layout.py to see the same layouts row by row.`,
 
 func runTrace(a *app, cmd *cobra.Command) error {
 	cfg := attention.TraceConfig{
-		B: a.getInt("trace.batch"), S: a.getInt("trace.seq"), Past: a.getInt("trace.past"),
-		H: a.getInt("trace.heads"), KVH: a.getInt("trace.kv_heads"), D: a.getInt("trace.head_dim"),
-		BlockSize: a.getInt("trace.block_size"), Meta: a.getBool("trace.meta"), Seed: 1,
+		B: a.cfg.Int("trace.batch"), S: a.cfg.Int("trace.seq"), Past: a.cfg.Int("trace.past"),
+		H: a.cfg.Int("trace.heads"), KVH: a.cfg.Int("trace.kv_heads"), D: a.cfg.Int("trace.head_dim"),
+		BlockSize: a.cfg.Int("trace.block_size"), Meta: a.cfg.Bool("trace.meta"), Seed: 1,
 	}
 	if cfg.H == 0 || cfg.KVH == 0 || cfg.D == 0 {
 		lm, err := loadModel(a)
@@ -92,7 +93,7 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		}
 	}
 	paths := []string{"naive", "fused"}
-	if p := a.getString("trace.path"); p != "both" {
+	if p := a.cfg.String("trace.path"); p != "both" {
 		paths = []string{p}
 	}
 	var traces []*tensor.Trace
@@ -103,7 +104,7 @@ func runTrace(a *app, cmd *cobra.Command) error {
 		}
 		traces = append(traces, tr)
 	}
-	return writeTraces(cmd.OutOrStdout(), a.getString("trace.output"), traces)
+	return writeTraces(cmd.OutOrStdout(), a.cfg.String("trace.output"), traces)
 }
 
 func writeTraces(w io.Writer, format string, traces []*tensor.Trace) error {

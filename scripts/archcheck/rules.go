@@ -61,6 +61,8 @@ var rules = []rule{
 		imports: []string{"tensor", "tensor/kernels", "kvcache"}},
 	{pkg: "model/tokenizer", concept: "tokenization (SentencePiece BPE, byte-level BPE), knowing no model"},
 	{pkg: "model/mapfile", concept: "read-only file mappings for checkpoint loaders"},
+	{pkg: "configs", concept: "typed settings: keys declared once, read from flag > INFER_* env > YAML file > default, each value checked with one clear line",
+		external: []string{pflag, viper}},
 	{pkg: "model/chat", concept: "chat templates: the built-ins, a model's own, the fallback, the guard and budget, and the prompt's token ids (control tokens from markup only)",
 		imports: []string{"model/tokenizer"}, external: []string{jinja}},
 	{pkg: "model", concept: "the LLM: Config, Weights, Forward, Sampler, the Source contract formats implement",
@@ -98,12 +100,12 @@ var rules = []rule{
 	{pkg: "serve/loadgen/loadplot", concept: "`infer bench serve --plot`'s chart: the latency CDFs per request rate and throughput against rate, as PNG",
 		imports: []string{"serve/loadgen"}, external: []string{plot}},
 	{pkg: "cmd/infer", concept: "the command line: generate, bench, compare, layout, trace, export",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, xSys, jinja},
+		imports: []string{"*"}, external: []string{cobra, pflag, xSys, jinja},
 		below: frontEndFloor, because: map[string]string{
 			"attention": "infer trace runs one attention layer by itself (attention.TraceLayer): showing that layer's layout is the command",
 			"cuda":      "infer coalesce drives the CUDA kernels and their traffic simulation, which no engine sits above",
 		}},
 	{pkg: "cmd/infer/...", concept: "the command line's internal helpers",
-		imports: []string{"*"}, external: []string{cobra, pflag, viper, xSys, jinja}},
+		imports: []string{"*"}, external: []string{cobra, pflag, xSys, jinja}},
 	{pkg: "scripts/archcheck", concept: "this check: the import rules and the size report"},
 }
