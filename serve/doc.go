@@ -67,9 +67,13 @@
 // and /kv, the page (web/kv, embedded) that draws both (debugkv.go). A
 // Backend opts in by implementing KVDebugger; EngineBackend does.
 //
-// # Shutting down
+// # A server's life
 //
-// Drain stops accepting generation requests (503 with Retry-After, and
-// /health answers 503), waits for those in flight, and cancels what is
-// left when its context ends. `infer serve` calls it on SIGTERM.
+// Run is the whole life of a server process on a listener (run.go): it
+// answers 503 (Loading) while the model loads, swaps the Server in once
+// it has, and when its context ends (SIGTERM for `infer serve`, which
+// calls Run) drains: Drain stops accepting generation requests (503 with
+// Retry-After, and /health answers 503), waits for those in flight, and
+// cancels what is left when the drain timeout ends; then the http.Server
+// shuts down. ExampleRun embeds the server from checkpoint.Open on.
 package serve

@@ -23,7 +23,6 @@ type EngineBackend struct {
 	stop   []int // the checkpoint's stop ids; nil = run.c's stop at BOS
 	maxLen int
 	vocab  int
-	system string
 	reqs   requestIDs // HTTP request ids of the running requests (debugkv.go)
 }
 
@@ -62,51 +61,24 @@ func (b *EngineBackend) Tokenize(text string, addSpecial bool) ([]int, error) {
 	return b.codec.Encode(text, addSpecial && b.codec.AddBOS(), false)
 }
 
-// TokenizeChat implements Backend: a Jinja template through chat.Encode
-// (only its markup becomes control tokens), run.c's llama-2 format turn
-// by turn as run.c feeds it (each user turn with BOS, each earlier reply
-// closed by EOS). BOS comes only when the tokenizer adds one, as infer
-// chat puts it: a vocabulary without BOS gets none.
+// TokenizeChat implements Backend: the messages as the conversation
+// infer chat would have fed (chat.Resume): a Jinja template through
+// chat.Encode (only its markup becomes control tokens), run.c's llama-2
+// format turn by turn as run.c feeds it (each user turn with BOS, each
+// earlier reply closed by the tokenizer's EOS). BOS comes only when the
+// tokenizer adds one, as infer chat puts it: a vocabulary without BOS
+// gets none.
 func (b *EngineBackend) TokenizeChat(msgs []Message) ([]int, error) {
 	cm := make([]chat.Message, len(msgs))
 	for i, m := range msgs {
 		cm[i] = chat.Message{Role: m.Role, Content: m.Content}
 	}
-	if !b.tmpl.RunC() {
-		p, err := chat.Encode(context.Background(), b.tmpl, cm, b.codec, b.codec.AddBOS(), chat.Options{AddGenerationPrompt: true})
-		return p.IDs, err
+	c, err := chat.Resume(context.Background(), b.tmpl, b.codec, b.codec.AddBOS() && b.codec.BOS() >= 0, cm)
+	if err != nil {
+		return nil, err
 	}
-	var ids []int
-	system, first := "", true
-	bos := b.codec.AddBOS() && b.codec.BOS() >= 0
-	for _, m := range cm {
-		var part []int
-		var err error
-		switch m.Role {
-		case "system":
-			system += m.Content
-			continue
-		case "user":
-			part, err = b.codec.Encode(chat.RunCTurn(system, m.Content, first), bos, false)
-			first = false
-		default: // an earlier reply, ended by EOS as run.c's loop feeds it
-			if part, err = b.codec.Encode(m.Content, false, false); err == nil {
-				part = append(part, runcEOS)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, part...)
-	}
-	if first { // no user turn: the system prompt alone opens one
-		return b.codec.Encode(chat.RunCTurn(system, "", true), bos, false)
-	}
-	return ids, nil
+	return c.IDs(), nil
 }
-
-// runcEOS is the id that ends a reply in run.c's chat loop.
-const runcEOS = 2
 
 // Detokenize implements Backend: the text of ids, as the engine's
 // detokenizer writes it (a piece after BOS drops its leading space). BOS

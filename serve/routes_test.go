@@ -326,6 +326,7 @@ func (noBOSCodec) Encode(text string, bos, eos bool) ([]int, error) {
 func (noBOSCodec) Decode(prev, tok int) string { return string(rune(tok)) }
 func (noBOSCodec) VocabSize() int              { return 256 }
 func (noBOSCodec) BOS() int                    { return -1 }
+func (noBOSCodec) EOS() int                    { return -1 }
 func (noBOSCodec) AddBOS() bool                { return false }
 
 // TestRunCChatWithoutBOS: run.c's chat format on a vocabulary without

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -307,4 +308,18 @@ func Loading() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, overloaded("the model is loading", 5))
 	})
+}
+
+// ModelName is the name a checkpoint is served under when none is given
+// (vLLM's --served-model-name default is the model's path; Stride's is
+// shorter): the file or directory name of source without its extension,
+// stories260K.bin → stories260K, and the built-in model's name without
+// its " (built in)" mark.
+func ModelName(source string) string {
+	source = strings.TrimSuffix(source, " (built in)")
+	base := filepath.Base(strings.TrimRight(source, "/"))
+	if ext := filepath.Ext(base); ext != "" && ext != base {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
 }

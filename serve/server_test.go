@@ -203,3 +203,19 @@ func TestStopStringHeldBack(t *testing.T) {
 		}
 	}
 }
+
+// ModelName is the checkpoint's file or directory name without its
+// extension, as /v1/models lists a model served without a name.
+func TestModelName(t *testing.T) {
+	for in, want := range map[string]string{
+		"../shared/models/stories260K.bin": "stories260K",
+		"models/hf/stories260K/":           "stories260K",
+		"stories260K (built in)":           "stories260K",
+		"model.q8_0.gguf":                  "model.q8_0",
+		".hidden":                          ".hidden",
+	} {
+		if got := ModelName(in); got != want {
+			t.Errorf("ModelName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

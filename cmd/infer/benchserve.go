@@ -15,6 +15,7 @@ import (
 	"github.com/stride-lm/stride/cmd/infer/internal/outfile"
 	"github.com/stride-lm/stride/configs"
 	"github.com/stride-lm/stride/model/checkpoint"
+	"github.com/stride-lm/stride/model/tokenizer"
 	"github.com/stride-lm/stride/serve/loadgen"
 	"github.com/stride-lm/stride/serve/loadgen/loadplot"
 )
@@ -267,21 +268,13 @@ func benchServeCounter(a *app, tg *loadgen.Target) (loadgen.Counter, string, fun
 		if err != nil {
 			return nil, "", nil, err
 		}
-		bos := tok.AddBOS() && tok.BOS() >= 0
-		return func(_ context.Context, s string) (int, error) {
-			ids, err := tok.Encode(s, bos, false)
-			return len(ids), err
-		}, tokPath, func() {}, nil
+		return tokenizer.PromptCounter(tok), tokPath, func() {}, nil
 	case ckPath != "":
 		ck, err := checkpoint.Open(ckPath, checkpoint.Options{})
 		if err != nil {
 			return nil, "", nil, err
 		}
-		tok, bos := ck.Tokenizer, ck.Generation.AddBOS
-		return func(_ context.Context, s string) (int, error) {
-			ids, err := tok.Encode(s, bos, false)
-			return len(ids), err
-		}, ckPath, func() { ck.Close() }, nil
+		return tokenizer.PromptCounter(ck.Tokenizer), ckPath, func() { ck.Close() }, nil
 	}
 	return tg.Count, "server", func() {}, nil
 }

@@ -60,6 +60,7 @@ func (c bosCodec) Encode(text string, bos, eos bool) ([]int, error) {
 func (bosCodec) Decode(prev, tok int) string { return string(rune(tok - 3)) }
 func (bosCodec) VocabSize() int              { return 259 }
 func (bosCodec) BOS() int                    { return 1 }
+func (bosCodec) EOS() int                    { return 2 }
 func (c bosCodec) AddBOS() bool              { return c.addBOS }
 
 // TestEncodePromptFollowsAddBOS: a prompt starts with BOS exactly when the

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,7 +82,8 @@ signal exits at once. Each request logs one JSON line on stderr.`,
 }
 
 // runServe listens at once (answering 503 while the model loads), loads
-// the model, serves until the command's context ends, then drains.
+// the model, serves until the command's context ends, then drains
+// (serve.Run).
 func runServe(a *app, cmd *cobra.Command) error {
 	cfg, hc, err := serveConfig(a)
 	if err != nil {
@@ -99,45 +94,10 @@ func runServe(a *app, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	var handler atomic.Pointer[http.Handler]
-	loading := serve.Loading()
-	handler.Store(&loading)
-	hs := serve.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }), hc)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(serve.LimitListener(ln, hc.MaxConnections)) }()
-	defer hs.Close()
-	srv, closeEngine, err := newServer(a, cmd, cfg)
-	if err != nil {
-		return err
-	}
-	defer closeEngine()
-	var h http.Handler = srv
-	handler.Store(&h)
-	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: listening on http://%s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return err
-	case <-cmd.Context().Done():
-	}
-	return drain(a, cmd, srv, hs)
-}
-
-// drain stops taking requests, lets the running ones finish within the
-// drain timeout, cancels the rest and closes the listener.
-func drain(a *app, cmd *cobra.Command, srv *serve.Server, hs *http.Server) error {
-	timeout := a.cfg.Duration("serve.drain_timeout")
-	fmt.Fprintf(cmd.ErrOrStderr(), "infer serve: draining (up to %v)\n", timeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := srv.Drain(ctx); err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "infer serve: drain timeout reached; cancelled what still ran")
-	}
-	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer scancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	stderr := cmd.ErrOrStderr()
+	return serve.Run(cmd.Context(), ln, func() (*serve.Server, func(), error) { return newServer(a, cmd, cfg) },
+		serve.RunOptions{HTTP: hc, DrainTimeout: a.cfg.Duration("serve.drain_timeout"),
+			Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "infer serve: "+format+"\n", args...) }})
 }
 
 // newServer loads the model and builds the engine and the server.
@@ -174,7 +134,7 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 		StopTokens: lm.gen.StopTokens, MaxModelLen: ctxLen})
 	name := a.cfg.String("serve.served_model_name")
 	if name == "" {
-		name = servedName(lm.name)
+		name = serve.ModelName(lm.name)
 	}
 	cfg.ModelName, cfg.Logger = name, slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg.SamplingDefaults = lm.gen.Sampling
@@ -189,15 +149,4 @@ func newServer(a *app, cmd *cobra.Command, cfg serve.Config) (*serve.Server, fun
 // own, else run.c's llama-2 format (as infer chat chooses).
 func serveTemplate(a *app, lm *loadedModel) (*chat.Template, error) {
 	return chat.Select(a.cfg.String("chat.template"), lm.gen.ChatTemplate, lm.gen.EOSText)
-}
-
-// servedName is the checkpoint's file name without its extension
-// (stories260K.bin → stories260K), as /v1/models lists it.
-func servedName(path string) string {
-	path = strings.TrimSuffix(path, " (built in)")
-	base := filepath.Base(strings.TrimRight(path, "/"))
-	if ext := filepath.Ext(base); ext != "" && ext != base {
-		base = strings.TrimSuffix(base, ext)
-	}
-	return base
 }

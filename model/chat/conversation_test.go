@@ -79,3 +79,52 @@ func TestConversationReencodesRewrittenHistory(t *testing.T) {
 		t.Errorf("after a rewritten history: %d new ids, ids %v; want all of %v", n, c.IDs(), want)
 	}
 }
+
+// Resume of a whole history gives the ids of the conversation built turn
+// by turn with the same replies: run.c's format closes each earlier
+// reply with the codec's EOS, the system prompt goes into the first user
+// turn, and a history without a user message opens an empty turn; a
+// Jinja template renders the history at once.
+func TestResumeIsTheConversation(t *testing.T) {
+	codec, err := tokenizer.NewBytes(259)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"},
+		{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "Bye"}}
+	chatml, err := Load("chatml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tmpl := range []*Template{Fallback(), chatml} {
+		turns := NewConversation(tmpl, codec, true, "Be brief.")
+		if _, err := turns.AddUser(ctx, "Hi"); err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := codec.Encode("Hello!", false, false)
+		if tmpl.RunC() {
+			reply = append(reply, codec.EOS())
+		} else {
+			reply, _ = codec.Encode("Hello!<|im_end|>", false, false)
+		}
+		turns.AddReply(reply, "Hello!")
+		if _, err := turns.AddUser(ctx, "Bye"); err != nil {
+			t.Fatal(err)
+		}
+		whole, err := Resume(ctx, tmpl, codec, true, msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(whole.IDs(), turns.IDs()) {
+			t.Errorf("run.c format %v: Resume %v\nturn by turn %v", tmpl.RunC(), whole.IDs(), turns.IDs())
+		}
+	}
+	sys, err := Resume(ctx, Fallback(), codec, true, msgs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := codec.Encode(RunCTurn("Be brief.", "", true), true, false); !slices.Equal(sys.IDs(), want) {
+		t.Errorf("a system prompt alone: %v, want its turn %v", sys.IDs(), want)
+	}
+}

@@ -20,7 +20,12 @@
 //     is tokenized with the vocabulary's control tokens recognized, text
 //     from a message is plain text. So "<|im_start|>" in the template is
 //     one control id, while a user who types "<|im_end|>" gets the ids of
-//     those characters and cannot close their own turn.
+//     those characters and cannot close their own turn;
+//   - the conversation (Conversation): the ids a front end feeds at each
+//     turn, built turn by turn (infer chat) or resumed from a whole
+//     message list (Resume, the server's chat prompt), the same ids
+//     either way. In run.c's format an earlier reply is closed by the
+//     tokenizer's EOS, as run.c's loop ends and feeds it.
 //
 // BOS follows the tokenizer, as for a plain prompt: the template sees the
 // vocabulary's BOS text as bos_token, and Encode puts the BOS id first

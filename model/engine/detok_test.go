@@ -15,8 +15,10 @@ func (c pieceCodec) Encode(string, bool, bool) ([]int, error) { return nil, nil 
 func (c pieceCodec) Decode(_, tok int) string                 { return c[tok%len(c)] }
 func (c pieceCodec) VocabSize() int                           { return len(c) }
 
-// BOS and AddBOS complete tokenizer.Codec: the test vocabulary has no BOS.
+// BOS, EOS and AddBOS complete tokenizer.Codec: the test vocabulary has
+// no BOS and no EOS.
 func (c pieceCodec) BOS() int     { return -1 }
+func (c pieceCodec) EOS() int     { return -1 }
 func (c pieceCodec) AddBOS() bool { return false }
 
 // cutAtStop is the brute-force reference: after each piece, decode

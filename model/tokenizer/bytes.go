@@ -29,6 +29,9 @@ func (b *Bytes) VocabSize() int { return b.vocab }
 // BOS is llama2.c's BOS id, 1.
 func (b *Bytes) BOS() int { return llama2cBOS }
 
+// EOS is llama2.c's EOS id, 2.
+func (b *Bytes) EOS() int { return llama2cEOS }
+
 // AddBOS is true: prompts start with BOS, as run.c's do.
 func (b *Bytes) AddBOS() bool { return true }
 

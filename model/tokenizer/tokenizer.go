@@ -21,6 +21,10 @@ type Codec interface {
 	// BOS is the beginning-of-sequence id, or -1 when the vocabulary has
 	// none.
 	BOS() int
+	// EOS is the end-of-sequence id, or -1 when the vocabulary has none:
+	// where a reply ends in run.c's chat (chat.Conversation feeds it after
+	// an earlier reply).
+	EOS() int
 	// AddBOS reports whether a prompt starts with BOS: what the
 	// tokenizer's file asks for (llama2.c's always does; Qwen's does not).
 	AddBOS() bool
