@@ -888,8 +888,16 @@ ggmlq4_0rows4vnni_blk:
 // Rows 0-3 × tokens 0-7: accumulator Z(2t+p) is token t, row pair p.
 // Tokens 4-7 address from R11 (quants), R13 (corrections) and DX
 // (scales), four token strides on.
-TEXT ·ggmlQ8_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+TEXT ·ggmlQ8_0Tile4x8VNNI(SB), NOSPLIT, $8-80
 	Q8T_SETUP
+	// CX, the block count, becomes the pointer of the next tile's row 5
+	// (no other register is free), so the loop ends at SI's last block,
+	// kept in end: the next tile's four rows are all prefetched.
+	IMULQ $34, CX
+	ADDQ SI, CX
+	MOVQ CX, end-8(SP)
+	LEAQ (SI)(BX*4), CX
+	ADDQ BX, CX
 	LEAQ (DI)(R9*4), R11
 	LEAQ (R12)(R9*4), R13
 	LEAQ (R14)(R15*4), DX
@@ -911,7 +919,9 @@ TEXT ·ggmlQ8_0Tile4x8VNNI(SB), NOSPLIT, $0-80
 	VPXORD Z15, Z15, Z15
 q80t8_blk:
 	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (CX)
 	PREFETCHT0 (SI)(R8*2)
+	PREFETCHT0 (CX)(BX*2)
 	Q8T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
 	Q8T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
 	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
@@ -929,8 +939,9 @@ q80t8_blk:
 	ADDQ $32, R13
 	ADDQ $4, R14
 	ADDQ $4, DX
-	DECQ CX
-	JNZ q80t8_blk
+	ADDQ $34, CX
+	CMPQ SI, end-8(SP)
+	JNE q80t8_blk
 	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9
@@ -1033,8 +1044,15 @@ q80t4_blk:
 // func ggmlQ4_0Tile4x8VNNI(w unsafe.Pointer, ws uintptr, xq *int8, xc *int32, xs uintptr, xd *float32, ds uintptr, nb int, out *float32, os uintptr)
 //
 // ggmlQ8_0Tile4x8VNNI on Q4_0 blocks, xc the corrections −8·Σx.
-TEXT ·ggmlQ4_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+TEXT ·ggmlQ4_0Tile4x8VNNI(SB), NOSPLIT, $8-80
 	Q8T_SETUP
+	// CX, the block count, becomes the pointer of the next tile's row 5
+	// (as in ggmlQ8_0Tile4x8VNNI): all four rows are prefetched.
+	IMULQ $18, CX
+	ADDQ SI, CX
+	MOVQ CX, end-8(SP)
+	LEAQ (SI)(BX*4), CX
+	ADDQ BX, CX
 	Q4T_CONSTS
 	LEAQ (DI)(R9*4), R11
 	LEAQ (R12)(R9*4), R13
@@ -1057,7 +1075,9 @@ TEXT ·ggmlQ4_0Tile4x8VNNI(SB), NOSPLIT, $0-80
 	VPXORD Z15, Z15, Z15
 q40t8_blk:
 	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (CX)
 	PREFETCHT0 (SI)(R8*2)
+	PREFETCHT0 (CX)(BX*2)
 	Q4T_ROWPAIR(2(SI), 2(SI)(BX*1), (SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
 	Q4T_ROWPAIR(2(SI)(BX*2), 2(SI)(R8*1), (SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
 	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
@@ -1075,8 +1095,9 @@ q40t8_blk:
 	ADDQ $32, R13
 	ADDQ $4, R14
 	ADDQ $4, DX
-	DECQ CX
-	JNZ q40t8_blk
+	ADDQ $18, CX
+	CMPQ SI, end-8(SP)
+	JNE q40t8_blk
 	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9

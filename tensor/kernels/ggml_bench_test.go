@@ -103,7 +103,7 @@ var (
 func decodeSet(b *testing.B, sh decodeShape, mix string) []*Matrix {
 	typ := func(more bool) string {
 		switch {
-		case mix == "Q8_0" || mix == "q8_0" || mix == "Q4_1" || mix == "Q5_1":
+		case mix == "Q8_0" || mix == "q8_0" || mix == "Q4_0" || mix == "Q5_0" || mix == "Q4_1" || mix == "Q5_1":
 			return mix
 		case more:
 			return "Q6_K"
@@ -146,7 +146,7 @@ func BenchmarkGGMLDecode1B(b *testing.B) {
 func benchDecode(b *testing.B, sh decodeShape) {
 	pools := map[int]*Pool{1: nil, 2: NewPool(2)}
 	defer pools[2].Close()
-	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_1", "Q5_1"} {
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1"} {
 		ms := decodeSet(b, sh, mix)
 		var bytes int64
 		for _, m := range ms {
@@ -198,7 +198,7 @@ func benchDecode(b *testing.B, sh decodeShape) {
 func BenchmarkGGMLStepRows110M(b *testing.B) {
 	sh := shape110M
 	Ts := []int{1, 2, 4, 8, 16}
-	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_1", "Q5_1"} {
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1"} {
 		ms := decodeSet(b, sh, mix)
 		x := make([]float32, Ts[len(Ts)-1]*max(sh.hidden, sh.dim))
 		out := make([]float32, Ts[len(Ts)-1]*sh.vocab)

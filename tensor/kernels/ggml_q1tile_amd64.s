@@ -426,8 +426,15 @@ q51t2_blk:
 // and DX (scales); the summs of tokens 0-3 in Z27 and of 4-7 in Z29,
 // token t's four rows in lanes 4(t mod 4) on. As the Q8_0 4×8 tile, it
 // prefetches two of the next four rows.
-TEXT ·ggmlQ4_1Tile4x8VNNI(SB), NOSPLIT, $0-80
+TEXT ·ggmlQ4_1Tile4x8VNNI(SB), NOSPLIT, $8-80
 	Q8T_SETUP
+	// CX, the block count, becomes the pointer of the next tile's row 5
+	// (as in ggmlQ8_0Tile4x8VNNI): all four rows are prefetched.
+	IMULQ $20, CX
+	ADDQ SI, CX
+	MOVQ CX, end-8(SP)
+	LEAQ (SI)(BX*4), CX
+	ADDQ BX, CX
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z30
 	LEAQ (DI)(R9*4), R11
@@ -453,7 +460,9 @@ TEXT ·ggmlQ4_1Tile4x8VNNI(SB), NOSPLIT, $0-80
 	VPXORD Z29, Z29, Z29
 q41t8_blk:
 	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (CX)
 	PREFETCHT0 (SI)(R8*2)
+	PREFETCHT0 (CX)(BX*2)
 	Q1T_CODES4((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
 	Q1T_CODES4((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
 	Q1T_MINS4
@@ -474,8 +483,9 @@ q41t8_blk:
 	ADDQ $4, R13
 	ADDQ $4, R14
 	ADDQ $4, DX
-	DECQ CX
-	JNZ q41t8_blk
+	ADDQ $20, CX
+	CMPQ SI, end-8(SP)
+	JNE q41t8_blk
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9
 	VEXTRACTF32X4 $0, Z27, X20
@@ -511,8 +521,15 @@ q41t8_blk:
 // and DX (scales); the summs of tokens 0-3 in Z27 and of 4-7 in Z29,
 // token t's four rows in lanes 4(t mod 4) on. As the Q8_0 4×8 tile, it
 // prefetches two of the next four rows.
-TEXT ·ggmlQ5_1Tile4x8VNNI(SB), NOSPLIT, $0-80
+TEXT ·ggmlQ5_1Tile4x8VNNI(SB), NOSPLIT, $8-80
 	Q8T_SETUP
+	// CX, the block count, becomes the pointer of the next tile's row 5
+	// (as in ggmlQ8_0Tile4x8VNNI): all four rows are prefetched.
+	IMULQ $24, CX
+	ADDQ SI, CX
+	MOVQ CX, end-8(SP)
+	LEAQ (SI)(BX*4), CX
+	ADDQ BX, CX
 	MOVL $0x0f0f0f0f, DX
 	VPBROADCASTD DX, Z30
 	MOVL $0x10101010, DX
@@ -540,7 +557,9 @@ TEXT ·ggmlQ5_1Tile4x8VNNI(SB), NOSPLIT, $0-80
 	VPXORD Z29, Z29, Z29
 q51t8_blk:
 	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (CX)
 	PREFETCHT0 (SI)(R8*2)
+	PREFETCHT0 (CX)(BX*2)
 	Q1T_CODES5((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
 	Q1T_CODES5((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
 	Q1T_MINS4
@@ -561,8 +580,9 @@ q51t8_blk:
 	ADDQ $4, R13
 	ADDQ $4, R14
 	ADDQ $4, DX
-	DECQ CX
-	JNZ q51t8_blk
+	ADDQ $24, CX
+	CMPQ SI, end-8(SP)
+	JNE q51t8_blk
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9
 	VEXTRACTF32X4 $0, Z27, X20

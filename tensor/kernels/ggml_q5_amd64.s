@@ -504,8 +504,15 @@ q51v_blk:
 //
 // ggmlQ8_0Tile4x8VNNI on Q5_0 blocks: accumulator Z(2t+p) is token t,
 // row pair p; tokens 4-7 address from R11, R13 and DX.
-TEXT ·ggmlQ5_0Tile4x8VNNI(SB), NOSPLIT, $0-80
+TEXT ·ggmlQ5_0Tile4x8VNNI(SB), NOSPLIT, $8-80
 	Q8T_SETUP
+	// CX, the block count, becomes the pointer of the next tile's row 5
+	// (as in ggmlQ8_0Tile4x8VNNI): all four rows are prefetched.
+	IMULQ $22, CX
+	ADDQ SI, CX
+	MOVQ CX, end-8(SP)
+	LEAQ (SI)(BX*4), CX
+	ADDQ BX, CX
 	Q5T_CONSTS
 	LEAQ (DI)(R9*4), R11
 	LEAQ (R12)(R9*4), R13
@@ -528,7 +535,9 @@ TEXT ·ggmlQ5_0Tile4x8VNNI(SB), NOSPLIT, $0-80
 	VPXORD Z15, Z15, Z15
 q50t8_blk:
 	PREFETCHT0 (SI)(BX*4)
+	PREFETCHT0 (CX)
 	PREFETCHT0 (SI)(R8*2)
+	PREFETCHT0 (CX)(BX*2)
 	Q5T_ROWPAIR((SI), (SI)(BX*1), Y16, Z16, Y18, Z18)
 	Q5T_ROWPAIR((SI)(BX*2), (SI)(R8*1), Y17, Z17, Y19, Z19)
 	Q8T_TOKEN((DI), (R12), (R14), Z0, Z1)
@@ -546,8 +555,9 @@ q50t8_blk:
 	ADDQ $32, R13
 	ADDQ $4, R14
 	ADDQ $4, DX
-	DECQ CX
-	JNZ q50t8_blk
+	ADDQ $22, CX
+	CMPQ SI, end-8(SP)
+	JNE q50t8_blk
 	// Token t's outputs go to out + t·os: rows 0-3 at 0, 4, 8, 12.
 	MOVQ out+64(FP), DI
 	MOVQ os+72(FP), R9
