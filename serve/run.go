@@ -49,7 +49,8 @@ const shutdownTimeout = 5 * time.Second
 //     connections, so a drained stream's last bytes reach its client.
 //
 // A load error is returned after the listener is closed; so is an
-// error of serving ln (its Accept failing). Cancelling ctx does not
+// error of serving ln (its Accept failing), after the requests still
+// running are cancelled and their handlers have returned. Cancelling ctx does not
 // interrupt load: Run drains the loaded Server right after it returns.
 func Run(ctx context.Context, ln net.Listener, load func() (*Server, func(), error), o RunOptions) error {
 	logf := o.Logf
@@ -80,6 +81,12 @@ func Run(ctx context.Context, ln net.Listener, load func() (*Server, func(), err
 	select {
 	case err := <-served:
 		waited = true
+		// The listener failed, but handlers may still run on connections
+		// it accepted: they are cancelled and waited for before load's
+		// close function releases the engine they use.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		srv.Drain(done)
 		return err
 	case <-ctx.Done():
 	}

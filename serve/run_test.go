@@ -181,3 +181,62 @@ func TestRunLoadError(t *testing.T) {
 		t.Errorf("a failed load logged %q", log.String())
 	}
 }
+
+// closingListener is a listener the test breaks from outside: Accept
+// then fails, as a listener whose socket went away does.
+type closingListener struct{ net.Listener }
+
+// A listener that fails while a stream runs: Run returns its error, and
+// the stream is cancelled and its handler has returned before load's
+// close function runs (the engine it uses is released last).
+func TestRunListenerFailsMidStream(t *testing.T) {
+	verifyNoLeaks(t)
+	f := newFake(2)
+	f.delay = 20 * time.Millisecond
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + raw.Addr().String()
+	runningAtClose := make(chan int, 1)
+	load := func() (*Server, func(), error) {
+		return New(f, Config{ModelName: "fake"}), func() { runningAtClose <- f.Stats().Running }, nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Run(context.Background(), closingListener{raw}, load, RunOptions{DrainTimeout: time.Minute})
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	waitFor(t, func() bool {
+		res, err := client.Get(url + "/health")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	stream := make(chan string, 1)
+	go func() {
+		res, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"d","max_tokens":100,"stream":true}`))
+		if err != nil {
+			stream <- err.Error()
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		stream <- string(b)
+	}()
+	waitFor(t, func() bool { return f.Stats().Running == 1 })
+	raw.Close()
+	if err := <-errc; err == nil {
+		t.Error("Run = nil after its listener failed")
+	}
+	if n := <-runningAtClose; n != 0 {
+		t.Errorf("load's close ran with %d requests still running", n)
+	}
+	if body := <-stream; strings.Count(body, `"text"`) >= 100 {
+		t.Errorf("the stream ran to its end after the listener failed:\n%s", body)
+	}
+}
