@@ -50,8 +50,9 @@ const shutdownTimeout = 5 * time.Second
 //
 // A load error is returned after the listener is closed; so is an
 // error of serving ln (its Accept failing), after the requests still
-// running are cancelled and their handlers have returned. Cancelling ctx does not
-// interrupt load: Run drains the loaded Server right after it returns.
+// running are cancelled and their handlers have returned. Cancelling
+// ctx does not interrupt load: Run drains the loaded Server right after
+// it returns.
 func Run(ctx context.Context, ln net.Listener, load func() (*Server, func(), error), o RunOptions) error {
 	logf := o.Logf
 	if logf == nil {
