@@ -53,7 +53,10 @@ rate reaches, each run against its own round's bandwidth.
 --speculate off,ngram runs every row with and without prompt-lookup
 speculative decoding (--draft, --ngram-min, --ngram-max); the spec column
 names the mode, and an ngram tg row adds the drafts' acceptance rate and
-the tokens kept per sequence-step. tg rates count generated tokens.`,
+the tokens kept per sequence-step. tg rates count generated tokens. A run
+that measures speculation decodes every tg row greedily (temperature 0,
+off rows too), since drafts are checked against the argmax; other runs
+sample tg rows at temperature 1.`,
 		Example: `  infer bench --checkpoint stories110M.bin --roofline
   infer bench --tests pp512,tg128 --paths fused,naive --threads 1,2
   infer bench --weights bf16 --tests tg128 --batches 1,4,16
@@ -112,6 +115,17 @@ type benchPlan struct {
 	weightsList []string
 	specs       []string
 	reps        int
+}
+
+// greedy reports whether the plan measures speculation: then its tg
+// rows decode greedily, the decoding n-gram drafts can match.
+func (p benchPlan) greedy() bool {
+	for _, s := range p.specs {
+		if s != "off" && s != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func parseBenchPlan(a *app) (benchPlan, error) {
@@ -229,7 +243,7 @@ func (r *benchRig) addCases(label engine.BenchLabel, e *engine.Engine, p benchPl
 			bs = []int{1}
 		}
 		for _, b := range bs {
-			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b, Label: label})
+			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b, Label: label, Greedy: p.greedy()})
 		}
 	}
 }

@@ -121,6 +121,26 @@ func TestBenchSpeculateRows(t *testing.T) {
 	}
 }
 
+// TestBenchSpeculateAccepts: a run measuring speculation decodes its tg
+// rows greedily, so the built-in stories260K's story, whose greedy text
+// repeats itself after about 128 tokens (TestGenerateSpeculateGolden's
+// golden ids), gets drafts accepted. Sampled at temperature 1, as bench
+// did before, it accepted none.
+func TestBenchSpeculateAccepts(t *testing.T) {
+	code, out, errs := cli(t, "bench", "--tests", "tg256", "--threads", "1", "--reps", "1",
+		"--speculate", "ngram", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []engine.BenchRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].AcceptRate <= 0 || rows[0].TokensPerStep <= 1 {
+		t.Fatalf("greedy tg256 with ngram accepted nothing: %+v", rows)
+	}
+}
+
 // readFields reads a whitespace-separated file (a golden ids file).
 func readFields(t *testing.T, path string) []string {
 	t.Helper()

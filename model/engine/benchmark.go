@@ -112,7 +112,7 @@ func (e *Engine) BenchGenerate(n, batch, reps int) (BenchStat, error) {
 // BenchGenerateRun is one run of BenchGenerate: generated tokens per
 // second of decode time.
 func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
-	rate, _, err := e.BenchGenerateRunStats(n, batch)
+	rate, _, err := e.BenchGenerateRunStats(n, batch, false)
 	return rate, err
 }
 
@@ -120,7 +120,11 @@ func (e *Engine) BenchGenerateRun(n, batch int) (float64, error) {
 // speculation counts among them). The rate counts generated tokens, not
 // forward rows: with speculation a verify step runs 1+d rows and keeps
 // 1 + its accepted drafts.
-func (e *Engine) BenchGenerateRunStats(n, batch int) (float64, Stats, error) {
+//
+// greedy decodes at temperature 0, the decoding whose n-gram drafts can
+// be accepted (they are checked against the argmax); otherwise the
+// sequences sample at temperature 1.
+func (e *Engine) BenchGenerateRunStats(n, batch int, greedy bool) (float64, Stats, error) {
 	c := e.m.Config
 	if n < 1 || n+1 > c.SeqLen || batch < 1 {
 		return 0, Stats{}, fmt.Errorf("bench: tg%d with batch %d does not fit seq_len %d", n, batch, c.SeqLen)
@@ -131,7 +135,11 @@ func (e *Engine) BenchGenerateRunStats(n, batch int) (float64, Stats, error) {
 		// Sampling at temperature 1 keeps sequences from stopping early
 		// on BOS as often as greedy decoding might; a sequence that does
 		// stop just contributes fewer tokens.
-		reqs[i] = Request{Prompt: []int{model.BOSID}, Steps: n + 1, Sampler: model.NewSampler(c.VocabSize, 1, 0, uint64(1+i))}
+		temp := float32(1)
+		if greedy {
+			temp = 0
+		}
+		reqs[i] = Request{Prompt: []int{model.BOSID}, Steps: n + 1, Sampler: model.NewSampler(c.VocabSize, temp, 0, uint64(1+i))}
 	}
 	res, st, err := e.Generate(reqs, nil)
 	if err != nil {

@@ -44,6 +44,10 @@ type BenchCase struct {
 	Batch  int
 	// Label names what ran in the report's row (BenchRows).
 	Label BenchLabel
+	// Greedy makes a tg case decode at temperature 0 (else 1): a run
+	// that measures speculation sets it on every tg case, with
+	// speculation off too, so the rows it compares decode alike.
+	Greedy bool
 	// Rates are the tokens/s of the measured runs, and Bandwidths the
 	// read bandwidth (GB/s) measured before each one's round (none
 	// without a probe).
@@ -58,7 +62,7 @@ func (c *BenchCase) run(measured bool) (float64, error) {
 	if !c.Test.Gen {
 		return c.Engine.BenchPromptRun(c.Test.N)
 	}
-	rate, st, err := c.Engine.BenchGenerateRunStats(c.Test.N, c.Batch)
+	rate, st, err := c.Engine.BenchGenerateRunStats(c.Test.N, c.Batch, c.Greedy)
 	if measured {
 		// A sequence-step is one sequence's share of a step: a decode
 		// row, or a verify step of 1+d rows.
