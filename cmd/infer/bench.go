@@ -24,6 +24,7 @@ func init() {
 		configs.Key{Name: "bench.speculate", Kind: configs.String, Default: "", Help: "speculation modes to compare, e.g. off,ngram; empty = the speculate key"},
 		configs.Key{Name: "bench.reps", Kind: configs.Int, Default: 3, Range: configs.AtLeast(1), Help: "repetitions per row (after one warm-up)"},
 		configs.Key{Name: "bench.roofline", Kind: configs.Bool, Default: false, Help: "measure read bandwidth and show each decode row's fraction of it"},
+		configs.Key{Name: "bench.greedy", Kind: configs.Bool, Default: false, Help: "tg rows decode greedily (temperature 0) instead of sampling at temperature 1"},
 		configs.Key{Name: "bench.output", Kind: configs.String, Default: "table", Allowed: []string{"table", "markdown", "json"}, Help: "output of infer bench"},
 	)
 	register(newBenchCmd)
@@ -53,15 +54,16 @@ rate reaches, each run against its own round's bandwidth.
 --speculate off,ngram runs every row with and without prompt-lookup
 speculative decoding (--draft, --ngram-min, --ngram-max); the spec column
 names the mode, and an ngram tg row adds the drafts' acceptance rate and
-the tokens kept per sequence-step. tg rates count generated tokens. A run
-that measures speculation decodes every tg row greedily (temperature 0,
-off rows too), since drafts are checked against the argmax; other runs
-sample tg rows at temperature 1.`,
+the tokens kept per sequence-step. tg rates count generated tokens.
+
+tg rows sample at temperature 1 (open-ended text, which stops early less
+often); --greedy decodes them at temperature 0, the decoding whose drafts
+are accepted wherever the text repeats itself.`,
 		Example: `  infer bench --checkpoint stories110M.bin --roofline
   infer bench --tests pp512,tg128 --paths fused,naive --threads 1,2
   infer bench --weights bf16 --tests tg128 --batches 1,4,16
   infer bench --weights f32,bf16,q8_0 --tests pp512,tg128 --roofline
-  infer bench --checkpoint stories260K.bin --tests tg256 --speculate off,ngram`,
+  infer bench --checkpoint stories260K.bin --tests tg256 --speculate off,ngram --greedy`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(a, cmd) },
 	}
@@ -77,6 +79,7 @@ sample tg rows at temperature 1.`,
 	specFlags(a, cmd, "speculate")
 	a.flag(cmd, "reps", "bench.reps", "repetitions")
 	a.flag(cmd, "roofline", "bench.roofline", "bandwidth roofline")
+	a.flag(cmd, "greedy", "bench.greedy", "greedy tg rows")
 	a.flag(cmd, "output", "bench.output", "output format")
 	cmd.AddCommand(newBenchServeCmd(a)) // benchserve.go
 	return cmd
@@ -115,17 +118,7 @@ type benchPlan struct {
 	weightsList []string
 	specs       []string
 	reps        int
-}
-
-// greedy reports whether the plan measures speculation: then its tg
-// rows decode greedily, the decoding n-gram drafts can match.
-func (p benchPlan) greedy() bool {
-	for _, s := range p.specs {
-		if s != "off" && s != "" {
-			return true
-		}
-	}
-	return false
+	greedy      bool
 }
 
 func parseBenchPlan(a *app) (benchPlan, error) {
@@ -167,6 +160,7 @@ func parseBenchPlan(a *app) (benchPlan, error) {
 		}
 	}
 	p.reps = a.cfg.Int("bench.reps")
+	p.greedy = a.cfg.Bool("bench.greedy")
 	p.weightsList = []string{a.cfg.String("weights")}
 	if s := strings.TrimSpace(a.cfg.String("bench.weights")); s != "" {
 		p.weightsList = nil
@@ -243,7 +237,7 @@ func (r *benchRig) addCases(label engine.BenchLabel, e *engine.Engine, p benchPl
 			bs = []int{1}
 		}
 		for _, b := range bs {
-			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b, Label: label, Greedy: p.greedy()})
+			r.cases = append(r.cases, &engine.BenchCase{Engine: e, Test: t, Batch: b, Label: label, Greedy: p.greedy})
 		}
 	}
 }

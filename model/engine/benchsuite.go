@@ -44,9 +44,9 @@ type BenchCase struct {
 	Batch  int
 	// Label names what ran in the report's row (BenchRows).
 	Label BenchLabel
-	// Greedy makes a tg case decode at temperature 0 (else 1): a run
-	// that measures speculation sets it on every tg case, with
-	// speculation off too, so the rows it compares decode alike.
+	// Greedy makes a tg case decode at temperature 0 instead of
+	// sampling at 1: n-gram drafts, checked against the argmax, pay on
+	// greedy text that repeats itself, and rarely on sampled text.
 	Greedy bool
 	// Rates are the tokens/s of the measured runs, and Bandwidths the
 	// read bandwidth (GB/s) measured before each one's round (none
