@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // retire finishes the step: each running sequence commits the positions
 // it computed (registering full blocks for prefix sharing), samples its
@@ -10,6 +13,7 @@ import "time"
 // results are reported.
 func (s *scheduler) retire(logits []float32) error {
 	V := s.e.m.Config.VocabSize
+	s.draw(logits)
 	kept := s.running[:0]
 	s.done = s.done[:0]
 	for i, q := range s.running {
@@ -23,7 +27,7 @@ func (s *scheduler) retire(logits []float32) error {
 		if d := len(q.spec.drafts); d > 0 {
 			done, why, err = s.verify(q, logits[q.logitRow*V:(q.logitRow+d+1)*V])
 		} else {
-			done, why, err = s.advance(q, logits[q.logitRow*V:(q.logitRow+1)*V])
+			done, why, err = s.advance(q)
 		}
 		if err == nil && done {
 			err = s.e.cache.Free(q.id)
@@ -59,10 +63,11 @@ func (s *scheduler) settle(running []*seqState) {
 	s.done = s.done[:0]
 }
 
-// advance commits q's step and samples its next token from row, reporting
-// whether q is done and why. A sequence replaying positions it computed
-// before a preemption already knows its next token: it samples nothing.
-func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, error) {
+// advance commits q's step and takes the token draw sampled for it,
+// reporting whether q is done and why. A sequence replaying positions it
+// computed before a preemption already knows its next token: it samples
+// nothing.
+func (s *scheduler) advance(q *seqState) (bool, FinishReason, error) {
 	n := q.chunk
 	if n > 1 {
 		s.st.PrefillTokens += n
@@ -76,8 +81,8 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if q.replaying() {
 		return false, "", nil
 	}
-	if s.e.opts.OnLogits != nil {
-		s.e.opts.OnLogits(q.idx, len(q.tokens)-1, row)
+	if !q.drawn {
+		return false, "", fmt.Errorf("engine: sequence %d reached its sample with no token drawn", q.idx)
 	}
 	// A paused sequence's pause counts the decode steps it completes (not
 	// steps it was preempted in), so its drafting depends only on its own
@@ -85,8 +90,7 @@ func (s *scheduler) advance(q *seqState, row []float32) (bool, FinishReason, err
 	if q.spec.pause > 0 {
 		q.spec.pause--
 	}
-	kept := q.keepRow(row)
-	done, why := s.take(q, q.req.Sampler.Sample(row), kept)
+	done, why := s.take(q, q.next, q.drawnKept)
 	return done, why, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stride-lm/stride/model"
 )
 
 // seqState is the scheduler's view of one request.
@@ -24,6 +26,11 @@ type seqState struct {
 	out      sink         // where its events and result go
 	detok    *detokenizer // its text and stop strings (nil without a tokenizer)
 	keptRow  []float32    // the logits a token was sampled from, for its logprob
+	// next is the token draw sampled for this step (when drawn), and
+	// drawnKept its row as keepRow kept it.
+	next      int
+	drawn     bool
+	drawnKept []float32
 	// cancelled, when set, reports that the request's caller gave up
 	// (Submit's context): checked at every step boundary.
 	cancelled func() bool
@@ -86,6 +93,10 @@ type scheduler struct {
 	proposer         ngramProposer
 	done             []*seqState // the step's finished sequences (retire)
 	cost             stepCost    // measured step costs: the chunk rule's input (stall.go)
+	drawing          []*seqState // the step's sequences that sample (draw.go)
+	drawLogits       []float32   // the step's logits, while draw runs
+	sampleFn         func(start, end int)
+	samplers         map[*model.Sampler]struct{}
 }
 
 // newScheduler returns an idle scheduler over e's cache and forward.
