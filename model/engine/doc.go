@@ -11,7 +11,8 @@
 //	admit    (admit.go)   move waiting sequences into the running set while blocks allow
 //	step     (step.go)    hand out this step's KV slots, preempting when the pool runs dry,
 //	                      pack one batch of prefill and decode rows, run the forward pass
-//	retire   (retire.go)  commit, sample each sequence's next token, stream it, free the finished
+//	retire   (retire.go)  commit, sample each sequence's next token (its own Sampler, the rows
+//	                      drawn in parallel: draw.go), stream it, free the finished
 //
 // Every step runs one Forward.Run over all running sequences: a newly
 // admitted sequence contributes its uncached prompt positions (prefill
