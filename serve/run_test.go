@@ -46,6 +46,23 @@ func get(t *testing.T, client *http.Client, url string) (int, http.Header, strin
 	return res.StatusCode, res.Header, string(b)
 }
 
+// postStream posts a completion request and sends its whole body (or
+// the client's error) on the channel it returns, when the response ends.
+func postStream(client *http.Client, url, body string) <-chan string {
+	stream := make(chan string, 1)
+	go func() {
+		res, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			stream <- err.Error()
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		stream <- string(b)
+	}()
+	return stream
+}
+
 // startRun runs Run on a loopback port the test picks, with load
 // waiting for release before it builds a Server over f; Run's error
 // comes on the returned channel.
@@ -88,17 +105,7 @@ func TestRunServesLoadsAndDrains(t *testing.T) {
 	if !strings.Contains(log.String(), "listening on "+url) {
 		t.Errorf("log %q does not say where it listens", log.String())
 	}
-	stream := make(chan string, 1)
-	go func() {
-		res, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"d","max_tokens":20,"stream":true}`))
-		if err != nil {
-			stream <- err.Error()
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		stream <- string(b)
-	}()
+	stream := postStream(client, url, `{"prompt":"d","max_tokens":20,"stream":true}`)
 	waitFor(t, func() bool { return f.Stats().Running == 1 })
 	cancel()
 	body := <-stream
@@ -132,17 +139,7 @@ func TestRunDrainTimeout(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	waitFor(t, func() bool { status, _, _ := get(t, client, url+"/health"); return status == 200 })
-	stream := make(chan string, 1)
-	go func() {
-		res, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"d","max_tokens":100,"stream":true}`))
-		if err != nil {
-			stream <- err.Error()
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		stream <- string(b)
-	}()
+	stream := postStream(client, url, `{"prompt":"d","max_tokens":100,"stream":true}`)
 	waitFor(t, func() bool { return f.Stats().Running == 1 })
 	cancel()
 	if body := <-stream; !strings.Contains(body, `"error"`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
@@ -217,17 +214,7 @@ func TestRunListenerFailsMidStream(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == 200
 	})
-	stream := make(chan string, 1)
-	go func() {
-		res, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"d","max_tokens":100,"stream":true}`))
-		if err != nil {
-			stream <- err.Error()
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		stream <- string(b)
-	}()
+	stream := postStream(client, url, `{"prompt":"d","max_tokens":100,"stream":true}`)
 	waitFor(t, func() bool { return f.Stats().Running == 1 })
 	raw.Close()
 	if err := <-errc; err == nil {
