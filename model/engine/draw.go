@@ -41,9 +41,6 @@ func (s *scheduler) draw(logits []float32) {
 		s.sample(0, len(s.drawing))
 		return
 	}
-	if s.sampleFn == nil {
-		s.sampleFn = s.sample // made once: a method value passed each step would allocate
-	}
 	s.e.pool.ParallelFor(len(s.drawing), max(1, drawSampleElems/V), s.sampleFn)
 }
 

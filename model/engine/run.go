@@ -91,11 +91,11 @@ type scheduler struct {
 	waiting, running []*seqState
 	spec             Speculation // normalized: Method is "off" or "ngram"
 	proposer         ngramProposer
-	done             []*seqState // the step's finished sequences (retire)
-	cost             stepCost    // measured step costs: the chunk rule's input (stall.go)
-	drawing          []*seqState // the step's sequences that sample (draw.go)
-	drawLogits       []float32   // the step's logits, while draw runs
-	sampleFn         func(start, end int)
+	done             []*seqState          // the step's finished sequences (retire)
+	cost             stepCost             // measured step costs: the chunk rule's input (stall.go)
+	drawing          []*seqState          // the step's sequences that sample (draw.go)
+	drawLogits       []float32            // the step's logits, while draw runs
+	sampleFn         func(start, end int) // s.sample, for the pool (draw.go)
 	samplers         map[*model.Sampler]struct{}
 }
 
@@ -103,6 +103,7 @@ type scheduler struct {
 func newScheduler(e *Engine) *scheduler {
 	s := &scheduler{e: e, spec: e.spec}
 	s.proposer = ngramProposer{k: e.spec.Draft, minN: e.spec.NgramMin, maxN: e.spec.NgramMax}
+	s.sampleFn = s.sample // made once: a method value made at every step would allocate
 	return s
 }
 
