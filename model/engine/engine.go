@@ -164,6 +164,9 @@ func New(m *model.Model, opts Options) (*Engine, error) {
 		pool.Close()
 		return nil, err
 	}
+	if spec.On() && spec.DraftCost == 0 {
+		spec.DraftCost = DefaultDraftCost(fwd.WeightBytes())
+	}
 	e := &Engine{m: m, opts: opts, cache: cache, fwd: fwd, pool: pool, spec: spec, chunkAlign: align * opts.BlockSize}
 	e.loop.wake, e.loop.done = make(chan struct{}, 1), make(chan struct{})
 	for l := 0; l < c.NLayers; l++ {

@@ -84,12 +84,7 @@ func (s *scheduler) advance(q *seqState) (bool, FinishReason, error) {
 	if !q.drawn {
 		return false, "", fmt.Errorf("engine: sequence %d reached its sample with no token drawn", q.idx)
 	}
-	// A paused sequence's pause counts the decode steps it completes (not
-	// steps it was preempted in), so its drafting depends only on its own
-	// tokens.
-	if q.spec.pause > 0 {
-		q.spec.pause--
-	}
+	q.spec.checkShadow(q.next)
 	done, why := s.take(q, q.next, q.drawnKept)
 	return done, why, nil
 }

@@ -19,8 +19,15 @@ type Speculation struct {
 	// and 3.
 	NgramMin, NgramMax int
 
-	// noPause, set by benchmarks, turns the adaptive pause off.
-	noPause bool
+	// DraftCost is what one verify row costs, as a fraction of a one-row
+	// decode step: the adaptive rule drafts d tokens only where the
+	// tokens it expects to keep pay for d more rows. 0 means the default
+	// for the model (DefaultDraftCost); see docs/speculative.md §4.
+	DraftCost float64
+
+	// always, set by benchmarks, turns the adaptive rule off: every
+	// match is drafted at full length.
+	always bool
 }
 
 // The defaults of Speculation's zero fields, vLLM's and the CLI's.
@@ -58,6 +65,8 @@ func (s Speculation) normalize() (Speculation, error) {
 		return s, fmt.Errorf("engine: ngram_min must be >= 1 (got %d)", s.NgramMin)
 	case s.NgramMax < s.NgramMin || s.NgramMax > MaxNgram:
 		return s, fmt.Errorf("engine: ngram_max must be in [ngram_min=%d, %d] (got %d)", s.NgramMin, MaxNgram, s.NgramMax)
+	case !(s.DraftCost >= 0 && s.DraftCost <= MaxDraftCost):
+		return s, fmt.Errorf("engine: draft_cost must be in [0, %g] (got %v)", float64(MaxDraftCost), s.DraftCost)
 	}
 	return s, nil
 }
@@ -69,81 +78,119 @@ const (
 	MaxNgram = 64
 )
 
-// The adaptive rule (see docs/speculative.md for the measurements behind
-// the numbers): a sequence keeps the outcome of its last acceptWindow
-// verify steps; when they accepted fewer than pauseBelow of the tokens
-// they drafted, it stops drafting for pauseMin decode steps. The first
-// verify step after a pause is a probe: if it accepts at least pauseBelow
-// of its drafts, drafting resumes with a fresh window; if not, the
-// sequence pauses again for twice as long, up to pauseMax steps. Text
-// that stays unpredictable thus pays one verify step per pauseMax decode
-// steps, and text that turns repetitive (a story that starts to loop) is
-// drafted for again within pauseMax steps.
+// MaxDraftCost bounds Speculation.DraftCost: a verify row that costs
+// more than this many decode steps never pays, whatever is accepted.
+const MaxDraftCost = 64
+
+// The adaptive rule (docs/speculative.md §4). Each sequence keeps an
+// estimate a of how often a draft token is right, from its own history
+// only (so that a sampled sequence uses its coins the same way alone or
+// batched): every verify step adds its accepted tokens as hits and its
+// first rejection as a miss, and every plain decode step whose proposer
+// had a draft adds whether the token sampled was that draft's first
+// token (a shadow draft: the same test a verify row would have made, for
+// free). Hits and misses decay by acceptDecay per observation, so the
+// estimate follows text that starts or stops looping within about ten
+// steps. With a draft cost c (one verify row over a one-row step), d
+// drafts keep 1 + a + a² + … + a^d tokens per step in expectation for
+// 1 + c·d of the cost, and the sequence drafts the d ≤ k that maximizes
+// that ratio, 0 when no d beats a plain step.
 //
 // A match of fewer than strongMatch tokens drafts at most one token.
 const (
-	acceptWindow = 4
-	pauseBelow   = 0.3
-	pauseMin     = 16
-	pauseMax     = 128
-	strongMatch  = 2
+	acceptDecay = 0.9
+	strongMatch = 2
 )
+
+// The default draft costs (Speculation.DraftCost 0): a model whose
+// weights exceed memoryBoundBytes streams them from memory at every
+// step, and a verify row costs little beside that read (the stories110M
+// shape: a 9-row step of ggml Q8_0 costs 1.6–1.9 one-row steps, about 0.1
+// per row); a smaller one sits in the caches and a row costs a large part
+// of a step (stories260K: 0.35–0.6).
+const (
+	memoryBoundBytes = 64 << 20
+	memoryBoundCost  = 0.1
+	cacheBoundCost   = 0.5
+)
+
+// DefaultDraftCost is the draft cost the adaptive rule uses for a model
+// whose decode step reads weightBytes of weights, when
+// Speculation.DraftCost is 0.
+func DefaultDraftCost(weightBytes int64) float64 {
+	if weightBytes >= memoryBoundBytes {
+		return memoryBoundCost
+	}
+	return cacheBoundCost
+}
 
 // specState is one sequence's speculation bookkeeping.
 type specState struct {
 	hist   *tokenHistory
 	drafts []int // this step's drafts (fed at positions computed+1 …)
 
-	// The last acceptWindow verify steps, as a ring: tokens drafted and
-	// accepted.
-	drafted, accepted [acceptWindow]int
-	filled, next      int
-	dlen              int  // the next draft's length cap (0 = 1): grows on success
-	pause             int  // decode steps left without drafting
-	backoff           int  // the next pause's length
-	probing           bool // the next verify step is a probe after a pause
+	// hits and misses are the decayed counts behind the acceptance
+	// estimate, from a prior of one each (a = ½ before any evidence) that
+	// decays like the rest.
+	hits, misses float64
+	// shadow is the first token of the draft a plain decode step did not
+	// verify, checked against the token the step samples; hasShadow
+	// says there is one.
+	shadow    int
+	hasShadow bool
 }
 
-// record adds a verify step's outcome and starts a pause when the
-// window's acceptance rate is below pauseBelow, or when a probe fails.
-func (sp *specState) record(drafted, accepted int, noPause bool) {
-	if noPause {
+// acceptance is the estimate a of a draft token being right.
+func (sp *specState) acceptance() float64 {
+	return sp.hits / (sp.hits + sp.misses)
+}
+
+// observe folds hits and misses into the decayed counts.
+func (sp *specState) observe(hits, misses int) {
+	sp.hits = acceptDecay*sp.hits + float64(hits)
+	sp.misses = acceptDecay*sp.misses + float64(misses)
+}
+
+// record adds a verify step's outcome: its accepted drafts are hits and
+// a rejection, if any, one miss (the tokens after it were never tested,
+// nor were those after a stop).
+func (sp *specState) record(accepted int, rejected bool) {
+	miss := 0
+	if rejected {
+		miss = 1
+	}
+	sp.observe(accepted, miss)
+}
+
+// checkShadow tests a plain decode step's shadow draft against the token
+// it produced.
+func (sp *specState) checkShadow(next int) {
+	if !sp.hasShadow {
 		return
 	}
-	// The draft length: doubled (up to k, applied by propose's min with
-	// Draft) after a verify step that accepted everything, cut back to
-	// one more than what was accepted otherwise.
-	if accepted == drafted {
-		sp.dlen = min(2*max(sp.dlen, 1), MaxDraft)
+	sp.hasShadow = false
+	if next == sp.shadow {
+		sp.observe(1, 0)
 	} else {
-		sp.dlen = accepted + 1
+		sp.observe(0, 1)
 	}
-	if sp.probing {
-		sp.probing = false
-		if float64(accepted) >= pauseBelow*float64(drafted) {
-			sp.filled, sp.next, sp.backoff = 0, 0, pauseMin
-			return
+}
+
+// draftLen is the adaptive rule's draft length: the d in [0, n] that
+// maximizes (1 + a + … + a^d) / (1 + cost·d), the expected tokens per
+// unit of step cost when each draft token is right with probability a
+// given the ones before it were. Ties keep the shorter draft.
+func draftLen(a, cost float64, n int) int {
+	best, bestD := 1.0, 0
+	kept, p := 1.0, 1.0
+	for d := 1; d <= n; d++ {
+		p *= a
+		kept += p
+		if v := kept / (1 + cost*float64(d)); v > best*(1+1e-9) {
+			best, bestD = v, d
 		}
-		sp.backoff = min(2*sp.backoff, pauseMax)
-		sp.pause, sp.probing, sp.dlen = sp.backoff, true, 1
-		return
 	}
-	sp.drafted[sp.next], sp.accepted[sp.next] = drafted, accepted
-	sp.next = (sp.next + 1) % acceptWindow
-	sp.filled = min(sp.filled+1, acceptWindow)
-	if sp.filled < acceptWindow {
-		return
-	}
-	d, a := 0, 0
-	for i := range acceptWindow {
-		d += sp.drafted[i]
-		a += sp.accepted[i]
-	}
-	if float64(a) >= pauseBelow*float64(d) {
-		return
-	}
-	sp.backoff = pauseMin
-	sp.pause, sp.probing, sp.dlen = pauseMin, true, 1
+	return bestD
 }
 
 // decoding reports whether q's next step is a plain decode step: its
@@ -153,21 +200,19 @@ func (q *seqState) decoding() bool {
 	return q.computed >= len(q.req.Prompt) && q.computed == len(q.tokens)-1
 }
 
-// propose fills every running sequence's drafts for this step. A
-// sequence drafts only while decoding, not paused, and while room is
-// left: the verify step's last row must stay within Steps positions.
+// propose fills every running sequence's drafts for this step, as long as
+// the adaptive rule says (or its shadow draft, when that is none). A
+// sequence drafts only while decoding and while room is left: the verify
+// step's last row must stay within Steps positions.
 func (s *scheduler) propose() error {
 	if !s.spec.On() {
 		return nil
 	}
 	for _, q := range s.running {
 		sp := &q.spec
-		sp.drafts = sp.drafts[:0]
+		sp.drafts, sp.hasShadow = sp.drafts[:0], false
 		if !q.decoding() {
 			continue
-		}
-		if sp.pause > 0 {
-			continue // counted down in retire, once the decode step is done
 		}
 		if sp.hist == nil {
 			h, err := newTokenHistory(q.req.Steps+1, s.spec.NgramMin, s.spec.NgramMax)
@@ -175,18 +220,22 @@ func (s *scheduler) propose() error {
 				return fmt.Errorf("scheduler: %w", err)
 			}
 			sp.hist, sp.drafts = h, make([]int, 0, s.spec.Draft)
+			sp.hits, sp.misses = 1, 1
 		}
 		sp.hist.sync(q.tokens)
 		// Positions computed … computed+d run; the last must be < Steps.
 		room := q.req.Steps - len(q.tokens)
-		if !s.spec.noPause {
-			room = min(room, max(sp.dlen, 1))
-		}
 		var n int
 		sp.drafts, n = s.proposer.propose(sp.drafts, sp.hist, room)
-		if !s.spec.noPause {
-			sp.drafts = capWeakMatch(sp.drafts, n)
+		if s.spec.always {
+			continue
 		}
+		d := min(draftLen(sp.acceptance(), s.spec.DraftCost, len(sp.drafts)), len(capWeakMatch(sp.drafts, n)))
+		sp.hasShadow = d == 0 && len(sp.drafts) > 0
+		if sp.hasShadow {
+			sp.shadow = sp.drafts[0]
+		}
+		sp.drafts = sp.drafts[:d]
 	}
 	return nil
 }
@@ -222,7 +271,7 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 	q.res.VerifySteps++
 	q.res.DraftTokens += d
 	done, why := false, FinishLength
-	acc := 0
+	acc, rejected := 0, false
 	for j := 0; j <= d; j++ {
 		row := rows[j*V : (j+1)*V]
 		if s.e.opts.OnLogits != nil {
@@ -241,12 +290,13 @@ func (s *scheduler) verify(q *seqState, rows []float32) (bool, FinishReason, err
 			acc++ // an accepted draft that is kept
 		}
 		if done || !ok {
+			rejected = j < d && !ok
 			break
 		}
 	}
 	s.st.AcceptedTokens += acc
 	q.res.AcceptedTokens += acc
-	sp.record(d, acc, s.spec.noPause)
+	sp.record(acc, rejected)
 	// Positions base … base+acc hold the K/V of the tokens the sequence
 	// keeps (its last token and the accepted drafts); the rest were fed
 	// rejected drafts.

@@ -35,7 +35,7 @@ func BenchmarkSpeculativeStories260K(b *testing.B) {
 	modes := []struct {
 		name string
 		spec Speculation
-	}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-nopause", Speculation{Method: "ngram", noPause: true}}}
+	}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-always", Speculation{Method: "ngram", always: true}}}
 	for _, w := range specWorkloads {
 		b.Run(w.name, func(b *testing.B) {
 			var prompts [][]int

@@ -69,7 +69,7 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 				}
 			}
 		}
-		for _, spec := range []Speculation{{}, ngram} {
+		for _, spec := range []Speculation{{}, {Method: "ngram", always: true}} {
 			e := newEngine(t, m, Options{BlockSize: 4, NumBlocks: 4096, Speculation: spec})
 			reqs := make([]Request, runs)
 			for i := range reqs {

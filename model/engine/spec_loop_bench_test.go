@@ -26,7 +26,7 @@ func BenchmarkSpeculativeLooping(b *testing.B) {
 			modes := []struct {
 				name string
 				spec Speculation
-			}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-nopause", Speculation{Method: "ngram", noPause: true}}}
+			}{{"off", Speculation{}}, {"ngram", ngram}, {"ngram-k8", Speculation{Method: "ngram", Draft: 8}}, {"ngram-always", Speculation{Method: "ngram", always: true}}}
 			engines := make([]*Engine, len(modes))
 			for i, md := range modes {
 				engines[i] = newEngine(b, m, Options{Threads: 1, DisablePrefixSharing: true, Speculation: md.spec})

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -21,6 +23,143 @@ func TestCapWeakMatch(t *testing.T) {
 	} {
 		if got := capWeakMatch(slices.Clone(tc.drafts), tc.n); !slices.Equal(got, tc.want) {
 			t.Errorf("capWeakMatch(%v, n=%d) = %v, want %v", tc.drafts, tc.n, got, tc.want)
+		}
+	}
+}
+
+// draftLen by hand: (1 + a + … + a^d) / (1 + c·d), the best d, ties to
+// the shorter draft.
+func TestDraftLenTable(t *testing.T) {
+	for _, tc := range []struct {
+		a, cost float64
+		n, want int
+	}{
+		{0, 0.1, 8, 0},       // never right: never draft
+		{1, 0.1, 8, 8},       // always right and cheap: all k
+		{0.5, 0.5, 8, 0},     // d=1 gives 1.5/1.5: a tie keeps the plain step
+		{0.9, 0.5, 4, 3},     // 1.267, 1.355, 1.376, 1.365
+		{0.3, 0.1, 8, 1},     // 1.18 at d=1, 1.158 at d=2
+		{0.9, 0.1, 0, 0},     // no draft to take
+		{0.9, 0.1, 2, 2},     // capped by what the proposer found
+		{0.6, 0.6, 8, 0},     // 1.6/1.6: a tie again
+		{0.95, 0.05, 64, 21}, // 6.5944, 6.5997, 6.5966 at d = 20, 21, 22
+	} {
+		if got := draftLen(tc.a, tc.cost, tc.n); got != tc.want {
+			t.Errorf("draftLen(a=%v, cost=%v, n=%d) = %d, want %d", tc.a, tc.cost, tc.n, got, tc.want)
+		}
+	}
+}
+
+// draftLen agrees with a float64 brute force of the same ratio, over
+// random acceptance rates, costs and draft lengths.
+func TestDraftLenBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		a, cost, n := r.Float64(), r.Float64()*2, r.IntN(20)
+		bestV, bestD := 1.0, 0
+		for d := 1; d <= n; d++ {
+			kept := 0.0
+			for i := 0; i <= d; i++ {
+				kept += math.Pow(a, float64(i))
+			}
+			if v := kept / (1 + cost*float64(d)); v > bestV*(1+1e-6) {
+				bestV, bestD = v, d
+			}
+		}
+		got := draftLen(a, cost, n)
+		if got == bestD {
+			continue
+		}
+		// Values within the tolerance of each other may pick either.
+		val := func(d int) float64 {
+			kept := 0.0
+			for i := 0; i <= d; i++ {
+				kept += math.Pow(a, float64(i))
+			}
+			return kept / (1 + cost*float64(d))
+		}
+		if math.Abs(val(got)-val(bestD)) > 1e-6*val(bestD) {
+			t.Fatalf("draftLen(%v, %v, %d) = %d (%.9f), brute force %d (%.9f)", a, cost, n, got, val(got), bestD, val(bestD))
+		}
+	}
+}
+
+// The acceptance estimate starts at ½, follows hits and misses with
+// decay acceptDecay, counts a verify step's rejection once, and takes
+// a shadow draft's outcome once.
+func TestAcceptanceEstimate(t *testing.T) {
+	sp := specState{hits: 1, misses: 1}
+	if a := sp.acceptance(); a != 0.5 {
+		t.Fatalf("prior %v, want 0.5", a)
+	}
+	sp.record(4, false) // all four right: four hits, no miss
+	wantH, wantM := acceptDecay*1+4, acceptDecay*1
+	if sp.hits != wantH || sp.misses != wantM {
+		t.Fatalf("after 4/4: %v hits, %v misses; want %v, %v", sp.hits, sp.misses, wantH, wantM)
+	}
+	sp.record(1, true) // one right, then a rejection; the rest untested
+	wantH, wantM = acceptDecay*wantH+1, acceptDecay*wantM+1
+	if sp.hits != wantH || sp.misses != wantM {
+		t.Fatalf("after 1/4: %v hits, %v misses; want %v, %v", sp.hits, sp.misses, wantH, wantM)
+	}
+	sp.checkShadow(7) // no shadow: nothing changes
+	if sp.hits != wantH || sp.misses != wantM {
+		t.Fatal("a step without a shadow draft changed the estimate")
+	}
+	sp.shadow, sp.hasShadow = 7, true
+	sp.checkShadow(8)
+	wantH, wantM = acceptDecay*wantH, acceptDecay*wantM+1
+	if sp.hits != wantH || sp.misses != wantM || sp.hasShadow {
+		t.Fatalf("after a wrong shadow: %v hits, %v misses (shadow %v)", sp.hits, sp.misses, sp.hasShadow)
+	}
+	// A long run of right shadows drives the estimate toward 1, and a
+	// run of wrong ones toward 0, within tens of steps.
+	for range 40 {
+		sp.shadow, sp.hasShadow = 7, true
+		sp.checkShadow(7)
+	}
+	if a := sp.acceptance(); a < 0.97 {
+		t.Fatalf("after 40 right shadows a = %v", a)
+	}
+	for range 40 {
+		sp.shadow, sp.hasShadow = 7, true
+		sp.checkShadow(9)
+	}
+	if a := sp.acceptance(); a > 0.03 {
+		t.Fatalf("after 40 wrong shadows a = %v", a)
+	}
+}
+
+// The draft cost decides: a verify row priced above what any draft can
+// keep is never run (the tokens still those of plain decoding), a cheap
+// one drafts on the same loops, and defaults follow the model's size.
+func TestDraftCostDecides(t *testing.T) {
+	m := tinyGQA(t)
+	reqs := repetitiveRequests()
+	want := alone(t, m, Options{}, reqs)
+	never := generate(t, m, Options{Speculation: Speculation{Method: "ngram", DraftCost: MaxDraftCost}}, reqs)
+	sameAsAlone(t, never, want)
+	if never.st.DraftTokens != 0 {
+		t.Fatalf("draft cost %d still drafted %d tokens", MaxDraftCost, never.st.DraftTokens)
+	}
+	cheap := generate(t, m, Options{Speculation: cheapRows}, reqs)
+	sameAsAlone(t, cheap, want)
+	if cheap.st.AcceptedTokens == 0 || cheap.st.Steps >= never.st.Steps {
+		t.Fatalf("cheap rows: %+v, against %d steps without drafts", cheap.st, never.st.Steps)
+	}
+	if got := DefaultDraftCost(memoryBoundBytes); got != memoryBoundCost {
+		t.Errorf("DefaultDraftCost(64 MiB) = %v", got)
+	}
+	if got := DefaultDraftCost(memoryBoundBytes - 1); got != cacheBoundCost {
+		t.Errorf("DefaultDraftCost(64 MiB - 1) = %v", got)
+	}
+	e := newEngine(t, m, Options{Speculation: ngram})
+	if got, want := e.Speculation().DraftCost, DefaultDraftCost(e.Forward().WeightBytes()); got != want {
+		t.Errorf("the engine's default draft cost %v, want %v", got, want)
+	}
+	for _, bad := range []float64{-0.1, math.NaN(), MaxDraftCost + 1, math.Inf(1)} {
+		if _, err := New(m, Options{Speculation: Speculation{Method: "ngram", DraftCost: bad}}); err == nil {
+			t.Errorf("draft cost %v accepted", bad)
 		}
 	}
 }

@@ -11,7 +11,14 @@ import (
 	"github.com/stride-lm/stride/tensor/testfixture"
 )
 
-var ngram = Speculation{Method: "ngram"}
+// ngram is speculation with the defaults; cheapRows prices a verify row
+// at 0.05 of a step, as on a model much larger than the test's, so the
+// adaptive rule drafts wherever a draft has some chance, and the tests of
+// verification see many drafts on tiny models.
+var (
+	ngram     = Speculation{Method: "ngram"}
+	cheapRows = Speculation{Method: "ngram", DraftCost: 0.05}
+)
 
 // repetitiveRequests are greedy prompts that repeat a phrase, so the
 // n-gram lookup has something to find from the first decode step, plus
@@ -149,14 +156,14 @@ func TestSpeculativeSampledDeterministic(t *testing.T) {
 		specs[i].temperature, specs[i].seed = 0.8, uint64(50+i)
 	}
 	for _, path := range []string{"fused", "naive"} {
-		exact := Options{Path: path, Speculation: ngram}
+		exact := Options{Path: path, Speculation: cheapRows}
 		want := alone(t, m, exact, specs)
 		got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: exact.Speculation}, specs)
 		sameAsAlone(t, got, want)
 		if got.st.Preemptions == 0 || got.st.AcceptedTokens == 0 {
 			t.Fatalf("%s: %+v: preemption or acceptance went untested", path, got.st)
 		}
-		tiled := Options{Path: path, BlockSize: 4, Speculation: ngram}
+		tiled := Options{Path: path, BlockSize: 4, Speculation: cheapRows}
 		a, b := generate(t, m, tiled, specs), generate(t, m, tiled, specs)
 		for i := range a.res {
 			if !slices.Equal(a.res[i].Tokens, b.res[i].Tokens) {
@@ -177,7 +184,7 @@ func TestSpeculativeGreedyMHA(t *testing.T) {
 	reqs := append(repetitiveRequests(), mixedGreedy()...)
 	for _, path := range []string{"fused", "naive"} {
 		want := alone(t, m, Options{Path: path}, reqs)
-		got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: ngram}, reqs)
+		got := generate(t, m, Options{Path: path, BlockSize: 4, NumBlocks: 30, Speculation: cheapRows}, reqs)
 		sameAsAlone(t, got, want)
 		if got.st.Preemptions == 0 || got.st.AcceptedTokens == 0 {
 			t.Fatalf("%s: %+v: preemption or acceptance went untested", path, got.st)

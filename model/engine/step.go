@@ -102,6 +102,7 @@ func (s *scheduler) preempt() error {
 	}
 	victim.computed = 0
 	victim.spec.drafts = victim.spec.drafts[:0] // drafted again when it decodes again
+	victim.spec.hasShadow = false
 	victim.res.Preemptions++
 	s.st.Preemptions++
 	s.running = s.running[:n-1]
