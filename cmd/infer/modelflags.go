@@ -48,6 +48,7 @@ func init() {
 		configs.Key{Name: "draft", Kind: configs.Int, Default: engine.DefaultDraft, Range: configs.InRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
 		configs.Key{Name: "ngram_min", Kind: configs.Int, Default: engine.DefaultNgramMin, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
 		configs.Key{Name: "ngram_max", Kind: configs.Int, Default: engine.DefaultNgramMax, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
+		configs.Key{Name: "draft_cost", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, engine.MaxDraftCost), Help: "speculation: a verify row's cost in decode steps, which the adaptive rule weighs drafts against; 0 = by model size (0.1 at 64 MiB of weights or more, else 0.5)"},
 	)
 }
 
@@ -59,6 +60,7 @@ func specFlags(a *app, cmd *cobra.Command, skip ...string) {
 		{"draft", "draft", "speculation: most tokens drafted per step"},
 		{"ngram-min", "ngram_min", "speculation: shortest n-gram looked up"},
 		{"ngram-max", "ngram_max", "speculation: longest n-gram looked up"},
+		{"draft-cost", "draft_cost", "speculation: a verify row's cost in decode steps (0 = by model size)"},
 	} {
 		if !slices.Contains(skip, f.name) {
 			a.flag(cmd, f.name, f.key, f.usage)
@@ -69,7 +71,7 @@ func specFlags(a *app, cmd *cobra.Command, skip ...string) {
 // speculation reads the speculation keys.
 func speculation(a *app) (engine.Speculation, error) {
 	sp := engine.Speculation{Method: a.cfg.String("speculate"), Draft: a.cfg.Int("draft"),
-		NgramMin: a.cfg.Int("ngram_min"), NgramMax: a.cfg.Int("ngram_max")}
+		NgramMin: a.cfg.Int("ngram_min"), NgramMax: a.cfg.Int("ngram_max"), DraftCost: a.cfg.Float("draft_cost")}
 	if sp.NgramMax < sp.NgramMin {
 		return sp, fmt.Errorf("ngram_max %d is less than ngram_min %d", sp.NgramMax, sp.NgramMin)
 	}
