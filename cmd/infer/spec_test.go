@@ -66,11 +66,46 @@ func TestSpeculateFlagsValidated(t *testing.T) {
 		{[]string{"--speculate", "ngram", "--draft", "0"}, "draft"},
 		{[]string{"--speculate", "ngram", "--ngram-min", "3", "--ngram-max", "2"}, "ngram_max 2 is less than ngram_min 3"},
 		{[]string{"--ngram-max", "65"}, "ngram_max"},
+		{[]string{"--speculate", "ngram", "--draft-cost", "-0.5"}, "draft_cost"},
+		{[]string{"--speculate", "ngram", "--draft-cost", "65"}, "draft_cost"},
+		{[]string{"--speculate", "ngram", "--draft-cost", "cheap"}, "--draft-cost"},
 	} {
 		code, _, errs := cli(t, append([]string{"generate", "--steps", "8"}, tc.args...)...)
 		if code != 1 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Fatalf("%v: exit %d, stderr %q (want one line naming %q)", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestDraftCostFlag: --draft-cost reaches the adaptive rule. Priced at
+// the maximum, no draft ever pays and none is made; priced near zero, the
+// same greedy run drafts and accepts; the ids are run.c's either way.
+func TestDraftCostFlag(t *testing.T) {
+	models := sharedModels(t)
+	golden := readFields(t, filepath.Join(models, "golden", "stories260K.greedy.ids"))
+	var counts []seqOutput
+	for _, cost := range []string{"64", "0.01"} {
+		code, out, errs := cli(t, "generate", "--checkpoint", filepath.Join(models, "stories260K.bin"),
+			"--tokenizer", filepath.Join(models, "tok512.bin"), "--temperature", "0", "--steps", "256",
+			"--speculate", "ngram", "--draft-cost", cost, "--output", "json")
+		if code != 0 {
+			t.Fatalf("--draft-cost %s: exit %d: %s", cost, code, errs)
+		}
+		var o seqOutput
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &o); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var ids []string
+		for _, id := range o.IDs {
+			ids = append(ids, strconv.Itoa(id))
+		}
+		if !slices.Equal(ids, golden) {
+			t.Fatalf("--draft-cost %s: ids differ from llama2.c", cost)
+		}
+		counts = append(counts, o)
+	}
+	if counts[0].DraftTokens != 0 || counts[1].AcceptedTokens == 0 {
+		t.Fatalf("--draft-cost 64 drafted %d tokens; --draft-cost 0.01 accepted %d", counts[0].DraftTokens, counts[1].AcceptedTokens)
 	}
 }
 
