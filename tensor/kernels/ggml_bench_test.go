@@ -23,6 +23,8 @@ func benchGGML(b *testing.B, typ string, rows, cols int) *Matrix {
 	switch typ {
 	case "q8_0":
 		return benchMatrix(b, Q8_0, rows, cols)
+	case "f32":
+		return benchMatrix(b, F32, rows, cols)
 	case "F16":
 		raw := make([]byte, 2*rows*cols)
 		for i := 0; i < rows*cols; i++ {
@@ -103,7 +105,7 @@ var (
 func decodeSet(b *testing.B, sh decodeShape, mix string) []*Matrix {
 	typ := func(more bool) string {
 		switch {
-		case mix == "Q8_0" || mix == "q8_0" || mix == "Q4_0" || mix == "Q5_0" || mix == "Q4_1" || mix == "Q5_1":
+		case mix == "f32" || mix == "Q8_0" || mix == "q8_0" || mix == "Q4_0" || mix == "Q5_0" || mix == "Q4_1" || mix == "Q5_1":
 			return mix
 		case more:
 			return "Q6_K"
@@ -146,7 +148,9 @@ func BenchmarkGGMLDecode1B(b *testing.B) {
 func benchDecode(b *testing.B, sh decodeShape) {
 	pools := map[int]*Pool{1: nil, 2: NewPool(2)}
 	defer pools[2].Close()
-	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1"} {
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "f32"} {
 		ms := decodeSet(b, sh, mix)
 		var bytes int64
 		for _, m := range ms {
@@ -192,13 +196,17 @@ func benchDecode(b *testing.B, sh decodeShape) {
 // under the same load. It runs on the calling thread and counts process
 // CPU time as well as wall time: on a shared machine the CPU figures are
 // the steadier ones. It reports each T's ms per step and its ratio to
-// T = 1:
+// T = 1, and the same steps on a pool of two threads, the issue's
+// setting, in wall time (t2-T8/T1-wall: CPU time cannot tell a thread
+// waiting on memory from one computing, so these want a quiet machine):
 //
 //	go test -run x -bench 'GGMLStepRows110M' -benchtime 5x ./tensor/kernels
 func BenchmarkGGMLStepRows110M(b *testing.B) {
 	sh := shape110M
 	Ts := []int{1, 2, 4, 8, 16}
-	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1"} {
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, mix := range []string{"q8_0", "Q8_0", "Q4_K_M", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "f32"} {
 		ms := decodeSet(b, sh, mix)
 		x := make([]float32, Ts[len(Ts)-1]*max(sh.hidden, sh.dim))
 		out := make([]float32, Ts[len(Ts)-1]*sh.vocab)
@@ -206,17 +214,23 @@ func BenchmarkGGMLStepRows110M(b *testing.B) {
 			x[i] = float32(i%7) - 3
 		}
 		b.Run(mix, func(b *testing.B) {
-			wall, cpu := make([]float64, len(Ts)), make([]float64, len(Ts))
+			wall, cpu, wall2 := make([]float64, len(Ts)), make([]float64, len(Ts)), make([]float64, len(Ts))
+			step := func(p *Pool, T int) {
+				for _, m := range ms {
+					if err := MatMul(p, out[:T*m.Rows], x[:T*m.Cols], m, T); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 			for i := 0; i < b.N; i++ {
 				for k, T := range Ts {
 					start, c0 := time.Now(), processCPU()
-					for _, m := range ms {
-						if err := MatMul(nil, out[:T*m.Rows], x[:T*m.Cols], m, T); err != nil {
-							b.Fatal(err)
-						}
-					}
+					step(nil, T)
 					wall[k] += time.Since(start).Seconds()
 					cpu[k] += processCPU() - c0
+					start = time.Now()
+					step(pool, T)
+					wall2[k] += time.Since(start).Seconds()
 				}
 			}
 			for k, T := range Ts {
@@ -224,6 +238,7 @@ func BenchmarkGGMLStepRows110M(b *testing.B) {
 				if k > 0 {
 					b.ReportMetric(cpu[k]/cpu[0], fmt.Sprintf("T%d/T1-cpu", T))
 					b.ReportMetric(wall[k]/wall[0], fmt.Sprintf("T%d/T1-wall", T))
+					b.ReportMetric(wall2[k]/wall2[0], fmt.Sprintf("t2-T%d/T1-wall", T))
 				}
 			}
 		})
