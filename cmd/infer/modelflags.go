@@ -48,7 +48,7 @@ func init() {
 		configs.Key{Name: "draft", Kind: configs.Int, Default: engine.DefaultDraft, Range: configs.InRange(1, engine.MaxDraft), Help: "speculation: most tokens drafted per step"},
 		configs.Key{Name: "ngram_min", Kind: configs.Int, Default: engine.DefaultNgramMin, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: shortest n-gram looked up"},
 		configs.Key{Name: "ngram_max", Kind: configs.Int, Default: engine.DefaultNgramMax, Range: configs.InRange(1, engine.MaxNgram), Help: "speculation: longest n-gram looked up (>= ngram_min)"},
-		configs.Key{Name: "draft_cost", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, engine.MaxDraftCost), Help: "speculation: a verify row's cost in decode steps, which the adaptive rule weighs drafts against; 0 = by model size (0.1 at 64 MiB of weights or more, else 0.5)"},
+		configs.Key{Name: "draft_cost", Kind: configs.Float, Default: 0.0, Range: configs.InRange(0, engine.MaxDraftCost), Help: "speculation: a verify row's cost in decode steps, which the adaptive rule weighs drafts against; 0 = by model size (0.1 at 32 MiB of weights or more, else 0.5)"},
 	)
 }
 

@@ -103,13 +103,14 @@ const (
 )
 
 // The default draft costs (Speculation.DraftCost 0): a model whose
-// weights exceed memoryBoundBytes streams them from memory at every
-// step, and a verify row costs little beside that read (the stories110M
-// shape: a 9-row step of ggml Q8_0 costs 1.6–1.9 one-row steps, about 0.1
-// per row); a smaller one sits in the caches and a row costs a large part
-// of a step (stories260K: 0.35–0.6).
+// weights reach memoryBoundBytes, the size of a large last-level cache,
+// streams them from memory at every step, and a verify row costs little
+// beside that read (the stories110M shape on two threads: an 8-row step
+// costs 1.3–1.7 one-row steps in F32 and ggml Q8_0, about 0.1 per row);
+// a smaller one sits in the caches and a row costs a large part of a
+// step (stories260K: 0.35–0.6).
 const (
-	memoryBoundBytes = 64 << 20
+	memoryBoundBytes = 32 << 20
 	memoryBoundCost  = 0.1
 	cacheBoundCost   = 0.5
 )

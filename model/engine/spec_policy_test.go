@@ -148,10 +148,10 @@ func TestDraftCostDecides(t *testing.T) {
 		t.Fatalf("cheap rows: %+v, against %d steps without drafts", cheap.st, never.st.Steps)
 	}
 	if got := DefaultDraftCost(memoryBoundBytes); got != memoryBoundCost {
-		t.Errorf("DefaultDraftCost(64 MiB) = %v", got)
+		t.Errorf("DefaultDraftCost(32 MiB) = %v", got)
 	}
 	if got := DefaultDraftCost(memoryBoundBytes - 1); got != cacheBoundCost {
-		t.Errorf("DefaultDraftCost(64 MiB - 1) = %v", got)
+		t.Errorf("DefaultDraftCost(32 MiB - 1) = %v", got)
 	}
 	e := newEngine(t, m, Options{Speculation: ngram})
 	if got, want := e.Speculation().DraftCost, DefaultDraftCost(e.Forward().WeightBytes()); got != want {
