@@ -163,63 +163,25 @@ func (s *Sampler) sampleTopP(p []float32, coin float32) int {
 }
 
 // Verify checks one speculative draft token against the target logits of
-// its position, as vLLM's rejection sampler does for a draft whose own
-// probability is 1 (an n-gram draft), and returns the token to append and
-// whether it is the draft.
+// its position and returns the token to append and whether it is the
+// draft. It samples the position's token exactly as Sample does, with the
+// same coin, and accepts the draft when the two agree.
 //
-// At temperature 0 the target is the argmax: the draft is accepted when it
-// equals it, and otherwise the argmax is the token. At temperature > 0 the
-// target q is exactly the distribution Sample draws from (softmax of
-// logits/temperature, cut to the top-p nucleus and renormalised when top-p
-// is on); the draft d is accepted with probability min(1, q(d)/1) = q(d),
-// using one coin, and on rejection a second coin samples from q with d
-// removed and renormalised, q(i)/(1−q(d)) for i ≠ d. Either way the token
-// returned is distributed as q: P(d) = q(d), and P(i) = (1−q(d))·q(i)/(1−q(d))
-// = q(i) for i ≠ d. With filters (SetFilters) q is Sample's filtered
-// target: the filters run on logits first, and the returned token joins
-// the penalty's history as a sampled one does. Like Sample it overwrites
-// logits with probabilities at temperature > 0 and does not allocate.
+// For a draft whose own probability is 1 (an n-gram draft) this is vLLM's
+// rejection sampler in distribution: the draft d is accepted with
+// probability q(d), and on rejection the token is distributed as q with d
+// removed and renormalised, where q is Sample's target (softmax of
+// logits/temperature, cut to the top-p nucleus when top-p is on, after
+// the filters of SetFilters). The two-coin form (accept on u < q(d), then
+// draw again from the rest) has the same distribution but spends a coin
+// more on each rejection; sampling and comparing spends one coin per token
+// kept, as plain decoding does, so a speculative run's sampled tokens are
+// those of the same seed without speculation, whatever was drafted. At
+// temperature 0 both are the argmax. Like Sample it overwrites logits with
+// probabilities at temperature > 0 and does not allocate.
 func (s *Sampler) Verify(logits []float32, draft int) (token int, accepted bool) {
-	n := min(len(logits), s.vocab)
-	if n <= 0 {
-		return 0, draft == 0
-	}
-	logits = logits[:n]
-	if s.filt == nil {
-		return s.verify(logits, draft)
-	}
-	s.filt.apply(logits)
-	token, accepted = s.verify(logits, draft)
-	s.filt.record(token)
-	return token, accepted
-}
-
-// verify is Verify on logits already filtered: the draft against q, and
-// on rejection a draw from q without it.
-func (s *Sampler) verify(logits []float32, draft int) (token int, accepted bool) {
-	n := len(logits)
-	if s.temperature == 0 {
-		t := argmax(logits)
-		return t, t == draft
-	}
-	s.probs(logits)
-	if s.topp <= 0 || s.topp >= 1 {
-		// q = p over the whole vocabulary.
-		qd := float32(0)
-		if draft >= 0 && draft < n {
-			qd = logits[draft]
-		}
-		if s.randomF32() < qd {
-			return draft, true
-		}
-		return drawWithout(logits, draft, s.randomF32())
-	}
-	// q = p cut to the nucleus (sorted as sampleTopP sorts it) over its mass.
-	cand, mass := s.nucleus(logits)
-	if s.randomF32() < nucleusProb(cand, mass, draft) {
-		return draft, true
-	}
-	return drawNucleusWithout(cand, draft, s.randomF32())
+	token = s.Sample(logits)
+	return token, token == draft
 }
 
 // probs turns logits into run.c's probabilities in place:
@@ -231,83 +193,8 @@ func (s *Sampler) probs(logits []float32) {
 	softmax(logits)
 }
 
-// nucleusProb is q(d), the draft's probability under the top-p
-// distribution: its probability over the nucleus's mass, 0 outside it.
-func nucleusProb(cand []probIdx, mass float32, draft int) float32 {
-	for _, c := range cand {
-		if c.index == draft {
-			return c.prob / mass
-		}
-	}
-	return 0
-}
-
-// drawWithout samples from p with the draft removed and renormalised,
-// p(i)/(1−p(d)) for i ≠ d, by scaling coin to the remaining mass. The
-// last other token of nonzero probability takes any rounding shortfall
-// (a token the filters removed, or whose exponential underflowed, is
-// never drawn); a distribution with nothing else to draw yields the
-// draft.
-func drawWithout(p []float32, draft int, coin float32) (token int, accepted bool) {
-	var rest float32
-	for i, v := range p {
-		if i != draft {
-			rest += v
-		}
-	}
-	r := coin * rest
-	var cdf float32
-	last := -1
-	for i, v := range p {
-		if i == draft {
-			continue
-		}
-		if v == 0 {
-			continue
-		}
-		cdf += v
-		last = i
-		if r < cdf {
-			return i, false
-		}
-	}
-	if last < 0 {
-		return draft, true // nothing else to draw: q(d) = 1
-	}
-	return last, false
-}
-
-// drawNucleusWithout is drawWithout over the nucleus cand: q(i)/(1−q(d))
-// for the nucleus's tokens i ≠ d. A nucleus that is the draft alone
-// (q(d) = 1) yields the draft.
-func drawNucleusWithout(cand []probIdx, draft int, coin float32) (token int, accepted bool) {
-	var rest float32
-	for _, c := range cand {
-		if c.index != draft {
-			rest += c.prob
-		}
-	}
-	r := coin * rest
-	var cdf float32
-	last := -1
-	for _, c := range cand {
-		if c.index == draft {
-			continue
-		}
-		cdf += c.prob
-		last = c.index
-		if r < cdf {
-			return c.index, false
-		}
-	}
-	if last < 0 {
-		return draft, true // the nucleus is the draft alone: q(d) = 1
-	}
-	return last, false
-}
-
 // nucleus returns the top-p nucleus of probabilities p, the candidates
-// sampleTopP draws from and Verify's q lives on: the tokens that pass the
+// sampleTopP draws from: the tokens that pass the
 // cutoff, stable-sorted by descending probability, cut just after the
 // cumulative sum first exceeds topp; and its mass. When no token passes
 // the cutoff the nucleus is the most probable token alone. It reuses

@@ -167,3 +167,48 @@ func TestVerifyAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyIsSample: Verify draws the token Sample would, coin for coin,
+// so a run that verifies drafts at some positions and samples at others
+// returns the tokens of a run that only samples, with the same seed,
+// whatever the drafts (right, wrong, or outside the nucleus), with and
+// without top-p and filters.
+func TestVerifyIsSample(t *testing.T) {
+	logits := []float32{1.2, -0.3, 2.0, 0.4, -1.5, 0.9, 0.0, 1.7}
+	for _, tc := range []struct {
+		temp, topp float32
+		f          Filters
+	}{{1, 0, Filters{}}, {0.8, 0.9, Filters{}}, {1, 0.9, Filters{TopK: 3, RepeatPenalty: 1.3, RepeatLastN: 4}}, {0, 0, Filters{}}} {
+		plain, spec := NewSampler(len(logits), tc.temp, tc.topp, 77), NewSampler(len(logits), tc.temp, tc.topp, 77)
+		plain.SetFilters(tc.f)
+		spec.SetFilters(tc.f)
+		accepted, rejected := 0, 0
+		for i := 0; i < 2000; i++ {
+			a := append([]float32(nil), logits...)
+			want := plain.Sample(a)
+			b := append([]float32(nil), logits...)
+			var got int
+			if i%3 == 0 {
+				got = spec.Sample(b)
+			} else {
+				draft := (i * 5) % len(logits)
+				var ok bool
+				got, ok = spec.Verify(b, draft)
+				if ok != (got == draft) {
+					t.Fatalf("Verify returned %d, accepted=%v for draft %d", got, ok, draft)
+				}
+				if ok {
+					accepted++
+				} else {
+					rejected++
+				}
+			}
+			if got != want {
+				t.Fatalf("T=%v topp=%v %+v: step %d: %d, plain sampling %d", tc.temp, tc.topp, tc.f, i, got, want)
+			}
+		}
+		if tc.temp > 0 && (accepted == 0 || rejected == 0) {
+			t.Fatalf("T=%v: %d accepted, %d rejected: both must occur", tc.temp, accepted, rejected)
+		}
+	}
+}

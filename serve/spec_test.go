@@ -94,26 +94,28 @@ func TestSpeculativeServing(t *testing.T) {
 }
 
 // TestSpeculativeSampledServing: sampled requests with a seed, speculating,
-// give the same bytes whole, streamed and again (docs/speculative.md: the
-// tokens are reproducible and independent of batching, but not those of
-// the same seed without speculation, whose coins are used differently;
-// docs/serving.md says so).
+// give the bytes a server without speculation gives, whole, streamed and
+// again (docs/speculative.md §2: a verify row samples its token as a
+// decode row would, with the same coin, and accepts the draft when they
+// agree), while drafts are accepted and rejected.
 func TestSpeculativeSampledServing(t *testing.T) {
 	on, e := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 1,
-		Speculation: engine.Speculation{Method: "ngram"}})
+		Speculation: engine.Speculation{Method: "ngram", DraftCost: 0.05}})
+	off, _ := engineBackendWith(t, engine.Options{MaxBatchedTokens: engine.DefaultMaxBatchedTokens, Threads: 1})
 	_, ts := startServer(t, on, Config{ModelName: "m"}, nil)
+	_, plain := startServer(t, off, Config{ModelName: "m"}, nil)
 	body := `{"prompt":"Tom had a red ball. Tom had a red ball. Tom had","max_tokens":96,"temperature":0.5,"seed":7,"n":2,"logprobs":1`
-	want := parseOutcome(t, post(t, ts.URL+"/v1/completions", body+`}`).body, false, false)
+	want := parseOutcome(t, post(t, plain.URL+"/v1/completions", body+`}`).body, false, false)
 	for range 2 {
 		if d := firstDiff(fmt.Sprint(parseOutcome(t, post(t, ts.URL+"/v1/completions", body+`,"stream":true}`).body, true, false)), fmt.Sprint(want)); d != "" {
-			t.Fatalf("streamed vs whole: %s", d)
+			t.Fatalf("streamed with speculation vs without: %s", d)
 		}
 		if d := firstDiff(fmt.Sprint(parseOutcome(t, post(t, ts.URL+"/v1/completions", body+`}`).body, false, false)), fmt.Sprint(want)); d != "" {
-			t.Fatalf("again vs first: %s", d)
+			t.Fatalf("whole with speculation vs without: %s", d)
 		}
 	}
-	if st := e.Stats(); st.AcceptedTokens == 0 {
-		t.Errorf("sampled requests accepted no drafts (%d drafted)", st.DraftTokens)
+	if st := e.Stats(); st.AcceptedTokens == 0 || st.AcceptedTokens == st.DraftTokens {
+		t.Errorf("sampled requests accepted %d of %d drafts: both outcomes must occur", st.AcceptedTokens, st.DraftTokens)
 	}
 }
 

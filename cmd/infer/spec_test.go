@@ -109,6 +109,42 @@ func TestDraftCostFlag(t *testing.T) {
 	}
 }
 
+// TestSpeculativeSampledMatchesRunC: sampled stories with speculation
+// are run.c's own sampled stories, byte for byte: the six runs recorded in
+// stories260K.sampled-text.txt (run.c -t 1.0 -p 0.9, seeds 101-106, 450
+// steps), with drafts priced low enough that many are tested. Rejected
+// drafts cost no extra coin, so the coins fall as they did in run.c.
+func TestSpeculativeSampledMatchesRunC(t *testing.T) {
+	models := sharedModels(t)
+	raw, err := os.ReadFile(filepath.Join(models, "golden", "stories260K.sampled-text.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := strings.Split(string(raw), "\n\n")
+	accepted, drafted := 0, 0
+	for i, seed := range []string{"101", "102", "103", "104", "105", "106"} {
+		code, out, errs := cli(t, "generate", "--checkpoint", filepath.Join(models, "stories260K.bin"),
+			"--tokenizer", filepath.Join(models, "tok512.bin"), "--temperature", "1.0", "--topp", "0.9",
+			"--seed", seed, "--steps", "450", "--speculate", "ngram", "--draft-cost", "0.01", "--output", "json")
+		if code != 0 {
+			t.Fatalf("seed %s: exit %d: %s", seed, code, errs)
+		}
+		var o seqOutput
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &o); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if strings.TrimSpace(o.Text) != strings.TrimSpace(runs[i]) {
+			t.Fatalf("seed %s: text differs from run.c's:\n got %q\nwant %q", seed, o.Text, runs[i])
+		}
+		accepted += o.AcceptedTokens
+		drafted += o.DraftTokens
+	}
+	if accepted == 0 || accepted == drafted {
+		t.Fatalf("%d of %d drafts accepted: both outcomes of verification must occur", accepted, drafted)
+	}
+	t.Logf("%d of %d drafts accepted", accepted, drafted)
+}
+
 // TestCompareSpeculate: compare --speculate ngram runs both paths with
 // speculation, and their tokens stay identical.
 func TestCompareSpeculate(t *testing.T) {

@@ -85,16 +85,19 @@
 // builder then gives AppendStep N = k+1 for it and packs its last token
 // and the drafts as k+1 rows over its existing context, asking
 // Forward.Run for the logits of all of them; retire verifies the drafts
-// (greedy: equal to the argmax; sampled: model.Sampler.Verify, the
-// rejection sampler), keeps the accepted ones and the token after them,
+// (model.Sampler.Verify: the row's token sampled as a decode row would
+// sample it, with the same coin, compared with the draft), keeps the
+// accepted ones and the token after them,
 // gives the rejected drafts' slots back with kvcache.Cache.Truncate and
 // only then commits, so no block is registered with a rejected draft's
 // K/V. The next AppendStep republishes the shortened table
 // (Step.Changed), and a shared prefix block is never written: the cache
-// copies it on write first. A sequence's drafts depend only on its own
-// tokens and acceptance history, so speculation changes nothing about
-// batching, preemption (a preempted sequence replays without drafting,
-// then drafts again as before) or prefix sharing.
+// copies it on write first. Every logit is the bits of a decode row and
+// every kept token costs one coin, so a sequence's tokens, greedy or
+// sampled, are those it has without speculation; and its drafts depend
+// only on its own tokens and acceptance history, so speculation changes
+// nothing about batching, preemption (a preempted sequence replays
+// without drafting, then drafts again as before) or prefix sharing.
 //
 // # Watching the KV cache
 //
