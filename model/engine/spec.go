@@ -83,18 +83,20 @@ const (
 const MaxDraftCost = 64
 
 // The adaptive rule (docs/speculative.md §4). Each sequence keeps an
-// estimate a of how often a draft token is right, from its own history
-// only (so that a sampled sequence uses its coins the same way alone or
-// batched): every verify step adds its accepted tokens as hits and its
+// estimate a of how often a draft token is right, from its own history:
+// every verify step adds its accepted tokens as hits and its
 // first rejection as a miss, and every plain decode step whose proposer
 // had a draft adds whether the token sampled was that draft's first
 // token (a shadow draft: the same test a verify row would have made, for
 // free). Hits and misses decay by acceptDecay per observation, so the
 // estimate follows text that starts or stops looping within about ten
 // steps. With a draft cost c (one verify row over a one-row step), d
-// drafts keep 1 + a + a² + … + a^d tokens per step in expectation for
-// 1 + c·d of the cost, and the sequence drafts the d ≤ k that maximizes
-// that ratio, 0 when no d beats a plain step.
+// drafts keep a + a² + … + a^d more tokens in expectation for c·d more
+// cost, and the sequence drafts the d ≤ k that maximizes the step's
+// tokens per cost (draftLen), 0 when no d beats the step without it. What
+// is drafted never changes a sequence's tokens (Sampler.Verify spends the
+// coins plain decoding would), only the steps they take, so the rule may
+// weigh the step's other rows.
 //
 // A match of fewer than strongMatch tokens drafts at most one token.
 const (
@@ -177,21 +179,39 @@ func (sp *specState) checkShadow(next int) {
 	}
 }
 
-// draftLen is the adaptive rule's draft length: the d in [0, n] that
-// maximizes (1 + a + … + a^d) / (1 + cost·d), the expected tokens per
-// unit of step cost when each draft token is right with probability a
-// given the ones before it were. Ties keep the shorter draft.
-func draftLen(a, cost float64, n int) int {
-	best, bestD := 1.0, 0
-	kept, p := 1.0, 1.0
+// stepValue is a step's expected worth as the adaptive rule drafts for
+// it: tokens, those its sequences are expected to keep, and cost, its
+// time in one-row decode steps. A step of B decode rows starts at
+// (B, 1 + c·(B−1)) for a row cost c, and each draft adds its expected
+// tokens and c per row.
+type stepValue struct{ tokens, cost float64 }
+
+// newStepValue is the value of a step of rows decode rows before any
+// draft, for a row cost c.
+func newStepValue(rows int, c float64) stepValue {
+	return stepValue{tokens: float64(rows), cost: 1 + c*float64(max(rows-1, 0))}
+}
+
+// draftLen is the adaptive rule's draft length for one sequence of step
+// v: the d in [0, n] that maximizes the step's expected tokens per unit
+// of cost, (v.tokens + a + a² + … + a^d) / (v.cost + c·d), when each
+// draft token is right with probability a given the ones before it were;
+// ties keep the shorter draft. It returns d and a + … + a^d. Alone in
+// its step (v = (1, 1)) the ratio is (1 + a + … + a^d) / (1 + c·d); in a
+// step of many rows a draft has to beat the step's own tokens per cost,
+// so fewer are made, as they should be when rows are what the step pays
+// for.
+func draftLen(a, c float64, n int, v stepValue) (int, float64) {
+	best, bestD, bestKept := v.tokens/v.cost, 0, 0.0
+	kept, p := 0.0, 1.0
 	for d := 1; d <= n; d++ {
 		p *= a
 		kept += p
-		if v := kept / (1 + cost*float64(d)); v > best*(1+1e-9) {
-			best, bestD = v, d
+		if r := (v.tokens + kept) / (v.cost + c*float64(d)); r > best*(1+1e-9) {
+			best, bestD, bestKept = r, d, kept
 		}
 	}
-	return bestD
+	return bestD, bestKept
 }
 
 // decoding reports whether q's next step is a plain decode step: its
@@ -209,6 +229,13 @@ func (s *scheduler) propose() error {
 	if !s.spec.On() {
 		return nil
 	}
+	rows := 0
+	for _, q := range s.running {
+		if q.decoding() {
+			rows++
+		}
+	}
+	v := newStepValue(rows, s.spec.DraftCost)
 	for _, q := range s.running {
 		sp := &q.spec
 		sp.drafts, sp.hasShadow = sp.drafts[:0], false
@@ -231,7 +258,9 @@ func (s *scheduler) propose() error {
 		if s.spec.always {
 			continue
 		}
-		d := min(draftLen(sp.acceptance(), s.spec.DraftCost, len(sp.drafts)), len(capWeakMatch(sp.drafts, n)))
+		d, kept := draftLen(sp.acceptance(), s.spec.DraftCost, len(capWeakMatch(sp.drafts, n)), v)
+		v.tokens += kept
+		v.cost += s.spec.DraftCost * float64(d)
 		sp.hasShadow = d == 0 && len(sp.drafts) > 0
 		if sp.hasShadow {
 			sp.shadow = sp.drafts[0]

@@ -44,7 +44,7 @@ func TestDraftLenTable(t *testing.T) {
 		{0.6, 0.6, 8, 0},     // 1.6/1.6: a tie again
 		{0.95, 0.05, 64, 21}, // 6.5944, 6.5997, 6.5966 at d = 20, 21, 22
 	} {
-		if got := draftLen(tc.a, tc.cost, tc.n); got != tc.want {
+		if got, _ := draftLen(tc.a, tc.cost, tc.n, newStepValue(1, tc.cost)); got != tc.want {
 			t.Errorf("draftLen(a=%v, cost=%v, n=%d) = %d, want %d", tc.a, tc.cost, tc.n, got, tc.want)
 		}
 	}
@@ -66,7 +66,7 @@ func TestDraftLenBruteForce(t *testing.T) {
 				bestV, bestD = v, d
 			}
 		}
-		got := draftLen(a, cost, n)
+		got, kept := draftLen(a, cost, n, newStepValue(1, cost))
 		if got == bestD {
 			continue
 		}
@@ -81,6 +81,34 @@ func TestDraftLenBruteForce(t *testing.T) {
 		if math.Abs(val(got)-val(bestD)) > 1e-6*val(bestD) {
 			t.Fatalf("draftLen(%v, %v, %d) = %d (%.9f), brute force %d (%.9f)", a, cost, n, got, val(got), bestD, val(bestD))
 		}
+		if want := val(got)*(1+cost*float64(got)) - 1; math.Abs(kept-want) > 1e-9 {
+			t.Fatalf("draftLen(%v, %v, %d) kept %v, want %v", a, cost, n, kept, want)
+		}
+	}
+}
+
+// In a step of many rows a draft must beat the step's own tokens per
+// cost: B rows cost 1 + c·(B−1) steps for B tokens, and d drafts of a
+// sequence add c·d for a + … + a^d. By hand, c = 0.1: alone, a = 0.3
+// drafts one token (1.3/1.1 = 1.18 > 1); beside 7 other rows it drafts
+// none ((8 + 0.3)/1.8 = 4.61 < 8/1.7 = 4.71); a = 0.9 still drafts there
+// (d = 5: 5.31163, d = 6: 5.31175, d = 7: 5.28972; the best is d = 6).
+func TestDraftLenInABatch(t *testing.T) {
+	if d, _ := draftLen(0.3, 0.1, 8, newStepValue(1, 0.1)); d != 1 {
+		t.Errorf("alone, a = 0.3: d = %d, want 1", d)
+	}
+	if d, _ := draftLen(0.3, 0.1, 8, newStepValue(8, 0.1)); d != 0 {
+		t.Errorf("8 rows, a = 0.3: d = %d, want 0", d)
+	}
+	d, kept := draftLen(0.9, 0.1, 8, newStepValue(8, 0.1))
+	if d != 6 || math.Abs(kept-(0.9+0.81+0.729+0.6561+0.59049+0.531441)) > 1e-12 {
+		t.Errorf("8 rows, a = 0.9: d = %d, kept %v; want 6, 4.217031", d, kept)
+	}
+	if v := newStepValue(8, 0.1); v.tokens != 8 || math.Abs(v.cost-1.7) > 1e-12 {
+		t.Errorf("newStepValue(8, 0.1) = %+v", v)
+	}
+	if v := newStepValue(0, 0.1); v.tokens != 0 || v.cost != 1 {
+		t.Errorf("newStepValue(0, 0.1) = %+v", v)
 	}
 }
 

@@ -59,7 +59,7 @@ func TestSpeculativePoolAccounting(t *testing.T) {
 		// Room for the longest request alone and a few blocks more: the
 		// others preempt each other.
 		opts := Options{BlockSize: bs, NumBlocks: (most+bs-1)/bs + 1 + r.IntN(4), DisablePrefixSharing: trial%4 == 3,
-			Speculation: Speculation{Method: "ngram", Draft: 1 + r.IntN(6)}}
+			Speculation: Speculation{Method: "ngram", Draft: 1 + r.IntN(6), always: true}}
 		t.Run(fmt.Sprintf("trial %d: block %d, %d blocks, draft %d", trial, bs, opts.NumBlocks, opts.Speculation.Draft), func(t *testing.T) {
 			e := newEngine(t, m, opts)
 			c := e.Cache()
