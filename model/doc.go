@@ -44,10 +44,10 @@
 // Sampler picks the next token from a row of logits the way run.c does
 // (argmax at temperature 0, else temperature, top-p and run.c's xorshift
 // RNG, so a seed gives run.c's tokens), with llama.cpp's top-k, min-p and
-// repeat penalty as filters. Sampler.Verify is the rejection sampler of
-// speculative decoding: it accepts a drafted token with the probability
-// the plain sampler would have given it, so speculation changes speed,
-// never the distribution.
+// repeat penalty as filters. Sampler.Verify checks a speculative draft:
+// it samples the row's token as Sample would, with the same coin, and
+// accepts the draft when they agree, so speculation changes speed, never
+// the tokens.
 //
 // The scheduler that drives Forward over many sequences is model/engine.
 package model
