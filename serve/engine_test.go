@@ -221,8 +221,8 @@ func send(ctx context.Context, url string, r loadRequest, delay time.Duration) (
 // cancelled midway); every completed answer's text, logprobs and finish
 // reasons equal the same request's sent alone to the idle server. Then
 // the engine is idle again: nothing running, every block free. The same
-// holds with speculative decoding on (drafts depend only on a sequence's
-// own tokens). Both run infer serve's chunked-prefill defaults: the chunk
+// holds with speculative decoding on (what is drafted never changes a
+// sequence's tokens). Both run infer serve's chunked-prefill defaults: the chunk
 // rule sizes chunks from the wall clock, so they differ run to run, and
 // the bytes must not.
 func TestSameBytesUnderLoad(t *testing.T) {

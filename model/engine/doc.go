@@ -94,10 +94,11 @@
 // (Step.Changed), and a shared prefix block is never written: the cache
 // copies it on write first. Every logit is the bits of a decode row and
 // every kept token costs one coin, so a sequence's tokens, greedy or
-// sampled, are those it has without speculation; and its drafts depend
-// only on its own tokens and acceptance history, so speculation changes
-// nothing about batching, preemption (a preempted sequence replays
-// without drafting, then drafts again as before) or prefix sharing.
+// sampled, are those it has without speculation, however it is batched,
+// preempted (a preempted sequence replays without drafting, then drafts
+// again) or prefix-shared. What it drafts depends on its acceptance
+// history and on the step's other rows, and changes only the steps its
+// tokens take.
 //
 // # Watching the KV cache
 //

@@ -221,10 +221,11 @@ func (q *seqState) decoding() bool {
 	return q.computed >= len(q.req.Prompt) && q.computed == len(q.tokens)-1
 }
 
-// propose fills every running sequence's drafts for this step, as long as
-// the adaptive rule says (or its shadow draft, when that is none). A
-// sequence drafts only while decoding and while room is left: the verify
-// step's last row must stay within Steps positions.
+// propose fills every running sequence's drafts for this step, as many
+// as the adaptive rule says; a sequence that drafts none keeps the first
+// proposed token as its shadow draft. A sequence drafts only while
+// decoding and while room is left: the verify step's last row must stay
+// within Steps positions.
 func (s *scheduler) propose() error {
 	if !s.spec.On() {
 		return nil
@@ -258,7 +259,7 @@ func (s *scheduler) propose() error {
 		if s.spec.always {
 			continue
 		}
-		d, kept := draftLen(sp.acceptance(), s.spec.DraftCost, len(capWeakMatch(sp.drafts, n)), v)
+		d, kept := draftLen(sp.acceptance(), s.spec.DraftCost, weakMatchCap(len(sp.drafts), n), v)
 		v.tokens += kept
 		v.cost += s.spec.DraftCost * float64(d)
 		sp.hasShadow = d == 0 && len(sp.drafts) > 0
@@ -270,16 +271,16 @@ func (s *scheduler) propose() error {
 	return nil
 }
 
-// capWeakMatch cuts a draft found by a suffix match of n < strongMatch
-// tokens to its first token. One shared token is weak evidence that what
-// followed it then follows now; on stories260K such drafts were the
-// rejected ones, and cutting them saved verify rows without losing
-// accepted tokens (docs/speculative.md).
-func capWeakMatch(drafts []int, n int) []int {
+// weakMatchCap is how many of found drafted tokens a suffix match of n
+// tokens may draft: one when n < strongMatch, else all. One shared token
+// is weak evidence that what followed it then follows now; on
+// stories260K such drafts were the rejected ones, and cutting them saved
+// verify rows without losing accepted tokens (docs/speculative.md).
+func weakMatchCap(found, n int) int {
 	if n < strongMatch {
-		return drafts[:min(len(drafts), 1)]
+		return min(found, 1)
 	}
-	return drafts
+	return found
 }
 
 // verify retires a sequence that ran a verify step: rows holds the
